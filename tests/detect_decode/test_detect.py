@@ -1,0 +1,79 @@
+"""detect.py: which requests are LLM generations, and of which protocol."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
+from proxai.model import Protocol
+
+A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/v1/messages", A),
+        ("/v1/messages?beta=true", A),
+        ("/anthropic/v1/messages", A),
+        ("/api/proxy/v1/messages/", A),
+        ("/v1/chat/completions", C),
+        ("/openai/v1/chat/completions", C),
+        ("/chat/completions", C),
+        ("/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21", C),
+        ("/v1/responses", R),
+        ("/openai/v1/responses?api-version=preview", R),
+        ("/openai/responses?api-version=2025-04-01-preview", R),
+        ("/openai/deployments/my-dep/responses?api-version=2025-04-01-preview", R),
+        ("/base/v1/responses", R),
+        ("/v1/messages/count_tokens", None),
+        ("/v1/messages/batches", None),
+        ("/v1/responses/resp_123", None),
+        ("/v1/responses/resp_123/input_items", None),
+        ("/v1/completions", None),
+        ("/v1/embeddings", None),
+        ("/responses", None),
+        ("/", None),
+        ("", None),
+    ],
+)
+def test_paths(path: str, expected: Protocol | None) -> None:
+    assert detect_protocol("POST", path) is expected
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "OPTIONS", "HEAD"])
+def test_post_only(method: str) -> None:
+    assert detect_protocol(method, "/v1/chat/completions") is None
+    assert detect_protocol(method, "/v1/messages") is None
+
+
+def test_method_case() -> None:
+    assert detect_protocol("post", "/v1/responses") is R
+
+
+@pytest.mark.parametrize(
+    ("body", "anthropic_headers", "expected"),
+    [
+        (b'{"model":"m","input":"hi"}', False, R),
+        (b'{"model":"m","messages":[{"role":"user","content":"hi"}]}', False, C),
+        (b'{"model":"m","messages":[{"role":"user","content":"hi"}]}', True, A),
+        (b'{"model":"m","system":"s","messages":[{"role":"user","content":"hi"}],"max_tokens":5}', False, A),
+        (b'{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5}', False, A),
+        (b'{"model":"m","messages":[{"role":"system","content":"s"}],"max_tokens":5}', False, C),
+        (b'{"model":"m","messages":[],"max_tokens":5,"n":1}', False, C),
+        (b'{"model":"m","prompt":"hi"}', False, None),
+        (b"[1,2]", False, None),
+        (b"not json", False, None),
+        (b"", False, None),
+    ],
+)
+def test_sniff(body: bytes, anthropic_headers: bool, expected: Protocol | None) -> None:
+    assert sniff_protocol(body, anthropic_headers=anthropic_headers) is expected
+
+
+def test_parse_protocol() -> None:
+    assert parse_protocol("openai_chat") is C
+    assert parse_protocol(" Anthropic ") is A
+    assert parse_protocol("responses") is R
+    with pytest.raises(ValueError):
+        parse_protocol("gemini")
