@@ -46,6 +46,27 @@ class SseEvent:
     raw: bytes = b""
 
 
+_EVENT_FIELDS = ("event", "data", "id", "raw")
+assert tuple(SseEvent.__slots__) == _EVENT_FIELDS, "update _new_event with SseEvent's fields"
+_object_new = object.__new__
+_set_event = SseEvent.__dict__["event"].__set__
+_set_data = SseEvent.__dict__["data"].__set__
+_set_id = SseEvent.__dict__["id"].__set__
+_set_raw = SseEvent.__dict__["raw"].__set__
+
+
+def _new_event(event: str, data: str, id: str, raw: bytes) -> SseEvent:
+    """``SseEvent(event, data, id, raw)`` at half the cost: a frozen dataclass ``__init__``
+    pays for ``object.__setattr__`` per field; this sets the slots through their descriptors.
+    The hot path creates one event per SSE event (docs/performance.md)."""
+    ev: SseEvent = _object_new(SseEvent)
+    _set_event(ev, event)
+    _set_data(ev, data)
+    _set_id(ev, id)
+    _set_raw(ev, raw)
+    return ev
+
+
 class SseScanner:
     """Feed bytes, get dispatched events. Chunking never changes the result."""
 
@@ -136,6 +157,9 @@ class SseScanner:
         return head[3:] if head.startswith(_BOM) else head
 
     def _scan(self, data: bytes, out: list[SseEvent]) -> None:
+        if not self._cr_pending and b"\r" not in data:
+            self._scan_lf(data, out)
+            return
         pos = 0
         n = len(data)
         if self._cr_pending:
@@ -162,6 +186,88 @@ class SseScanner:
             self._raw_parts.append(data[pos:n])
             self._block_size += n - pos
             self._check_event_size()
+
+    def _scan_lf(self, data: bytes, out: list[SseEvent]) -> None:
+        """The common case, a chunk with LF terminators only: the same rules as ``_scan`` +
+        ``_end_line`` + ``_dispatch``, inlined. The chunk is split once in C; a block's raw
+        bytes are sliced from the chunk once at dispatch instead of collected line by line."""
+        max_line = self.max_line
+        max_event = self.max_event
+        lines = data.split(b"\n")
+        rest = lines.pop()  # the unfinished last line (b"" when the chunk ends with LF)
+        pos = 0  # offset in ``data`` just past the current line
+        raw_start = 0  # where the current block's bytes begin in ``data``
+        if lines and self._line_parts:  # the first line continues a partial line
+            pos = -self._line_size
+            self._line_parts.append(lines[0])
+            lines[0] = b"".join(self._line_parts)
+            self._line_parts.clear()
+            self._line_size = 0
+        for line in lines:
+            pos += len(line) + 1
+            if not line:  # blank line: dispatch
+                if self._data:
+                    raw = data[raw_start:pos]
+                    if self._raw_parts:
+                        self._raw_parts.append(raw)
+                        raw = b"".join(self._raw_parts)
+                        self._raw_parts.clear()
+                    d = self._data
+                    text = d[0] if len(d) == 1 else "\n".join(d)
+                    d.clear()
+                    self._data_size = 0
+                    out.append(_new_event(self._event_type or "message", text, self._last_id, raw))
+                else:
+                    self._raw_parts.clear()
+                self._event_type = ""
+                self._block_size = 0
+                raw_start = pos
+                continue
+            if len(line) > max_line:
+                raise SseLimitError("line", max_line)
+            if self._block_size + (pos - raw_start) + self._data_size > max_event:
+                raise SseLimitError("event", max_event)
+            if line[:6] == b"data: ":
+                field, value = b"data", line[6:]
+            elif line[:7] == b"event: ":
+                self._event_type = line[7:].decode("utf-8", "replace")
+                continue
+            elif line[0] == _COLON:
+                continue  # comment
+            else:
+                colon = line.find(b":")
+                if colon < 0:
+                    field, value = line, b""
+                else:
+                    field = line[:colon]
+                    start = colon + 1
+                    if start < len(line) and line[start] == _SPACE:
+                        start += 1
+                    value = line[start:]
+            if field == b"data":
+                self._data.append(value.decode("utf-8", "replace"))
+                self._data_size += len(value) + 1
+                if self._block_size + (pos - raw_start) + self._data_size > max_event:
+                    raise SseLimitError("event", max_event)
+            elif field == b"event":
+                self._event_type = value.decode("utf-8", "replace")
+            elif field == b"id":
+                if b"\x00" not in value:
+                    self._last_id = value.decode("utf-8", "replace")
+            elif field == b"retry" and value and value.isdigit() and value.isascii():
+                self.retry = int(value)
+            # any other field is ignored
+        # The rest of the block so far (complete lines and a partial one) is kept for ``raw``.
+        n = len(data)
+        if raw_start < n:
+            self._raw_parts.append(data[raw_start:] if raw_start else data)
+            self._block_size += n - raw_start
+        if rest:
+            self._line_size += len(rest)
+            if self._line_size > max_line:
+                raise SseLimitError("line", max_line)
+            self._line_parts.append(rest)
+        self._check_event_size()
 
     def _add_partial(self, data: bytes, start: int, stop: int) -> None:
         if stop <= start:
@@ -192,6 +298,7 @@ class SseScanner:
         if not line:
             self._dispatch(out)
             return
+        self._check_event_size()  # a block of comment lines alone must not grow without bound
         first = line[0]
         if first == _COLON:
             return  # comment
@@ -213,9 +320,8 @@ class SseScanner:
         elif field == b"id":
             if b"\x00" not in value:
                 self._last_id = value.decode("utf-8", "replace")
-        elif field == b"retry":
-            if value and value.isdigit() and value.isascii():
-                self.retry = int(value)
+        elif field == b"retry" and value and value.isdigit() and value.isascii():
+            self.retry = int(value)
         # any other field is ignored
 
     def _dispatch(self, out: list[SseEvent]) -> None:
@@ -228,7 +334,7 @@ class SseScanner:
         data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
         self._data.clear()
         self._data_size = 0
-        out.append(SseEvent(self._event_type or "message", data, self._last_id, raw))
+        out.append(_new_event(self._event_type or "message", data, self._last_id, raw))
         self._event_type = ""
 
 
