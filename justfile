@@ -20,5 +20,5 @@ lint:
     {{venv}}mypy
 
 # Benchmarks (ratios against a same-process floor)
-bench:
-    {{venv}}python -m proxai.bench
+bench *ARGS:
+    {{venv}}python -m bench {{ARGS}}
