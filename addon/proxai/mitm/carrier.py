@@ -1,0 +1,405 @@
+"""The stream carrier: the callable installed as ``flow.response.stream`` for SSE responses.
+
+Seed 001 (001_5998ffc26e6ec2b6.txt, "通用 streaming carrier" and "先保 carrier"): the
+carrier owns bytes, lifecycle hooks and injection; the protocol observer owns the semantics.
+Per upstream chunk:
+
+    decode (gzip/deflate/br/zstd, bounded)  ->  observer.feed(decoded, now)  (scanned ONCE)
+      -> client bytes: the ORIGINAL chunk (observe-only, the default)
+                       or translator.feed(events) (translation)
+      -> on_chunk hooks (the guard): may inject bytes and close (``BodyAction::InjectAndClose``)
+
+and on mitmproxy's final ``b""`` call: flush the decoder, ``observer.finish``, ``translator.finish``,
+``on_end`` hooks. mitmproxy facts (ARCHITECTURE.md): never return ``b""`` mid-stream (on an
+HTTP/1 chunked client it ends the response), return ``[]`` to emit nothing.
+
+Extension points (guard and translation engineers plug in here, nowhere else):
+
+- ``Carrier.translator``: a ``StreamTranslator`` (TEAM.md contract). When set, the client gets
+  its output instead of the upstream bytes, ``finish()`` at end of message, ``fail()`` on errors.
+  ``strip_translated_headers(response)`` drops the upstream's content-encoding/length.
+- ``Carrier.on_chunk``: hooks ``(carrier, events, now) -> GuardAction | None`` run after each chunk.
+- ``Carrier.on_end``: hooks ``(carrier, summary) -> None`` run once when the stream ends.
+- ``Carrier.inject_and_close(kind, message, now, data=None)``: the out-of-band path (a timer while
+  the upstream is silent). It renders the error in the client's protocol, hands it to
+  ``Carrier.injector`` (the mitmproxy-internals injection module) and, when that cannot deliver,
+  keeps it pending for the next chunk (data-driven fallback).
+- ``Carrier.close_handlers``: called once when the carrier closes the client stream inside the
+  callable (so the injection module can end the client stream and cancel the upstream).
+
+A bug in any of these is logged and never breaks the flow: in observe-only mode the client keeps
+receiving exactly the upstream bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+from typing import Protocol as TypingProtocol
+
+from proxai.decode import Decoder
+from proxai.error_shapes import error_event
+from proxai.errors import DecodeError, ProxaiError, SseLimitError, TranslationError
+from proxai.model import ErrorKind, Protocol, StreamSummary
+from proxai.sse import SseEvent
+
+if TYPE_CHECKING:
+    from mitmproxy import http
+
+    from proxai.observe import StreamObserver
+
+logger = logging.getLogger(__name__)
+
+
+class StreamTranslator(TypingProtocol):
+    """TEAM.md contract: pure, lives in ``proxai/translate/``."""
+
+    client_protocol: Protocol
+
+    def feed(self, events: list[SseEvent]) -> bytes: ...
+
+    def finish(self) -> bytes: ...
+
+    def fail(self, kind: ErrorKind, message: str) -> bytes: ...
+
+
+class CarrierState(StrEnum):
+    STREAMING = "streaming"  # bytes flow
+    CLOSED = "closed"  # we ended the client stream (guard / translation failure); upstream bytes dropped
+    FINISHED = "finished"  # upstream end of message processed
+    ABORTED = "aborted"  # the stream died (mitmproxy error hook)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardAction:
+    """What an ``on_chunk`` hook wants: bytes to inject and/or closing the client stream.
+
+    ``inject=None`` with ``close=True`` lets the carrier render the error for ``kind`` /
+    ``message`` in the client's protocol (``translator.fail`` or ``error_shapes.error_event``).
+    """
+
+    close: bool = False
+    inject: bytes | None = None
+    kind: ErrorKind = ErrorKind.UNKNOWN
+    message: str = ""
+
+
+ChunkHook = Callable[["Carrier", list[SseEvent], float], GuardAction | None]
+EndHook = Callable[["Carrier", StreamSummary], None]
+CloseHandler = Callable[["Carrier"], None]
+# Delivers bytes to the client outside the stream callable and ends the client stream.
+# Returns False when it cannot (then the carrier falls back to the next chunk).
+Injector = Callable[["Carrier", bytes], bool]
+
+
+@dataclass(slots=True)
+class CloseInfo:
+    kind: ErrorKind
+    message: str
+    at: float
+    injected_bytes: int
+    out_of_band: bool
+
+
+def strip_translated_headers(response: http.Response) -> None:
+    """A translated body is new bytes: the upstream's framing headers no longer describe it."""
+    for name in ("content-encoding", "content-length", "content-md5", "etag"):
+        if name in response.headers:
+            del response.headers[name]
+    response.headers["content-type"] = "text/event-stream; charset=utf-8"
+
+
+class Carrier:
+    """One streamed response. Call it with each upstream chunk; ``b""`` means end of message."""
+
+    def __init__(
+        self,
+        observer: StreamObserver,
+        *,
+        protocol: Protocol,
+        decoder: Decoder | None,
+        decode_error: str | None = None,
+        translator: StreamTranslator | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        flow: http.HTTPFlow | None = None,
+    ) -> None:
+        self.observer = observer
+        self.protocol = protocol  # the upstream protocol
+        self.decoder = decoder
+        self.translator = translator
+        self.clock = clock
+        self.flow = flow
+        self.state = CarrierState.STREAMING
+        self.on_chunk: list[ChunkHook] = []
+        self.on_end: list[EndHook] = []
+        self.close_handlers: list[CloseHandler] = []
+        self.injector: Injector | None = None
+        self.summary: StreamSummary | None = None
+        self.closed: CloseInfo | None = None
+        # Why observing stopped early (decode failure, a bug in the observer); None while fine.
+        self.observe_error: str | None = decode_error
+        self.translate_error: str | None = None
+        self.hook_errors = 0
+        self.client_bytes = 0
+        self.upstream_bytes = 0
+        self._pending_injection: bytes | None = None
+        self._pending_info: tuple[ErrorKind, str] | None = None
+
+    # -- what mitmproxy calls -----------------------------------------------------------------
+
+    @property
+    def client_protocol(self) -> Protocol:
+        return self.translator.client_protocol if self.translator is not None else self.protocol
+
+    @property
+    def observing(self) -> bool:
+        return self.observe_error is None
+
+    def __call__(self, chunk: bytes) -> bytes | list[bytes]:
+        try:
+            out = self._end() if chunk == b"" else self._chunk(chunk)
+        except Exception:
+            # A bug in our code. Observe-only: the client still gets exactly the upstream bytes.
+            logger.warning("proxai: carrier bug, passing bytes through", exc_info=True)
+            self.observe_error = self.observe_error or "internal error in the carrier"
+            if self.translator is not None or self.state is not CarrierState.STREAMING:
+                out = []
+            else:
+                out = [chunk] if chunk else []
+        out = [b for b in out if b]  # never b"" mid-stream
+        self.client_bytes += sum(len(b) for b in out)
+        return out
+
+    # -- the out-of-band path (guard timers) ----------------------------------------------------
+
+    def inject_and_close(self, kind: ErrorKind, message: str, now: float, data: bytes | None = None) -> bool:
+        """End the client stream with an error now, while the upstream may be silent.
+
+        Returns True when the injector delivered it at once; False when it is pending for the
+        next upstream chunk (or the stream is already over).
+        """
+        if self.state is not CarrierState.STREAMING or self._pending_injection is not None:
+            return False
+        payload = data if data is not None else self.error_bytes(kind, message)
+        if self.injector is not None:
+            try:
+                delivered = self.injector(self, payload)
+            except Exception:
+                logger.warning("proxai: injector bug", exc_info=True)
+                delivered = False
+            if delivered:
+                self.client_bytes += len(payload)
+                self._close(kind, message, now, len(payload), out_of_band=True)
+                return True
+        self._pending_injection = payload
+        self._pending_info = (kind, message)
+        return False
+
+    def error_bytes(self, kind: ErrorKind, message: str) -> bytes:
+        """A well-formed error + end of stream in the CLIENT's protocol."""
+        if self.translator is not None:
+            try:
+                return self.translator.fail(kind, message)
+            except Exception:
+                logger.warning("proxai: translator.fail bug", exc_info=True)
+        obs = self.observer
+        try:
+            snap = obs.summary()
+            rid, model = snap.id, snap.model
+            seq = obs.next_sequence_number
+        except Exception:
+            rid, model, seq = None, None, 0
+        return error_event(
+            self.client_protocol, kind, message, response_id=rid, model=model, sequence_number=seq
+        )
+
+    # -- the stream died (mitmproxy error hook) -------------------------------------------------
+
+    def abort(self, message: str, now: float, kind: ErrorKind = ErrorKind.CONNECTION) -> StreamSummary:
+        if self.summary is not None:
+            return self.summary
+        self.state = CarrierState.ABORTED
+        self.summary = self.observer.abort(message, now, kind)
+        self._run_end_hooks()
+        return self.summary
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _chunk(self, chunk: bytes) -> list[bytes]:
+        now = self.clock()
+        self.upstream_bytes += len(chunk)
+        if self.state is not CarrierState.STREAMING:
+            return []  # after we closed the client stream, upstream bytes are dropped
+        if self._pending_injection is not None:
+            return self._deliver_pending(now)
+        events = self._observe(self._decode(chunk), now)
+        out: list[bytes] = []
+        if self.translator is None:
+            out.append(chunk)
+        else:
+            out.extend(self._translate(events, now))
+        if self.state is CarrierState.STREAMING:
+            out.extend(self._run_chunk_hooks(events, now))
+        return out
+
+    def _end(self) -> list[bytes]:
+        now = self.clock()
+        if self.state is CarrierState.CLOSED:
+            self._finalize_closed()
+            return []
+        if self.state is not CarrierState.STREAMING:
+            return []
+        out: list[bytes] = []
+        if self._pending_injection is not None:
+            out.extend(self._deliver_pending(now))
+            self._finalize_closed()
+            return out
+        rest = b""
+        if self.decoder is not None and self.observing:
+            try:
+                rest = self.decoder.flush()
+            except DecodeError as exc:
+                self.observe_error = str(exc)
+        events = self._observe(rest, now) if rest else []
+        if self.translator is not None:
+            out.extend(self._translate(events, now))
+            if self.state is CarrierState.STREAMING:
+                try:
+                    out.append(self.translator.finish())
+                except ProxaiError as exc:
+                    out.append(self._translation_failed(exc, now))
+        self.state = CarrierState.FINISHED
+        self.summary = self._observer_finish(now)
+        self._run_end_hooks()
+        return out
+
+    def _decode(self, chunk: bytes) -> bytes:
+        if not self.observing:
+            return b""
+        if self.decoder is None:
+            return chunk
+        try:
+            return self.decoder.feed(chunk)
+        except DecodeError as exc:
+            self.observe_error = str(exc)
+            return b""
+
+    def _observe(self, decoded: bytes, now: float) -> list[SseEvent]:
+        if not decoded or not self.observing:
+            return []
+        try:
+            return self.observer.feed(decoded, now)
+        except Exception as exc:
+            logger.warning("proxai: observer bug, observing stops for this flow", exc_info=True)
+            self.observe_error = f"internal error in the observer: {type(exc).__name__}"
+            return []
+
+    def _translate(self, events: list[SseEvent], now: float) -> list[bytes]:
+        assert self.translator is not None
+        problem: ProxaiError | str | None = None
+        if not self.observing:
+            problem = f"the upstream stream could not be read: {self.observe_error}"
+        elif self._observer_failed() is not None:
+            problem = self._observer_failed()
+        if problem is not None:
+            return [self._translation_failed(problem, now)]
+        try:
+            return [self.translator.feed(events)] if events else []
+        except ProxaiError as exc:
+            return [self._translation_failed(exc, now)]
+
+    def _observer_failed(self) -> ProxaiError | None:
+        try:
+            failed: Any = getattr(self.observer, "failed", None)
+        except Exception:
+            return None
+        return failed if isinstance(failed, ProxaiError) else None
+
+    def _translation_failed(self, problem: ProxaiError | str, now: float) -> bytes:
+        """Translation cannot go on: a well-formed client-protocol error ends the stream."""
+        assert self.translator is not None
+        if isinstance(problem, TranslationError):
+            kind = ErrorKind.TRANSLATION
+        elif isinstance(problem, SseLimitError):
+            kind = ErrorKind.STREAM_LIMIT
+        else:
+            kind = ErrorKind.UPSTREAM_PROTOCOL
+        message = str(problem)
+        self.translate_error = message
+        try:
+            data = self.translator.fail(kind, message)
+        except Exception:
+            logger.warning("proxai: translator.fail bug", exc_info=True)
+            data = error_event(self.client_protocol, kind, message)
+        self._close(kind, message, now, len(data), out_of_band=False)
+        return data
+
+    def _run_chunk_hooks(self, events: list[SseEvent], now: float) -> list[bytes]:
+        out: list[bytes] = []
+        for hook in list(self.on_chunk):
+            try:
+                action = hook(self, events, now)
+            except Exception:
+                self.hook_errors += 1
+                logger.warning("proxai: on_chunk hook bug", exc_info=True)
+                continue
+            if action is None:
+                continue
+            if action.close:
+                data = (
+                    action.inject
+                    if action.inject is not None
+                    else self.error_bytes(action.kind, action.message)
+                )
+                out.append(data)
+                self._close(action.kind, action.message, now, len(data), out_of_band=False)
+                break
+            if action.inject:
+                out.append(action.inject)
+        return out
+
+    def _deliver_pending(self, now: float) -> list[bytes]:
+        data = self._pending_injection or b""
+        kind, message = self._pending_info or (ErrorKind.UNKNOWN, "")
+        self._pending_injection = None
+        self._pending_info = None
+        self._close(kind, message, now, len(data), out_of_band=False)
+        return [data]
+
+    def _close(self, kind: ErrorKind, message: str, now: float, injected: int, *, out_of_band: bool) -> None:
+        if self.state is not CarrierState.STREAMING:
+            return
+        self.state = CarrierState.CLOSED
+        self.closed = CloseInfo(kind, message, now, injected, out_of_band)
+        self.summary = self._observer_abort(message, now, kind)
+        self._run_end_hooks()
+        if not out_of_band:
+            for handler in list(self.close_handlers):
+                try:
+                    handler(self)
+                except Exception:
+                    self.hook_errors += 1
+                    logger.warning("proxai: close handler bug", exc_info=True)
+
+    def _finalize_closed(self) -> None:
+        """The upstream ended after we had closed the client stream: nothing more to do."""
+
+    def _observer_finish(self, now: float) -> StreamSummary:
+        return self.observer.finish(now)
+
+    def _observer_abort(self, message: str, now: float, kind: ErrorKind) -> StreamSummary:
+        return self.observer.abort(message, now, kind)
+
+    def _run_end_hooks(self) -> None:
+        if self.summary is None:
+            return
+        for hook in list(self.on_end):
+            try:
+                hook(self, self.summary)
+            except Exception:
+                self.hook_errors += 1
+                logger.warning("proxai: on_end hook bug", exc_info=True)

@@ -1,0 +1,77 @@
+"""Test doubles for the carrier's collaborators (observer contract of TEAM.md, a translator)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from proxai.errors import ProxaiError, UpstreamProtocolError
+from proxai.model import ErrorInfo, ErrorKind, Outcome, Protocol, StreamSummary
+from proxai.sse import SseEvent, SseScanner
+
+
+class RecordingObserver:
+    """Follows the ``StreamObserver`` contract: scans decoded bytes once, records what it saw."""
+
+    def __init__(self, protocol: Protocol = Protocol.OPENAI_CHAT, *, boom_on: bytes | None = None) -> None:
+        self.protocol = protocol
+        self.scanner = SseScanner()
+        self.fed: list[bytes] = []
+        self.events: list[SseEvent] = []
+        self.finished_at: float | None = None
+        self.aborted: tuple[str, float, ErrorKind] | None = None
+        self.failed: ProxaiError | None = None
+        self.next_sequence_number = 7
+        self.tail = b""
+        self.boom_on = boom_on
+
+    def headers(self, status_code: int, now: float) -> None:
+        pass
+
+    def feed(self, chunk: bytes, now: float) -> list[SseEvent]:
+        if self.boom_on is not None and self.boom_on in chunk:
+            raise RuntimeError("observer bug")
+        self.fed.append(chunk)
+        self.tail = (self.tail + chunk)[-64:]
+        evs = self.scanner.feed(chunk)
+        self.events.extend(evs)
+        return evs
+
+    def finish(self, now: float) -> StreamSummary:
+        self.finished_at = now
+        terminal = any(e.data == "[DONE]" for e in self.events)
+        return StreamSummary(self.protocol, True, Outcome.COMPLETED if terminal else Outcome.CLOSED)
+
+    def abort(self, message: str, now: float, kind: ErrorKind = ErrorKind.CONNECTION) -> StreamSummary:
+        self.aborted = (message, now, kind)
+        return StreamSummary(self.protocol, True, Outcome.ERROR, error=ErrorInfo(kind, message, "proxy"))
+
+    def summary(self) -> StreamSummary:
+        return StreamSummary(self.protocol, True, id="chatcmpl-1", model="m")
+
+    def open_tool_calls(self) -> list[object]:
+        return []
+
+
+@dataclass
+class UpperTranslator:
+    """Re-emits each event's data upper-cased, in SSE framing; fails on a ``FAIL`` event."""
+
+    client_protocol: Protocol = Protocol.ANTHROPIC_MESSAGES
+    calls: list[str] = field(default_factory=list)
+
+    def feed(self, events: list[SseEvent]) -> bytes:
+        self.calls.append(f"feed:{len(events)}")
+        out = b""
+        for e in events:
+            if e.data == "FAIL":
+                raise UpstreamProtocolError("bad source event")
+            out += b"data: " + e.data.upper().encode() + b"\n\n"
+        return out
+
+    def finish(self) -> bytes:
+        self.calls.append("finish")
+        return b"data: END\n\n"
+
+    def fail(self, kind: ErrorKind, message: str) -> bytes:
+        self.calls.append(f"fail:{kind}:{message}")
+        return b"event: error\ndata: " + message.encode() + b"\n\n"

@@ -1,0 +1,242 @@
+"""The carrier: decode -> observe -> pass through / translate -> guard hooks; never breaks a flow."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import random
+
+import pytest
+
+from proxai.decode import make_decoder
+from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
+from proxai.model import ErrorKind, Outcome, Protocol
+from proxai.sse import SseEvent
+
+from .fakes import RecordingObserver, UpperTranslator
+
+STREAM = b"".join(b'data: {"n":%d}\n\n' % i for i in range(50)) + b"data: [DONE]\n\n"
+
+
+def _chunks(data: bytes, rng: random.Random) -> list[bytes]:
+    out, i = [], 0
+    while i < len(data):
+        n = rng.randint(1, 40)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+def _carrier(obs: RecordingObserver, encoding: str | None = None, **kw: object) -> Carrier:
+    clock = itertools.count(100.0, 0.5)
+    return Carrier(
+        obs,  # type: ignore[arg-type]
+        protocol=obs.protocol,
+        decoder=make_decoder(encoding),
+        clock=lambda: next(clock),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _run(c: Carrier, chunks: list[bytes]) -> list[list[bytes]]:
+    outs = []
+    for ch in chunks:
+        out = c(ch)
+        assert out != b"" and b"" not in out  # never an empty chunk mid-stream
+        outs.append(out if isinstance(out, list) else [out])
+    outs.append(list(c(b"")))  # type: ignore[arg-type]
+    return outs
+
+
+@pytest.mark.parametrize("split", ["whole", "bytewise", "random"])
+@pytest.mark.parametrize("encoding", [None, "gzip"])
+def test_observe_only_passes_exact_bytes(split: str, encoding: str | None) -> None:
+    wire = gzip.compress(STREAM) if encoding == "gzip" else STREAM
+    if split == "whole":
+        chunks = [wire]
+    elif split == "bytewise":
+        chunks = [wire[i : i + 1] for i in range(len(wire))]
+    else:
+        chunks = _chunks(wire, random.Random(3))
+    obs = RecordingObserver()
+    c = _carrier(obs, encoding)
+    outs = _run(c, chunks)
+    # Each call returns exactly the chunk it got; nothing at the end.
+    assert [b"".join(o) for o in outs[:-1]] == chunks
+    assert outs[-1] == []
+    assert b"".join(obs.fed) == STREAM  # the observer saw decoded bytes
+    assert len(obs.events) == 51 and obs.events[-1].data == "[DONE]"
+    assert c.summary is not None and c.summary.outcome is Outcome.COMPLETED
+    assert c.state is CarrierState.FINISHED
+    assert c.client_bytes == c.upstream_bytes == len(wire)
+
+
+def test_decode_error_keeps_passing_bytes_and_stops_observing() -> None:
+    obs = RecordingObserver()
+    c = _carrier(obs, "gzip")
+    bad = b"\x1f\x8b\x08\x00garbage that is not deflate data at all......"
+    assert c(bad) == [bad]
+    assert c(b"more") == [b"more"]
+    assert c(b"") == []
+    assert c.observe_error is not None and "gzip" in c.observe_error
+    assert obs.fed == []
+    assert c.summary is not None and c.summary.outcome is Outcome.CLOSED
+
+
+def test_unknown_encoding_is_recorded() -> None:
+    obs = RecordingObserver()
+    c = Carrier(obs, protocol=obs.protocol, decoder=None, decode_error="unsupported content-encoding 'x'")  # type: ignore[arg-type]
+    assert c(b"data: x\n\n") == [b"data: x\n\n"]
+    assert not c.observing and obs.fed == []
+
+
+def test_observer_bug_never_breaks_the_flow() -> None:
+    obs = RecordingObserver(boom_on=b"BOOM")
+    c = _carrier(obs)
+    assert c(b"data: 1\n\n") == [b"data: 1\n\n"]
+    assert c(b"data: BOOM\n\n") == [b"data: BOOM\n\n"]
+    assert c(b"data: 2\n\n") == [b"data: 2\n\n"]
+    assert c(b"") == []
+    assert c.observe_error is not None and "RuntimeError" in c.observe_error
+    assert obs.fed == [b"data: 1\n\n"]
+
+
+def test_hook_bug_is_contained_and_other_hooks_still_run() -> None:
+    obs = RecordingObserver()
+    c = _carrier(obs)
+    seen: list[int] = []
+
+    def bad(_c: Carrier, _e: list[SseEvent], _now: float) -> GuardAction | None:
+        raise ValueError("hook bug")
+
+    def good(_c: Carrier, events: list[SseEvent], _now: float) -> GuardAction | None:
+        seen.append(len(events))
+        return None
+
+    c.on_chunk += [bad, good]
+    assert c(b"data: 1\n\ndata: 2\n\n") == [b"data: 1\n\ndata: 2\n\n"]
+    assert seen == [2] and c.hook_errors == 1
+
+
+def test_guard_inject_and_close_in_callable() -> None:
+    obs = RecordingObserver(Protocol.OPENAI_RESPONSES)
+    c = _carrier(obs)
+    closed: list[Carrier] = []
+    ended: list[Outcome] = []
+    c.close_handlers.append(closed.append)
+    c.on_end.append(lambda _c, s: ended.append(s.outcome))
+
+    def guard(_c: Carrier, _e: list[SseEvent], now: float) -> GuardAction | None:
+        return (
+            GuardAction(close=True, kind=ErrorKind.TOOL_STALL, message="tool args stalled")
+            if now > 101
+            else None
+        )
+
+    c.on_chunk.append(guard)
+    assert c(b"data: 1\n\n") == [b"data: 1\n\n"]  # now = 100.0
+    assert c(b"data: 2\n\n") == [b"data: 2\n\n"]  # now = 100.5
+    out = c(b"data: 3\n\n")  # now = 101.0 -> no; 101.5 next
+    assert out == [b"data: 3\n\n"]
+    out = c(b"data: 4\n\n")
+    assert isinstance(out, list) and out[0] == b"data: 4\n\n"
+    err = out[1]
+    assert b"event: error" in err and b"tool args stalled" in err and b"response.failed" in err
+    assert b'"sequence_number":7' in err  # the observer's next sequence number
+    assert c.state is CarrierState.CLOSED and closed == [c] and ended == [Outcome.ERROR]
+    assert obs.aborted == ("tool args stalled", 101.5, ErrorKind.TOOL_STALL)
+    # Later upstream bytes are dropped; the end is quiet; the summary stays the abort's.
+    assert c(b"data: 5\n\n") == []
+    assert c(b"") == []
+    assert c.summary is not None and c.summary.outcome is Outcome.ERROR and ended == [Outcome.ERROR]
+
+
+def test_guard_explicit_inject_without_close() -> None:
+    obs = RecordingObserver()
+    c = _carrier(obs)
+    c.on_chunk.append(lambda _c, _e, _n: GuardAction(inject=b": keepalive\n\n"))
+    assert c(b"data: 1\n\n") == [b"data: 1\n\n", b": keepalive\n\n"]
+    assert c.state is CarrierState.STREAMING
+
+
+def test_out_of_band_injection_delivered_by_injector() -> None:
+    obs = RecordingObserver(Protocol.ANTHROPIC_MESSAGES)
+    c = _carrier(obs)
+    delivered: list[bytes] = []
+    c.injector = lambda _c, data: delivered.append(data) is None
+    assert c(b"event: ping\ndata: {}\n\n") == [b"event: ping\ndata: {}\n\n"]
+    assert c.inject_and_close(ErrorKind.IDLE_TIMEOUT, "upstream silent", 200.0) is True
+    assert len(delivered) == 1 and delivered[0].startswith(b"event: error\n")
+    assert c.state is CarrierState.CLOSED and c.closed is not None and c.closed.out_of_band
+    assert c(b"event: ping\ndata: {}\n\n") == []
+    assert c.inject_and_close(ErrorKind.IDLE_TIMEOUT, "again", 201.0) is False
+
+
+def test_out_of_band_injection_falls_back_to_next_chunk() -> None:
+    obs = RecordingObserver(Protocol.OPENAI_CHAT)
+    c = _carrier(obs)
+    c.injector = lambda _c, _d: False  # the injection module could not deliver
+    assert c.inject_and_close(ErrorKind.IDLE_TIMEOUT, "silent", 200.0) is False
+    assert c.state is CarrierState.STREAMING
+    out = c(b"data: late\n\n")
+    assert isinstance(out, list) and len(out) == 1 and out[0].startswith(b'data: {"error"')
+    assert c.state is CarrierState.CLOSED and c(b"") == []
+
+
+def test_pending_injection_delivered_at_end_of_message() -> None:
+    obs = RecordingObserver(Protocol.OPENAI_CHAT)
+    c = _carrier(obs)
+    c.inject_and_close(ErrorKind.IDLE_TIMEOUT, "silent", 200.0)
+    out = c(b"")
+    assert isinstance(out, list) and len(out) == 1 and b"silent" in out[0]
+
+
+def test_translator_replaces_bytes_and_finishes() -> None:
+    obs = RecordingObserver()
+    tr = UpperTranslator()
+    c = _carrier(obs, translator=tr)
+    assert c.client_protocol is Protocol.ANTHROPIC_MESSAGES
+    assert c(b"data: a") == []  # no complete event yet: nothing, never b""
+    assert c(b"bc\n\ndata: x\n\n") == [b"data: ABC\n\ndata: X\n\n"]
+    assert c(b"") == [b"data: END\n\n"]
+    assert tr.calls == ["feed:2", "finish"]
+    assert c.summary is not None and c.state is CarrierState.FINISHED
+
+
+def test_translator_feed_error_fails_the_client_stream() -> None:
+    obs = RecordingObserver()
+    tr = UpperTranslator()
+    c = _carrier(obs, translator=tr)
+    out = c(b"data: ok\n\ndata: FAIL\n\n")
+    assert out == [b"event: error\ndata: bad source event\n\n"]
+    assert tr.calls[-1] == f"fail:{ErrorKind.UPSTREAM_PROTOCOL}:bad source event"
+    assert c.state is CarrierState.CLOSED and c.translate_error == "bad source event"
+    assert c(b"data: more\n\n") == [] and c(b"") == []
+    assert "finish" not in tr.calls
+
+
+def test_translator_decode_error_fails_the_client_stream() -> None:
+    obs = RecordingObserver()
+    tr = UpperTranslator()
+    c = _carrier(obs, "gzip", translator=tr)
+    out = c(b"\x1f\x8b\x08\x00not really gzip data here at all")
+    assert isinstance(out, list) and len(out) == 1 and out[0].startswith(b"event: error")
+    assert c.state is CarrierState.CLOSED
+
+
+def test_guard_close_with_translator_renders_via_translator_fail() -> None:
+    obs = RecordingObserver()
+    tr = UpperTranslator()
+    c = _carrier(obs, translator=tr)
+    c.on_chunk.append(lambda _c, _e, _n: GuardAction(close=True, kind=ErrorKind.TOOL_STALL, message="stall"))
+    assert c(b"data: a\n\n") == [b"data: A\n\n", b"event: error\ndata: stall\n\n"]
+
+
+def test_abort_after_stream_died() -> None:
+    obs = RecordingObserver()
+    c = _carrier(obs)
+    c(b"data: 1\n\n")
+    s = c.abort("Server disconnected", 300.0)
+    assert s.outcome is Outcome.ERROR and c.state is CarrierState.ABORTED
+    assert obs.aborted == ("Server disconnected", 300.0, ErrorKind.CONNECTION)
+    assert c.abort("again", 301.0) is s
