@@ -1,0 +1,87 @@
+"""Streaming translation between Anthropic Messages, OpenAI Chat Completions and OpenAI
+Responses, and same-protocol normalization (issue 5; seeds 000, 001, 003, 004).
+
+Pure and sans-IO: SSE events in, client bytes out. ``make_stream_translator`` picks the source
+wrapper (``sources/``) for the upstream protocol and the writer (``to_*/``) for the client
+protocol; ``driver.StreamTranslatorImpl`` implements the ``StreamTranslator`` contract of
+TEAM.md. docs/streaming-translation.md describes the design.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol as TypingProtocol
+
+from proxai.errors import ConfigError
+from proxai.model import ErrorKind, Protocol
+from proxai.sse import SseEvent
+
+from .driver import Source, StreamTranslatorImpl, Writer
+from .lifecycle import Lifecycle, Phase, StreamIdentity
+from .sources.anthropic import AnthropicSource
+from .sources.chat import ChatSource
+from .sources.responses import ResponsesSource
+from .to_anthropic.writer import AnthropicWriter
+from .to_chat.writer import ChatWriter
+from .to_responses.writer import ResponsesWriter
+
+__all__ = [
+    "PAIRS",
+    "Lifecycle",
+    "Phase",
+    "StreamIdentity",
+    "StreamTranslator",
+    "StreamTranslatorImpl",
+    "make_stream_translator",
+]
+
+
+class StreamTranslator(TypingProtocol):
+    client_protocol: Protocol
+
+    def feed(self, events: list[SseEvent]) -> bytes: ...
+
+    def finish(self) -> bytes: ...
+
+    def fail(self, kind: ErrorKind, message: str) -> bytes: ...
+
+
+A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
+
+#: The six translated pairs (upstream, client).
+PAIRS: tuple[tuple[Protocol, Protocol], ...] = ((A, C), (A, R), (C, A), (C, R), (R, A), (R, C))
+
+
+def make_stream_translator(
+    upstream: Protocol,
+    client: Protocol,
+    *,
+    normalize: bool = False,
+    created: int = 0,
+    include_usage: bool = True,
+) -> StreamTranslatorImpl:
+    """A translator from ``upstream``'s stream to ``client``'s.
+
+    ``normalize`` (same protocol on both sides only) repairs compatible providers' quirks and
+    accepts lifecycle-free deltas (seed 004). ``created`` is the Unix time stamped on Chat chunks
+    and Responses snapshots (the core reads no clock). ``include_usage``: emit the Chat
+    usage-only chunk (the client asked for ``stream_options.include_usage``).
+    """
+    if (upstream is client) != normalize:
+        if normalize:
+            raise ConfigError("normalize needs the same protocol on both sides")
+        raise ConfigError(f"same protocol on both sides ({upstream}) needs normalize = true")
+    writer: Writer
+    if client is A:
+        writer = AnthropicWriter()
+    elif client is C:
+        writer = ChatWriter(created=created, include_usage=include_usage)
+    else:
+        writer = ResponsesWriter(created_at=created)
+    source: Source
+    if upstream is A:
+        source = AnthropicSource(writer, lifecycle_free=normalize)
+    elif upstream is C:
+        source = ChatSource(writer, normalize=normalize)
+    else:
+        source = ResponsesSource(writer)
+    return StreamTranslatorImpl(source, writer, upstream, normalize=normalize)

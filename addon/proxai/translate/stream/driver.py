@@ -1,0 +1,143 @@
+"""The stream translator: one source wrapper driving one target writer (the ``StreamTranslator``
+contract of TEAM.md).
+
+- ``feed(events)`` returns the client bytes for a batch of upstream events. On a typed error
+  (``SemanticStreamError``, ``TranslationError``, ``UpstreamProtocolError``) it keeps the bytes
+  already produced for that batch and re-raises; the carrier then calls ``fail()`` (or
+  ``finish()``), which emits those bytes followed by a well-formed client-protocol error.
+- ``finish()`` at upstream EOF: nothing more when the source stopped; otherwise (truncated
+  upstream) a client-protocol error - a truncated stream is never reported as success.
+- ``fail(kind, message)``: a client-protocol error and the end of the stream (the guard's stall
+  error uses this). Once failed or stopped, every call returns ``b""``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol as TypingProtocol
+
+from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
+from proxai.model import ErrorKind, Protocol
+from proxai.sse import SseEvent
+
+from .lifecycle import Lifecycle, Phase
+from .sink import Sink
+
+
+class Source(TypingProtocol):
+    life: Lifecycle
+
+    def event(self, ev: SseEvent) -> None: ...
+
+    def eof(self) -> None: ...
+
+
+class Writer(Sink, TypingProtocol):
+    protocol: Protocol
+
+    def take(self) -> bytes: ...
+
+    def fail(self, kind: ErrorKind, message: str) -> None: ...
+
+    def metadata(self) -> dict[str, object]: ...
+
+
+def error_kind_of(exc: ProxaiError) -> ErrorKind:
+    if isinstance(exc, TranslationError):
+        return ErrorKind.TRANSLATION
+    if isinstance(exc, UpstreamProtocolError):
+        return ErrorKind.UPSTREAM_PROTOCOL
+    return ErrorKind.STREAM_LIMIT if type(exc).__name__ == "SseLimitError" else ErrorKind.UNKNOWN
+
+
+class StreamTranslatorImpl:
+    """``feed`` / ``finish`` / ``fail`` over a source wrapper and a target writer."""
+
+    __slots__ = (
+        "_closed",
+        "_pending",
+        "client_protocol",
+        "error",
+        "normalize",
+        "source",
+        "upstream_protocol",
+        "writer",
+    )
+
+    def __init__(self, source: Source, writer: Writer, upstream: Protocol, *, normalize: bool) -> None:
+        self.source = source
+        self.writer = writer
+        self.client_protocol = writer.protocol
+        self.upstream_protocol = upstream
+        self.normalize = normalize
+        self.error: ProxaiError | None = None  # the typed error that ended the translation, if any
+        self._pending = b""
+        self._closed = False  # the client stream ended (terminal, error, or fail)
+
+    @property
+    def phase(self) -> Phase:
+        return self.source.life.phase
+
+    @property
+    def upstream_error(self) -> bool:
+        """True when the upstream itself sent an error event (translated for the client)."""
+        return self.source.life.phase is Phase.ERRORED and self.error is None
+
+    def feed(self, events: list[SseEvent]) -> bytes:
+        if self._closed:
+            return b""
+        source = self.source
+        try:
+            for ev in events:
+                source.event(ev)
+                if source.life.done:
+                    self._closed = True
+                    break
+        except ProxaiError as exc:
+            self.error = exc
+            self._pending = self.writer.take()
+            raise
+        return self.writer.take()
+
+    def finish(self) -> bytes:
+        if self._closed:
+            return b""
+        if self.error is not None:
+            return self.fail(error_kind_of(self.error), str(self.error))
+        try:
+            self.source.eof()
+        except ProxaiError as exc:
+            self.error = exc
+            return self._fail_bytes(
+                ErrorKind.CONNECTION if self._truncated(exc) else error_kind_of(exc), str(exc)
+            )
+        self._closed = True
+        return self.writer.take()
+
+    def _truncated(self, exc: ProxaiError) -> bool:
+        return "closed the" in str(exc)
+
+    def fail(self, kind: ErrorKind, message: str) -> bytes:
+        if self._closed:
+            return b""
+        return self._fail_bytes(kind, message)
+
+    def _fail_bytes(self, kind: ErrorKind, message: str) -> bytes:
+        self._closed = True
+        self.source.life.fail()
+        out = self._pending + self.writer.take()
+        self._pending = b""
+        self.writer.fail(kind, message)
+        return out + self.writer.take()
+
+    def metadata(self) -> dict[str, object]:
+        """Counters the carrier can put in ``flow.metadata["proxai"]["extra"]["translation"]``."""
+        meta: dict[str, object] = {
+            "upstream": str(self.upstream_protocol),
+            "client": str(self.client_protocol),
+            "normalize": self.normalize,
+            "phase": self.phase.value,
+        }
+        if self.error is not None:
+            meta["error"] = f"{type(self.error).__name__}: {self.error}"
+        meta.update(self.writer.metadata())
+        return meta

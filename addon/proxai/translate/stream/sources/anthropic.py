@@ -1,0 +1,291 @@
+"""Anthropic Messages source wrapper (seed 000 "Anthropic: per-stream index", seed 001).
+
+Validates the event order of an Anthropic stream and drives a ``Sink``:
+
+- ``message_start`` sets the stream identity; a second one is a ``SemanticStreamError``
+  ("duplicate message_start").
+- ``content_block_start`` opens a block by its index (a reused index is a duplicate start);
+  ``content_block_delta`` must name an open block and carry a delta of the block's type
+  (``text_delta`` in text, ``thinking_delta`` / ``signature_delta`` in thinking,
+  ``input_json_delta`` in tool_use); ``content_block_stop`` must name an open block.
+- ``message_delta`` records stop reason and cumulative usage (terminal signal); ``message_stop``
+  ends the stream. Nothing but ``ping`` may follow.
+- ``event: error`` is an upstream error: it is translated, never dropped.
+
+Repairs of compatible providers (seed 001 "compatibility normalization", seed 002): a data-only
+event (no ``event:`` line) is typed by its payload's ``type``; a missing ``message_delta.usage``
+keeps the ``message_start`` usage; non-dense block indexes are re-indexed by the writer; an
+empty payload after data arrived is ignored. Lifecycle-free deltas (a delta for a block, or a
+message, that never started) are accepted ONLY when ``lifecycle_free`` is set (normalize mode,
+seed 004); otherwise they are orphan deltas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
+from proxai.sse import SseEvent
+from proxai.translate.stream import stops
+from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
+from proxai.translate.stream.sink import BlockKind, Sink, Stop, TokenUsage
+
+from .common import as_dict, as_int, as_str, classify, load_object
+
+_DELTA_BLOCK: dict[str, BlockKind] = {
+    "text_delta": "text",
+    "citations_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "thinking",
+    "input_json_delta": "tool",
+}
+_BLOCK_TYPES: dict[str, BlockKind] = {
+    "text": "text",
+    "thinking": "thinking",
+    "redacted_thinking": "redacted_thinking",
+    "tool_use": "tool",
+}
+
+
+def usage_in(u: dict[str, Any], into: TokenUsage) -> None:
+    """Anthropic usage (cumulative; input excludes cache) -> neutral usage, overwriting given fields."""
+    inp = as_int(u.get("input_tokens"))
+    cr = as_int(u.get("cache_read_input_tokens"))
+    cw = as_int(u.get("cache_creation_input_tokens"))
+    out = as_int(u.get("output_tokens"))
+    if cr is not None:
+        into.cache_read = cr
+    if cw is not None:
+        into.cache_write = cw
+    if inp is not None:
+        into.input = inp + (into.cache_read or 0) + (into.cache_write or 0)
+    elif (cr is not None or cw is not None) and into.input is not None:
+        pass  # cache counts changed without input: keep the previous total
+    if out is not None:
+        into.output = out
+
+
+class AnthropicSource:
+    protocol_name = "Anthropic"
+
+    __slots__ = ("_blocks", "_lifecycle_free", "_saw_data", "_seen", "_stop_raw", "_usage", "life", "sink")
+
+    def __init__(self, sink: Sink, *, lifecycle_free: bool = False) -> None:
+        self.sink = sink
+        self.life = Lifecycle()
+        self._lifecycle_free = lifecycle_free
+        self._blocks: dict[int, BlockKind] = {}  # open blocks by source index
+        self._seen: set[int] = set()
+        self._usage = TokenUsage()
+        self._stop_raw: str | None = None
+        self._saw_data = False
+
+    # -- events -----------------------------------------------------------------------------
+
+    def event(self, ev: SseEvent) -> None:
+        obj = load_object(ev.data, "Anthropic")
+        if obj is None:
+            if self._saw_data:
+                return  # seed 002: an empty JSON tail after data is tolerated
+            raise UpstreamProtocolError("Anthropic event with an empty payload before any data")
+        self._saw_data = True
+        etype = ev.event
+        if etype == "message":  # data-only event: typed by its payload (repair)
+            etype = as_str(obj.get("type")) or ""
+        if etype == "ping":
+            return
+        if etype == "error":
+            self._error(obj)
+            return
+        phase = self.life.phase
+        if phase is Phase.STOPPED:
+            raise SemanticStreamError(f"Anthropic event {etype!r} after message_stop")
+        if etype == "content_block_delta":
+            self._block_delta(obj)
+        elif etype == "content_block_start":
+            self._block_start(obj)
+        elif etype == "content_block_stop":
+            self._block_stop(obj)
+        elif etype == "message_start":
+            self._message_start(obj)
+        elif etype == "message_delta":
+            self._message_delta(obj)
+        elif etype == "message_stop":
+            self._message_stop()
+        # unknown event types are ignored, as the SDKs do
+
+    def eof(self) -> None:
+        if self.life.phase is not Phase.STOPPED:
+            raise UpstreamProtocolError("upstream closed the Anthropic stream before message_stop")
+
+    # -- handlers ---------------------------------------------------------------------------
+
+    def _error(self, obj: dict[str, Any]) -> None:
+        err = as_dict(obj.get("error"))
+        message = as_str(err.get("message")) or as_str(obj.get("message"))
+        if message is None:
+            message = "upstream error event: " + orjson.dumps(obj).decode()[:200]
+        kind = classify(err.get("type"), None, message)
+        self.life.fail()
+        self.sink.upstream_error(kind, message)
+
+    def _message_start(self, obj: dict[str, Any]) -> None:
+        if self.life.phase is not Phase.WAITING:
+            raise SemanticStreamError("duplicate message_start")
+        msg = as_dict(obj.get("message"))
+        mid = as_str(msg.get("id"))
+        if not mid:
+            raise UpstreamProtocolError("message_start without message.id")
+        model = as_str(msg.get("model")) or ""
+        usage_in(as_dict(msg.get("usage")), self._usage)
+        self.life.start(StreamIdentity(mid, model))
+        start_usage = TokenUsage(self._usage.input, None, self._usage.cache_read, self._usage.cache_write)
+        self.sink.start(mid, model, start_usage)
+
+    def _ensure_streaming(self, what: str) -> None:
+        phase = self.life.phase
+        if phase is Phase.STREAMING:
+            return
+        if phase is Phase.WAITING:
+            if self._lifecycle_free:
+                self.life.start(StreamIdentity("msg_proxai_normalized", ""))
+                self.sink.start("msg_proxai_normalized", "", None)
+                return
+            raise SemanticStreamError(f"{what} before message_start")
+        raise SemanticStreamError(f"{what} after message_delta")
+
+    def _index(self, obj: dict[str, Any], what: str) -> int:
+        idx = as_int(obj.get("index"))
+        if idx is None:
+            raise UpstreamProtocolError(f"{what} without an integer index")
+        return idx
+
+    def _block_start(self, obj: dict[str, Any]) -> None:
+        self._ensure_streaming("content_block_start")
+        idx = self._index(obj, "content_block_start")
+        if idx in self._seen:
+            raise SemanticStreamError(f"duplicate content_block_start for index {idx}")
+        block = as_dict(obj.get("content_block"))
+        btype = as_str(block.get("type")) or ""
+        kind = _BLOCK_TYPES.get(btype)
+        if kind is None:
+            raise TranslationError(
+                f"Anthropic content block type {btype!r} cannot be translated", "content_block"
+            )
+        self._seen.add(idx)
+        self._blocks[idx] = kind
+        sink = self.sink
+        if kind == "tool":
+            tid = as_str(block.get("id"))
+            name = as_str(block.get("name"))
+            if not tid or not name:
+                raise UpstreamProtocolError(f"tool_use block {idx} without id or name")
+            sink.block_start(idx, "tool", id=tid, name=name)
+            initial = block.get("input")
+            if isinstance(initial, dict) and initial:
+                sink.delta(idx, "args", orjson.dumps(initial).decode())
+        elif kind == "redacted_thinking":
+            sink.block_start(idx, kind, data=as_str(block.get("data")) or "")
+        elif kind == "thinking":
+            sink.block_start(idx, kind)
+            if text := as_str(block.get("thinking")):
+                sink.delta(idx, "thinking", text)
+            if sig := as_str(block.get("signature")):
+                sink.delta(idx, "signature", sig)
+        else:
+            sink.block_start(idx, kind)
+            if text := as_str(block.get("text")):
+                sink.delta(idx, "text", text)
+
+    def _block_delta(self, obj: dict[str, Any]) -> None:
+        idx = self._index(obj, "content_block_delta")
+        delta = as_dict(obj.get("delta"))
+        dtype = as_str(delta.get("type")) or ""
+        want = _DELTA_BLOCK.get(dtype)
+        if want is None:
+            raise TranslationError(f"Anthropic delta type {dtype!r} cannot be translated", "delta.type")
+        kind = self._blocks.get(idx)
+        if kind is None:
+            if self._lifecycle_free and idx not in self._seen and self.life.phase is not Phase.TERMINAL:
+                self._ensure_streaming("content_block_delta")
+                if want == "tool":
+                    raise SemanticStreamError(
+                        f"input_json_delta for tool block {idx} that never started (no id/name)"
+                    )
+                self._seen.add(idx)
+                self._blocks[idx] = want
+                self.sink.block_start(idx, want)
+                kind = want
+            elif idx in self._seen:
+                raise SemanticStreamError(f"content_block_delta for stopped block {idx}")
+            else:
+                self._ensure_streaming("content_block_delta")
+                raise SemanticStreamError(
+                    f"orphan content_block_delta for index {idx} (no content_block_start)"
+                )
+        elif self.life.phase is not Phase.STREAMING:
+            self._ensure_streaming("content_block_delta")
+        if kind != want:
+            raise SemanticStreamError(f"{dtype} inside a {kind} block (index {idx})")
+        if dtype == "text_delta":
+            text = delta.get("text")
+            if not isinstance(text, str):
+                raise UpstreamProtocolError(f"text_delta without text (index {idx})")
+            if text:
+                self.sink.delta(idx, "text", text)
+        elif dtype == "input_json_delta":
+            part = delta.get("partial_json")
+            if not isinstance(part, str):
+                raise UpstreamProtocolError(f"input_json_delta without partial_json (index {idx})")
+            if part:
+                self.sink.delta(idx, "args", part)
+        elif dtype == "thinking_delta":
+            text = delta.get("thinking")
+            if not isinstance(text, str):
+                raise UpstreamProtocolError(f"thinking_delta without thinking (index {idx})")
+            if text:
+                self.sink.delta(idx, "thinking", text)
+        elif dtype == "signature_delta":
+            sig = delta.get("signature")
+            if not isinstance(sig, str):
+                raise UpstreamProtocolError(f"signature_delta without signature (index {idx})")
+            if sig:
+                self.sink.delta(idx, "signature", sig)
+        # citations_delta: citations are not carried across protocols (text is unaffected)
+
+    def _block_stop(self, obj: dict[str, Any]) -> None:
+        idx = self._index(obj, "content_block_stop")
+        if idx not in self._blocks:
+            if self.life.phase is Phase.WAITING:
+                raise SemanticStreamError("content_block_stop before message_start")
+            if idx in self._seen:
+                raise SemanticStreamError(f"duplicate content_block_stop for index {idx}")
+            raise SemanticStreamError(f"content_block_stop without content_block_start (index {idx})")
+        del self._blocks[idx]
+        self.sink.block_stop(idx)
+
+    def _message_delta(self, obj: dict[str, Any]) -> None:
+        if self.life.phase is Phase.WAITING:
+            raise SemanticStreamError("message_delta before message_start")
+        if self.life.phase is Phase.TERMINAL:
+            raise SemanticStreamError("duplicate message_delta")
+        delta = as_dict(obj.get("delta"))
+        self._stop_raw = as_str(delta.get("stop_reason"))
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            usage_in(usage, self._usage)  # cumulative totals overwrite (CLIENTS.md)
+        for idx in list(self._blocks):  # a provider that never closed its blocks
+            del self._blocks[idx]
+            self.sink.block_stop(idx)
+        self.life.terminal()
+
+    def _message_stop(self) -> None:
+        phase = self.life.phase
+        if phase is Phase.WAITING:
+            raise SemanticStreamError("message_stop before message_start")
+        if phase is Phase.STREAMING:
+            raise SemanticStreamError("message_stop without message_delta (no stop_reason, no usage)")
+        self.life.stop()
+        self.sink.end(Stop(stops.from_anthropic(self._stop_raw), self._stop_raw), self._usage)

@@ -1,0 +1,246 @@
+"""OpenAI Chat Completions source wrapper (seed 000 "Chat: per-chunk integer index", seed 003).
+
+Chat has no start event: the first chunk with a choice sets the stream identity and every later
+chunk must repeat it (seed 001). Content and refusal open one text/refusal block each on first
+appearance; a tool call opens a tool block at the first appearance of its ``tool_calls[].index``,
+which must carry ``id`` and ``function.name``; later fragments of that index are its arguments.
+
+Terminal rules (seed 003):
+- ``finish_reason`` closes every open block (a fragment in the same chunk is applied first);
+- the final usage comes ONLY from the ``choices: []`` chunk after ``finish_reason``; a usage-only
+  chunk anywhere else is a ``SemanticStreamError``; usage on chunks with choices is ignored
+  (kept only as a fallback in normalize mode);
+- ``[DONE]`` after ``finish_reason`` ends the stream; ``[DONE]`` before it, or EOF without it, is
+  never a success.
+- ``logprobs``, more than one choice, a non-assistant role, legacy ``function_call`` and custom
+  tool calls are rejected with ``TranslationError`` rather than dropped.
+
+Normalize repairs (OpenAI-compatible providers): ``role``/``id``/``name`` repeated in every delta
+are accepted when equal; usage on a non-final chunk is moved to the final usage when no
+usage-only chunk arrives; EOF right after ``finish_reason`` (no ``[DONE]``) ends the stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
+from proxai.sse import SseEvent
+from proxai.translate.stream import stops
+from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
+from proxai.translate.stream.sink import BlockKey, BlockKind, Sink, Stop, TokenUsage
+
+from .common import as_dict, as_int, as_str, classify, load_object
+
+TEXT_KEY = "text"
+REFUSAL_KEY = "refusal"
+
+
+def usage_in(u: dict[str, Any]) -> TokenUsage:
+    prompt = as_dict(u.get("prompt_tokens_details"))
+    completion = as_dict(u.get("completion_tokens_details"))
+    return TokenUsage(
+        input=as_int(u.get("prompt_tokens")),
+        output=as_int(u.get("completion_tokens")),
+        cache_read=as_int(prompt.get("cached_tokens")),
+        cache_write=as_int(prompt.get("cache_creation_tokens")),
+        reasoning=as_int(completion.get("reasoning_tokens")),
+    )
+
+
+class ChatSource:
+    protocol_name = "Chat Completions"
+
+    __slots__ = (
+        "_final_usage",
+        "_finish",
+        "_interim_usage",
+        "_normalize",
+        "_open",
+        "_refusal",
+        "_saw_data",
+        "_tools",
+        "life",
+        "sink",
+    )
+
+    def __init__(self, sink: Sink, *, normalize: bool = False) -> None:
+        self.sink = sink
+        self.life = Lifecycle()
+        self._normalize = normalize
+        self._open: list[BlockKey] = []  # open blocks in start order
+        self._tools: dict[int, str] = {}  # chat tool index -> tool call id
+        self._finish: str | None = None
+        self._final_usage: TokenUsage | None = None
+        self._interim_usage: TokenUsage | None = None
+        self._refusal = False
+        self._saw_data = False
+
+    def event(self, ev: SseEvent) -> None:
+        data = ev.data
+        if data == "[DONE]" or data.strip() == "[DONE]":
+            self._done()
+            return
+        obj = load_object(data, "Chat Completions")
+        if obj is None:
+            if self._saw_data:
+                return  # seed 002: an empty JSON tail after data is tolerated
+            raise UpstreamProtocolError("Chat Completions event with an empty payload before any data")
+        self._saw_data = True
+        err = obj.get("error")
+        if err:
+            e = as_dict(err)
+            message = as_str(e.get("message")) or str(err)[:200]
+            self.life.fail()
+            self.sink.upstream_error(classify(e.get("type"), e.get("code"), message), message)
+            return
+        phase = self.life.phase
+        if phase is Phase.STOPPED:
+            raise SemanticStreamError("Chat Completions chunk after [DONE]")
+        choices = obj.get("choices")
+        if not isinstance(choices, list):
+            raise UpstreamProtocolError("Chat Completions chunk without a choices array")
+        if not choices:
+            self._usage_only(obj)
+            return
+        if len(choices) > 1:
+            raise TranslationError("multi-choice chunks (n > 1) cannot be translated", "choices")
+        choice = as_dict(choices[0])
+        if as_int(choice.get("index")) not in (0, None):
+            raise TranslationError("only choice index 0 can be translated", "choices[].index")
+        if choice.get("logprobs") is not None:
+            raise TranslationError("logprobs cannot be translated", "choices[0].logprobs")
+        cid = as_str(obj.get("id"))
+        if phase is Phase.WAITING:
+            if not cid:
+                raise UpstreamProtocolError("the first Chat Completions chunk has no id")
+            model = as_str(obj.get("model")) or ""
+            self.life.start(StreamIdentity(cid, model))
+            self.sink.start(cid, model, None)
+        else:
+            if phase is Phase.TERMINAL:
+                raise SemanticStreamError("Chat Completions chunk with choices after finish_reason")
+            self.life.check_identity(cid)
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self._interim_usage = usage_in(usage)  # seed 003: never the final usage
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and delta:
+            self._delta(delta)
+        finish = choice.get("finish_reason")
+        if finish is not None:
+            if not isinstance(finish, str):
+                raise UpstreamProtocolError("finish_reason is not a string")
+            self._finish = finish
+            sink = self.sink
+            for key in self._open:
+                sink.block_stop(key)
+            self._open.clear()
+            self.life.terminal()
+
+    def _delta(self, delta: dict[str, Any]) -> None:
+        role = delta.get("role")
+        if role is not None and role != "assistant":
+            raise TranslationError(f"delta role {role!r} cannot be translated", "choices[0].delta.role")
+        if delta.get("function_call") is not None:
+            raise TranslationError(
+                "legacy function_call deltas cannot be translated", "choices[0].delta.function_call"
+            )
+        content = delta.get("content")
+        if content:
+            if not isinstance(content, str):
+                raise TranslationError(
+                    "non-string delta content cannot be translated", "choices[0].delta.content"
+                )
+            self._text(TEXT_KEY, "text", content)
+        refusal = delta.get("refusal")
+        if refusal:
+            if not isinstance(refusal, str):
+                raise UpstreamProtocolError("delta.refusal is not a string")
+            self._refusal = True
+            self._text(REFUSAL_KEY, "refusal", refusal)
+        calls = delta.get("tool_calls")
+        if calls:
+            if not isinstance(calls, list):
+                raise UpstreamProtocolError("delta.tool_calls is not an array")
+            for call in calls:
+                self._tool(as_dict(call))
+
+    def _text(self, key: str, kind: BlockKind, text: str) -> None:
+        if key not in self._open:
+            self._open.append(key)
+            self.sink.block_start(key, kind)
+        self.sink.delta(key, "text", text)
+
+    def _tool(self, call: dict[str, Any]) -> None:
+        idx = as_int(call.get("index"))
+        if idx is None:
+            raise UpstreamProtocolError("tool call delta without an integer index")
+        ctype = call.get("type")
+        if ctype is not None and ctype != "function":
+            raise TranslationError(f"tool call type {ctype!r} cannot be translated", "tool_calls[].type")
+        fn = as_dict(call.get("function"))
+        tid = as_str(call.get("id"))
+        name = as_str(fn.get("name"))
+        key = idx
+        if idx not in self._tools:
+            if not tid or not name:
+                raise SemanticStreamError(f"first delta of tool call {idx} lacks its id or function.name")
+            self._tools[idx] = tid
+            self._open.append(key)
+            self.sink.block_start(key, "tool", id=tid, name=name)
+        else:
+            if key not in self._open:
+                raise SemanticStreamError(f"tool call {idx} continued after it was closed")
+            if tid and tid != self._tools[idx]:
+                raise SemanticStreamError(
+                    f"tool call index {idx} changed id from {self._tools[idx]!r} to {tid!r}"
+                )
+        args = fn.get("arguments")
+        if args:
+            if not isinstance(args, str):
+                raise UpstreamProtocolError(f"tool call {idx} arguments are not a string")
+            self.sink.delta(key, "args", args)
+
+    def _usage_only(self, obj: dict[str, Any]) -> None:
+        phase = self.life.phase
+        if phase is not Phase.TERMINAL:
+            where = "before any assistant chunk" if phase is Phase.WAITING else "before finish_reason"
+            raise SemanticStreamError(f"usage-only chunk (choices: []) {where}")
+        usage = obj.get("usage")
+        if not isinstance(usage, dict):
+            raise UpstreamProtocolError("chunk with empty choices and no usage")
+        if self._final_usage is not None:
+            raise SemanticStreamError("second usage-only chunk")
+        self.life.check_identity(as_str(obj.get("id")))
+        self.life.tail()
+        self._final_usage = usage_in(usage)
+
+    def _done(self) -> None:
+        phase = self.life.phase
+        if phase is Phase.TERMINAL:
+            self._end()
+            return
+        if phase is Phase.STOPPED:
+            raise SemanticStreamError("duplicate [DONE]")
+        raise SemanticStreamError(
+            "[DONE] before any finish_reason: the upstream stream ended without finishing"
+        )
+
+    def _end(self) -> None:
+        assert self._finish is not None
+        usage = self._final_usage
+        if usage is None:
+            usage = (self._interim_usage if self._normalize else None) or TokenUsage()
+        self.life.stop()
+        cls = stops.from_chat(self._finish, refusal_streamed=self._refusal)
+        self.sink.end(Stop(cls, self._finish), usage)
+
+    def eof(self) -> None:
+        phase = self.life.phase
+        if phase is Phase.STOPPED:
+            return
+        if phase is Phase.TERMINAL and self._normalize:
+            self._end()
+            return
+        raise UpstreamProtocolError("upstream closed the Chat Completions stream before [DONE]")

@@ -1,0 +1,88 @@
+"""Pure builders of Anthropic Messages SSE events. Every event has its ``event:`` line (data-only
+events are dropped by the SDKs, CLIENTS.md) and its payload's ``type`` equals it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxai.translate.stream.sink import BlockKind, TokenUsage
+
+
+def _event(name: bytes, payload: bytes) -> bytes:
+    return b"event: " + name + b"\ndata: " + payload + b"\n\n"
+
+
+def usage_out(usage: TokenUsage) -> dict[str, int]:
+    """Neutral usage -> Anthropic usage (``input_tokens`` excludes cache reads and writes)."""
+    cr = usage.cache_read or 0
+    cw = usage.cache_write or 0
+    out: dict[str, int] = {
+        "input_tokens": max((usage.input or 0) - cr - cw, 0),
+        "output_tokens": usage.output or 0,
+    }
+    if usage.cache_read is not None or usage.cache_write is not None:
+        out["cache_creation_input_tokens"] = cw
+        out["cache_read_input_tokens"] = cr
+    return out
+
+
+def message_start(id: str, model: str, usage: TokenUsage | None) -> bytes:
+    msg: dict[str, Any] = {
+        "id": id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage_out(usage or TokenUsage()),
+    }
+    return _event(b"message_start", orjson.dumps({"type": "message_start", "message": msg}))
+
+
+def block_start(index: int, kind: BlockKind, id: str | None, name: str | None, data: str | None) -> bytes:
+    block: dict[str, Any]
+    if kind == "tool":
+        block = {"type": "tool_use", "id": id, "name": name, "input": {}}
+    elif kind == "thinking":
+        block = {"type": "thinking", "thinking": "", "signature": ""}
+    elif kind == "redacted_thinking":
+        block = {"type": "redacted_thinking", "data": data or ""}
+    else:  # text and refusal text: seed 003 keeps visible refusal words as a text block
+        block = {"type": "text", "text": ""}
+    return _event(
+        b"content_block_start",
+        orjson.dumps({"type": "content_block_start", "index": index, "content_block": block}),
+    )
+
+
+_DELTA_FIELDS = {
+    "text": ("text_delta", "text"),
+    "thinking": ("thinking_delta", "thinking"),
+    "signature": ("signature_delta", "signature"),
+    "args": ("input_json_delta", "partial_json"),
+}
+
+
+def block_delta(index: int, kind: str, text: str) -> bytes:
+    dtype, field = _DELTA_FIELDS[kind]
+    payload = {"type": "content_block_delta", "index": index, "delta": {"type": dtype, field: text}}
+    return _event(b"content_block_delta", orjson.dumps(payload))
+
+
+def block_stop(index: int) -> bytes:
+    return _event(b"content_block_stop", b'{"type":"content_block_stop","index":%d}' % index)
+
+
+def message_delta(stop_reason: str, usage: TokenUsage) -> bytes:
+    payload = {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+        "usage": usage_out(usage),
+    }
+    return _event(b"message_delta", orjson.dumps(payload))
+
+
+MESSAGE_STOP = _event(b"message_stop", b'{"type":"message_stop"}')

@@ -1,0 +1,68 @@
+"""The Anthropic Messages target writer: a ``Sink`` that emits Anthropic events.
+
+``message_start`` first; each source block becomes one content block with a dense index in
+start order; at the source's stop every still-open block is closed, then ``message_delta`` (stop
+reason + usage, always present) and ``message_stop``. A failure emits ``event: error`` (the SDKs
+raise) and nothing after it.
+"""
+
+from __future__ import annotations
+
+from proxai.error_shapes import error_event
+from proxai.model import ErrorKind, Protocol
+from proxai.translate.stream import stops
+from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
+
+from . import output
+from .state import AnthropicState
+
+
+class AnthropicWriter:
+    protocol = Protocol.ANTHROPIC_MESSAGES
+
+    __slots__ = ("out", "st")
+
+    def __init__(self) -> None:
+        self.out: list[bytes] = []
+        self.st = AnthropicState()
+
+    def take(self) -> bytes:
+        out = b"".join(self.out)
+        self.out.clear()
+        return out
+
+    def start(self, id: str, model: str, usage: TokenUsage | None) -> None:
+        self.out.append(output.message_start(id, model, usage))
+
+    def block_start(
+        self,
+        key: BlockKey,
+        kind: BlockKind,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        data: str | None = None,
+    ) -> None:
+        idx = self.st.open_block(key)
+        self.out.append(output.block_start(idx, kind, id, name, data))
+
+    def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
+        self.out.append(output.block_delta(self.st.index_of[key], kind, text))
+
+    def block_stop(self, key: BlockKey) -> None:
+        self.out.append(output.block_stop(self.st.close_block(key)))
+
+    def end(self, stop: Stop, usage: TokenUsage) -> None:
+        for idx in self.st.close_all():
+            self.out.append(output.block_stop(idx))
+        self.out.append(output.message_delta(stops.to_anthropic(stop.cls), usage))
+        self.out.append(output.MESSAGE_STOP)
+
+    def upstream_error(self, kind: ErrorKind, message: str) -> None:
+        self.fail(kind, message)
+
+    def fail(self, kind: ErrorKind, message: str) -> None:
+        self.out.append(error_event(Protocol.ANTHROPIC_MESSAGES, kind, message))
+
+    def metadata(self) -> dict[str, object]:
+        return {}

@@ -1,0 +1,54 @@
+"""Pure builders of Chat Completions stream chunks (no state). CLIENTS.md: every chunk carries
+``"object": "chat.completion.chunk"``; ``role``/``id``/``name``/``type`` appear once per call;
+every tool-call delta carries ``function``; usage rides only on the final ``choices: []`` chunk,
+then ``data: [DONE]``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxai.translate.stream.sink import TokenUsage
+
+DONE = b"data: [DONE]\n\n"
+
+
+def identity_prefix(id: str, model: str, created: int) -> bytes:
+    """``{"id":..,"object":..,"created":..,"model":..,`` - shared by every chunk of the stream."""
+    head = orjson.dumps({"id": id, "object": "chat.completion.chunk", "created": created, "model": model})
+    return head[:-1] + b","
+
+
+def chunk(prefix: bytes, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+    return b"data: " + prefix + b'"choices":[' + orjson.dumps(choice) + b"]}\n\n"
+
+
+def usage_chunk(prefix: bytes, usage: TokenUsage) -> bytes:
+    body: dict[str, Any] = {
+        "prompt_tokens": usage.input or 0,
+        "completion_tokens": usage.output or 0,
+        "total_tokens": usage.total or 0,
+    }
+    if usage.cache_read is not None:
+        body["prompt_tokens_details"] = {"cached_tokens": usage.cache_read}
+    if usage.reasoning is not None:
+        body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning}
+    return b"data: " + prefix + b'"choices":[],"usage":' + orjson.dumps(body) + b"}\n\n"
+
+
+def role_delta() -> dict[str, Any]:
+    return {"role": "assistant"}
+
+
+def tool_start_delta(index: int, id: str, name: str) -> dict[str, Any]:
+    return {
+        "tool_calls": [
+            {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}
+        ]
+    }
+
+
+def tool_args_delta(index: int, fragment: str) -> dict[str, Any]:
+    return {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}

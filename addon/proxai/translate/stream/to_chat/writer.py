@@ -1,0 +1,84 @@
+"""The Chat Completions target writer: a ``Sink`` that emits Chat chunks as the source streams.
+
+Terminal semantics (seed 000 / seed 003): nothing terminal is emitted before the source's own
+stop; then the finish chunk (``finish_reason``), the usage-only chunk (``choices: []``, when the
+client asked for usage) and ``data: [DONE]``. A failure emits a top-level ``"error"`` payload
+(the SDKs raise ``APIError``) and no ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+from proxai.error_shapes import error_event
+from proxai.model import ErrorKind, Protocol
+from proxai.translate.stream import stops
+from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
+
+from . import output
+from .state import ChatState
+
+
+class ChatWriter:
+    protocol = Protocol.OPENAI_CHAT
+
+    __slots__ = ("created", "include_usage", "out", "st")
+
+    def __init__(self, *, created: int = 0, include_usage: bool = True) -> None:
+        self.out: list[bytes] = []
+        self.st = ChatState()
+        self.created = created
+        self.include_usage = include_usage
+
+    def take(self) -> bytes:
+        out = b"".join(self.out)
+        self.out.clear()
+        return out
+
+    def start(self, id: str, model: str, usage: TokenUsage | None) -> None:
+        self.st.prefix = output.identity_prefix(id, model, self.created)
+        self.out.append(output.chunk(self.st.prefix, output.role_delta()))
+
+    def block_start(
+        self,
+        key: BlockKey,
+        kind: BlockKind,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        data: str | None = None,
+    ) -> None:
+        idx = self.st.register(key, kind)
+        if idx is not None:
+            assert id is not None and name is not None
+            self.out.append(output.chunk(self.st.prefix, output.tool_start_delta(idx, id, name)))
+
+    def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
+        st = self.st
+        if kind == "text":
+            field = "refusal" if st.kinds[key] == "refusal" else "content"
+            self.out.append(output.chunk(st.prefix, {field: text}))
+        elif kind == "args":
+            self.out.append(output.chunk(st.prefix, output.tool_args_delta(st.tool_index[key], text)))
+        elif kind == "thinking":
+            st.dropped.thinking_chars += len(text)
+        else:
+            st.dropped.signature_chars += len(text)
+
+    def block_stop(self, key: BlockKey) -> None:
+        pass  # Chat has no block end
+
+    def end(self, stop: Stop, usage: TokenUsage) -> None:
+        st = self.st
+        finish = stops.to_chat(stop.cls, refusal_streamed=st.refusal_streamed)
+        self.out.append(output.chunk(st.prefix, {}, finish))
+        if self.include_usage:
+            self.out.append(output.usage_chunk(st.prefix, usage))
+        self.out.append(output.DONE)
+
+    def upstream_error(self, kind: ErrorKind, message: str) -> None:
+        self.fail(kind, message)
+
+    def fail(self, kind: ErrorKind, message: str) -> None:
+        self.out.append(error_event(Protocol.OPENAI_CHAT, kind, message))
+
+    def metadata(self) -> dict[str, object]:
+        return {"dropped": self.st.dropped.to_metadata()} if self.st.dropped else {}

@@ -1,0 +1,104 @@
+"""Pure builders of OpenAI Responses SSE events and items (no state).
+
+CLIENTS.md: ``response.created`` first; ``output_item.added`` and ``content_part.added`` before
+any delta; dense unique ``output_index``; the same ids in added, done and the terminal snapshot;
+the terminal event (``response.completed`` / ``response.incomplete`` / ``response.failed``)
+carries the full output; no ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxai.translate.stream.sink import TokenUsage
+
+from .state import Item
+
+
+def event(etype: str, seq: int, fields: dict[str, Any]) -> bytes:
+    payload = {"type": etype, "sequence_number": seq, **fields}
+    return b"event: " + etype.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+
+def usage_out(usage: TokenUsage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input or 0,
+        "input_tokens_details": {"cached_tokens": usage.cache_read or 0},
+        "output_tokens": usage.output or 0,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning or 0},
+        "total_tokens": usage.total or 0,
+    }
+
+
+def response(  # noqa: PLR0917
+    id: str,
+    model: str,
+    created_at: int,
+    status: str,
+    output: list[dict[str, Any]],
+    usage: TokenUsage | None = None,
+    incomplete_reason: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": id,
+        "object": "response",
+        "created_at": created_at,
+        "status": status,
+        "error": None,
+        "incomplete_details": None if incomplete_reason is None else {"reason": incomplete_reason},
+        "instructions": None,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "metadata": {},
+        "temperature": None,
+        "top_p": None,
+        "usage": None if usage is None else usage_out(usage),
+    }
+
+
+def part(item: Item, final: bool) -> dict[str, Any]:
+    text = "".join(item.parts) if final else ""
+    if item.kind == "refusal":
+        return {"type": "refusal", "refusal": text}
+    if item.kind == "thinking":
+        return {"type": "reasoning_text", "text": text}
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def item_json(item: Item, final: bool) -> dict[str, Any]:
+    status = "completed" if final else "in_progress"
+    kind = item.kind
+    if kind == "tool":
+        return {
+            "id": item.item_id,
+            "type": "function_call",
+            "status": status,
+            "call_id": item.call_id,
+            "name": item.name,
+            "arguments": "".join(item.parts) if final else "",
+        }
+    if kind == "thinking":
+        out: dict[str, Any] = {"id": item.item_id, "type": "reasoning", "summary": [], "status": status}
+        out["content"] = [part(item, True)] if final else []
+        out["encrypted_content"] = item.signature if final else None
+        return out
+    if kind == "redacted_thinking":
+        return {
+            "id": item.item_id,
+            "type": "reasoning",
+            "summary": [],
+            "encrypted_content": item.data,
+            "status": status,
+        }
+    return {
+        "id": item.item_id,
+        "type": "message",
+        "status": status,
+        "role": "assistant",
+        "content": [part(item, True)] if final else [],
+    }

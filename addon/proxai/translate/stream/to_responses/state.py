@@ -1,0 +1,78 @@
+"""Accumulating state of an OpenAI Responses target (seed 000 "per-block state": Responses keeps
+item ids, names and the accumulated content, because every item must be finalized twice - in
+``response.output_item.done`` and in the terminal snapshot's ``output``).
+
+``ItemIdAllocator`` synthesizes stable item ids from the response id (seed 000
+``OutputItemIdAllocator``); tool calls whose source gives an id keep it. Output indexes are dense
+in ``output_item.added`` order; every item has one content part, so ``content_index`` is 0. The
+id a client sees in a delta, in ``*.done`` and in the terminal snapshot is the same (seed 004).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from proxai.translate.stream.sink import BlockKey, BlockKind, TokenUsage
+
+
+class ItemIdAllocator:
+    __slots__ = ("_n", "_stem")
+
+    def __init__(self, response_id: str) -> None:
+        self._stem = response_id.split("_", 1)[-1] or "proxai"
+        self._n = 0
+
+    def next(self, prefix: str) -> str:
+        n = self._n
+        self._n += 1
+        return f"{prefix}_{self._stem}_{n}"
+
+
+@dataclass(slots=True)
+class Item:
+    kind: BlockKind
+    item_id: str
+    output_index: int
+    parts: list[str] = field(default_factory=list)  # text / refusal / reasoning text / arguments
+    call_id: str | None = None
+    name: str | None = None
+    signature: str | None = None  # thinking: encrypted_content
+    data: str | None = None  # redacted thinking: encrypted_content
+    done: bool = False
+
+
+@dataclass(slots=True)
+class ResponsesState:
+    response_id: str = ""
+    model: str = ""
+    seq: int = 0
+    items: list[Item] = field(default_factory=list)
+    by_key: dict[BlockKey, Item] = field(default_factory=dict)
+    ids: ItemIdAllocator = field(default_factory=lambda: ItemIdAllocator(""))
+    refusal_streamed: bool = False
+    usage: TokenUsage | None = None
+
+    def next_seq(self) -> int:
+        n = self.seq
+        self.seq += 1
+        return n
+
+    def add(
+        self, key: BlockKey, kind: BlockKind, call_id: str | None, name: str | None, data: str | None
+    ) -> Item:
+        if kind == "tool":
+            assert call_id is not None
+            item_id = call_id  # seed 000: a source tool id is passed through as the item id
+        elif kind in {"thinking", "redacted_thinking"}:
+            item_id = self.ids.next("rs")
+        else:
+            item_id = self.ids.next("msg")
+            if kind == "refusal":
+                self.refusal_streamed = True
+        item = Item(kind, item_id, len(self.items), call_id=call_id, name=name, data=data)
+        self.items.append(item)
+        self.by_key[key] = item
+        return item
+
+    def pending(self) -> list[Item]:
+        return [i for i in self.items if not i.done]

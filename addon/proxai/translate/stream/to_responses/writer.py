@@ -1,0 +1,156 @@
+"""The OpenAI Responses target writer: a ``Sink`` that emits typed Responses events.
+
+Seed 000's mapping table (Anthropic -> Responses) generalized to any source: a block start is
+``output_item.added`` (+ ``content_part.added`` for message / reasoning text), a delta is the
+matching ``*.delta`` on the item id with ``content_index`` 0, a block stop emits the ``*.done``
+events and ``output_item.done``. Stop reason and usage are held until the source's stop (the
+Anthropic ``message_delta`` emits nothing here); then every pending ``*.done`` is emitted and the
+terminal ``response.completed`` / ``response.incomplete`` carries the full output. A failure
+emits ``error`` + ``response.failed`` (error_shapes); never ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+from proxai.error_shapes import error_event
+from proxai.model import ErrorKind, Protocol
+from proxai.translate.stream import stops
+from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
+
+from . import output
+from .state import Item, ItemIdAllocator, ResponsesState
+
+_DELTA_EVENTS = {
+    "text": "response.output_text.delta",
+    "refusal": "response.refusal.delta",
+    "thinking": "response.reasoning_text.delta",
+}
+_DONE_EVENTS = {
+    "text": ("response.output_text.done", "text"),
+    "refusal": ("response.refusal.done", "refusal"),
+    "thinking": ("response.reasoning_text.done", "text"),
+}
+
+
+class ResponsesWriter:
+    protocol = Protocol.OPENAI_RESPONSES
+
+    __slots__ = ("created_at", "out", "st")
+
+    def __init__(self, *, created_at: int = 0) -> None:
+        self.out: list[bytes] = []
+        self.st = ResponsesState()
+        self.created_at = created_at
+
+    def take(self) -> bytes:
+        out = b"".join(self.out)
+        self.out.clear()
+        return out
+
+    def _emit(self, etype: str, **fields: object) -> None:
+        self.out.append(output.event(etype, self.st.next_seq(), fields))
+
+    def start(self, id: str, model: str, usage: TokenUsage | None) -> None:
+        st = self.st
+        st.response_id, st.model, st.ids = id, model, ItemIdAllocator(id)
+        snap = output.response(id, model, self.created_at, "in_progress", [])
+        self._emit("response.created", response=snap)
+        self._emit("response.in_progress", response=snap)
+
+    def block_start(
+        self,
+        key: BlockKey,
+        kind: BlockKind,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        data: str | None = None,
+    ) -> None:
+        item = self.st.add(key, kind, id, name, data)
+        self._emit(
+            "response.output_item.added", output_index=item.output_index, item=output.item_json(item, False)
+        )
+        if kind in _DELTA_EVENTS:
+            self._emit(
+                "response.content_part.added",
+                item_id=item.item_id,
+                output_index=item.output_index,
+                content_index=0,
+                part=output.part(item, False),
+            )
+
+    def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
+        item = self.st.by_key[key]
+        if kind == "signature":
+            item.signature = (item.signature or "") + text
+            return
+        item.parts.append(text)
+        if kind == "args":
+            self._emit(
+                "response.function_call_arguments.delta",
+                item_id=item.item_id,
+                output_index=item.output_index,
+                delta=text,
+            )
+            return
+        etype = _DELTA_EVENTS[item.kind]
+        fields: dict[str, object] = {
+            "item_id": item.item_id,
+            "output_index": item.output_index,
+            "content_index": 0,
+        }
+        fields["delta"] = text
+        if item.kind == "text":
+            fields["logprobs"] = []
+        self.out.append(output.event(etype, self.st.next_seq(), fields))
+
+    def block_stop(self, key: BlockKey) -> None:
+        self._finish(self.st.by_key[key])
+
+    def _finish(self, item: Item) -> None:
+        if item.done:
+            return
+        item.done = True
+        loc = {"item_id": item.item_id, "output_index": item.output_index}
+        if item.kind == "tool":
+            self._emit(
+                "response.function_call_arguments.done", **loc, name=item.name, arguments="".join(item.parts)
+            )
+        elif item.kind in _DONE_EVENTS:
+            etype, field = _DONE_EVENTS[item.kind]
+            text = "".join(item.parts)
+            extra: dict[str, object] = {"logprobs": []} if item.kind == "text" else {}
+            self._emit(etype, **loc, content_index=0, **{field: text}, **extra)
+            self._emit("response.content_part.done", **loc, content_index=0, part=output.part(item, True))
+        self._emit(
+            "response.output_item.done", output_index=item.output_index, item=output.item_json(item, True)
+        )
+
+    def end(self, stop: Stop, usage: TokenUsage) -> None:
+        st = self.st
+        for item in st.pending():
+            self._finish(item)
+        status, reason = stops.to_responses(stop.cls, refusal_streamed=st.refusal_streamed)
+        final = [output.item_json(i, True) for i in st.items]
+        snap = output.response(st.response_id, st.model, self.created_at, status, final, usage, reason)
+        self._emit("response.completed" if status == "completed" else "response.incomplete", response=snap)
+
+    def upstream_error(self, kind: ErrorKind, message: str) -> None:
+        self.fail(kind, message)
+
+    def fail(self, kind: ErrorKind, message: str) -> None:
+        st = self.st
+        self.out.append(
+            error_event(
+                Protocol.OPENAI_RESPONSES,
+                kind,
+                message,
+                response_id=st.response_id or None,
+                model=st.model or None,
+                sequence_number=st.seq,
+                created_at=self.created_at,
+            )
+        )
+        st.seq += 2
+
+    def metadata(self) -> dict[str, object]:
+        return {}
