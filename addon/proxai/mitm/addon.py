@@ -1,0 +1,465 @@
+"""The ProxAI mitmproxy addon: detect LLM flows, carry their streams, record how they ended.
+
+Issue 2, "The addon"; seed 001 (001_5998ffc26e6ec2b6.txt): ``pipeline/upstream_response.rs``
+decides whether a response is SSE and hands it to the protocol's streaming handling; the
+carrier wraps the byte stream; ``on_stream_finished`` emits the outcome. Here:
+
+- ``request``: detect the protocol (paths, Azure paths, or the ``proxai_filter`` option with a
+  ``proxai_protocol`` hint / body sniffing); remember the start time; ``route_request`` is the
+  seam where the request-translation Router plugs in.
+- ``responseheaders``: SSE -> install a ``Carrier`` as ``flow.response.stream``; anything else
+  stays buffered.
+- ``response``: buffered and server-replayed bodies go through ``observe_body``; a streamed
+  one was finished by its carrier. The summary goes to ``flow.metadata["proxai"]``, a one-line
+  ``flow.comment``, a marker for flows that did not complete, and unfinished-tool diagnostics.
+- ``error``: the stream died -> ``observer.abort``.
+
+Conventions after ``mitmproxy/addons/savehar.py``: options in ``load``, validated in
+``configure`` (``OptionsError``). Every hook is wrapped: a bug in ProxAI is logged and never
+breaks the flow or mitmproxy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ParamSpec, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from mitmproxy import ctx, exceptions, flowfilter, http
+from mitmproxy.addonmanager import Loader
+
+from proxai import observe
+from proxai.decode import DEFAULT_MAX_DECODED, Decoder, make_decoder
+from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
+from proxai.errors import DecodeError, ProxaiError
+from proxai.mitm.carrier import Carrier, StreamTranslator, strip_translated_headers
+from proxai.mitm.diagnostics import build_report, write_report
+from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+MARKERS: dict[Outcome, str] = {
+    Outcome.ERROR: ":red_circle:",
+    Outcome.CLOSED: ":warning:",
+    Outcome.UNFINISHED_TOOL: ":hourglass:",
+}
+
+_LIMIT_HELP = {
+    "max_line": "Largest SSE line ProxAI scans, in bytes; past it the flow records a stream_limit error.",
+    "max_event": "Largest SSE event ProxAI scans, in bytes; past it the flow records a stream_limit error.",
+    "tail_bytes": "How many of the most recent stream bytes are kept for unfinished-tool diagnostics.",
+    "max_tool_args": "Most argument bytes kept per tool call to judge whether its JSON is valid.",
+    "max_capture": "Most text/reasoning bytes captured per flow when proxai_capture is on.",
+}
+
+_SECRET_QUERY = ("key", "token", "secret", "sig", "auth", "password", "credential")
+
+
+def _safe(default: Any = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Wrap a hook: a bug is logged (one line; traceback at debug level) and swallowed."""
+
+    def deco(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except exceptions.OptionsError:
+                raise
+            except Exception as exc:
+                logger.warning("proxai: internal error in %s: %s: %s", fn.__name__, type(exc).__name__, exc)
+                logger.debug("proxai: traceback", exc_info=True)
+                return default  # type: ignore[no-any-return]
+
+        return wrapper
+
+    return deco
+
+
+def _options_error(message: str) -> exceptions.OptionsError:
+    return exceptions.OptionsError(message)  # type: ignore[no-untyped-call]
+
+
+def redact_url(url: str) -> str:
+    """The URL with the values of secret-looking query parameters replaced."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    cleaned = [(k, "REDACTED" if any(s in k.lower() for s in _SECRET_QUERY) else v) for k, v in pairs]
+    return urlunsplit(parts._replace(query=urlencode(cleaned)))
+
+
+@dataclass(slots=True)
+class FlowState:
+    """What the addon remembers about one LLM flow between hooks (never serialized)."""
+
+    protocol: Protocol
+    start: float
+    detected_by: str  # "path" | "filter"
+    original_url: str
+    headers_at: float | None = None
+    carrier: Carrier | None = None
+    client_protocol: Protocol | None = None  # set by the Router when translating
+    route: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ProxAI:
+    """The addon. ``addons = [ProxAI()]`` in ``addon/proxai.py``."""
+
+    def __init__(self) -> None:
+        self.clock: Callable[[], float] = time.monotonic
+        self.filter: flowfilter.TFilter | None = None
+        self.protocol_hint: Protocol | None = None
+        self.limits = observe.Limits()
+        self.max_decoded = DEFAULT_MAX_DECODED
+        self.capture = False
+        self.diagnostics_dir = "flows/diagnostics"
+        self.flows: weakref.WeakKeyDictionary[http.HTTPFlow, FlowState] = weakref.WeakKeyDictionary()
+        # Hooks for other parts of ProxAI (guard): called with each new carrier.
+        self.carrier_setup: list[Callable[[http.HTTPFlow, Carrier], None]] = []
+
+    # -- options --------------------------------------------------------------------------------
+
+    def load(self, loader: Loader) -> None:
+        loader.add_option(
+            "proxai_filter",
+            str,
+            "",
+            "A mitmproxy filter expression; matching requests are treated as LLM flows even when "
+            "their path is not one of the known API paths (see proxai_protocol).",
+        )
+        loader.add_option(
+            "proxai_protocol",
+            str,
+            "",
+            "The protocol of flows matched only by proxai_filter: anthropic_messages, openai_chat or "
+            "openai_responses. Empty: guess from the request body.",
+        )
+        loader.add_option(
+            "proxai_diagnostics_dir",
+            str,
+            "flows/diagnostics",
+            "Folder for unfinished-tool diagnostics JSON files (recent stream tail and state, no headers).",
+        )
+        loader.add_option(
+            "proxai_capture",
+            bool,
+            False,
+            "Capture the assembled text and reasoning of each flow (bounded by proxai_max_capture).",
+        )
+        loader.add_option(
+            "proxai_max_decoded",
+            int,
+            DEFAULT_MAX_DECODED,
+            "Most bytes one compressed chunk may expand to when ProxAI decodes gzip/deflate/br/zstd "
+            "streams; past it the flow is passed through unobserved.",
+        )
+        defaults = observe.Limits()
+        for f in dataclasses.fields(observe.Limits):
+            loader.add_option(
+                f"proxai_{f.name}",
+                int,
+                getattr(defaults, f.name),
+                _LIMIT_HELP.get(f.name, f"Observer limit {f.name} (see proxai.observe.Limits)."),
+            )
+
+    def configure(self, updated: set[str]) -> None:
+        opts = ctx.options
+        if "proxai_filter" in updated:
+            expr = opts.proxai_filter
+            if expr:
+                try:
+                    self.filter = flowfilter.parse(expr)
+                except ValueError as exc:
+                    raise _options_error(f"proxai_filter: {exc}") from exc
+            else:
+                self.filter = None
+        if "proxai_protocol" in updated:
+            name = opts.proxai_protocol
+            if name:
+                try:
+                    self.protocol_hint = parse_protocol(name)
+                except ValueError as exc:
+                    allowed = ", ".join(str(p) for p in Protocol)
+                    raise _options_error(
+                        f"proxai_protocol: unknown protocol {name!r} (one of {allowed})"
+                    ) from exc
+            else:
+                self.protocol_hint = None
+        if "proxai_diagnostics_dir" in updated:
+            if not opts.proxai_diagnostics_dir:
+                raise _options_error("proxai_diagnostics_dir must not be empty")
+            self.diagnostics_dir = opts.proxai_diagnostics_dir
+        if "proxai_capture" in updated:
+            self.capture = bool(opts.proxai_capture)
+        if "proxai_max_decoded" in updated:
+            if opts.proxai_max_decoded <= 0:
+                raise _options_error("proxai_max_decoded must be a positive number of bytes")
+            self.max_decoded = opts.proxai_max_decoded
+        names = [f.name for f in dataclasses.fields(observe.Limits)]
+        if any(f"proxai_{n}" in updated for n in names):
+            values: dict[str, int] = {}
+            for n in names:
+                v = getattr(opts, f"proxai_{n}")
+                if v <= 0:
+                    raise _options_error(f"proxai_{n} must be a positive number of bytes")
+                values[n] = v
+            if values.get("max_line", 0) > values.get("max_event", 1 << 62):
+                raise _options_error("proxai_max_line must not exceed proxai_max_event")
+            self.limits = observe.Limits(**values)
+
+    # -- seams for the other engineers ----------------------------------------------------------
+
+    def route_request(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        """Request translation plugs in here: call the Router, rewrite URL/headers/body, and set
+        ``state.client_protocol`` / ``state.route`` (the upstream protocol goes to
+        ``state.protocol``). Observe-only: nothing to do."""
+
+    def stream_translator_for(self, flow: http.HTTPFlow, state: FlowState) -> StreamTranslator | None:
+        """Stream translation plugs in here: a translator for a routed SSE response, or None."""
+        return None
+
+    def translate_body(self, flow: http.HTTPFlow, state: FlowState, summary: StreamSummary) -> None:
+        """Non-streamed translation plugs in here: rewrite ``flow.response`` for the client."""
+
+    # -- detection --------------------------------------------------------------------------------
+
+    def detect(self, flow: http.HTTPFlow) -> tuple[Protocol, str] | None:
+        req = flow.request
+        proto = detect_protocol(req.method, req.path)
+        if proto is not None:
+            return proto, "path"
+        if self.filter is None or not self.filter(flow):
+            return None
+        if self.protocol_hint is not None:
+            return self.protocol_hint, "filter"
+        sniffed = sniff_protocol(
+            req.get_content(strict=False) or b"", anthropic_headers="anthropic-version" in req.headers
+        )
+        if sniffed is None:
+            logger.debug("proxai: %s matched proxai_filter but its protocol is unknown", req.pretty_url)
+            return None
+        return sniffed, "filter"
+
+    # -- hooks ----------------------------------------------------------------------------------
+
+    @_safe()
+    def request(self, flow: http.HTTPFlow) -> None:
+        found = self.detect(flow)
+        if found is None:
+            return
+        protocol, how = found
+        state = FlowState(
+            protocol=protocol,
+            start=self.clock(),
+            detected_by=how,
+            original_url=redact_url(flow.request.pretty_url),
+        )
+        self.flows[flow] = state
+        flow.metadata["proxai"] = {
+            "schema": 1,
+            "protocol": str(protocol),
+            "detected_by": how,
+            "original_url": state.original_url,
+        }
+        self.route_request(flow, state)
+
+    @_safe()
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        state = self.flows.get(flow)
+        if state is None or flow.response is None:
+            return
+        state.headers_at = self.clock()
+        if not _is_sse(flow.response) or flow.response.stream:
+            return  # buffered: observed whole in the response hook
+        observer = self.new_observer(state)
+        observer.headers(flow.response.status_code, state.headers_at)
+        decoder: Decoder | None = None
+        decode_error: str | None = None
+        try:
+            decoder = make_decoder(flow.response.headers.get("content-encoding"), self.max_decoded)
+        except DecodeError as exc:
+            decode_error = str(exc)
+        translator = self.stream_translator_for(flow, state)
+        carrier = Carrier(
+            observer,
+            protocol=state.protocol,
+            decoder=decoder,
+            decode_error=decode_error,
+            translator=translator,
+            clock=self.clock,
+            flow=flow,
+        )
+        if translator is not None:
+            strip_translated_headers(flow.response)
+        for setup in list(self.carrier_setup):
+            try:
+                setup(flow, carrier)
+            except Exception:
+                logger.warning("proxai: carrier setup hook failed", exc_info=True)
+        state.carrier = carrier
+        flow.response.stream = carrier
+
+    @_safe()
+    def response(self, flow: http.HTTPFlow) -> None:
+        state = self.flows.get(flow)
+        if state is None or flow.response is None:
+            return
+        now = self.clock()
+        carrier = state.carrier
+        if carrier is not None:
+            summary = carrier.summary
+            if summary is None:  # the carrier never saw the end (a bug): take a snapshot
+                summary = carrier.observer.finish(now)
+            self.record(flow, state, summary)
+            return
+        resp = flow.response
+        if resp.stream:
+            # mitmproxy streamed it without us (stream_large_bodies): the body is gone.
+            summary = self.new_observer(state).finish(now)
+            self.record(
+                flow, state, summary, observe_error="the body was streamed by mitmproxy, not observed"
+            )
+            return
+        body = resp.get_content(strict=False) or b""
+        headers_at = state.headers_at if state.headers_at is not None else now
+        try:
+            summary = observe.observe_body(
+                state.protocol,
+                body,
+                status_code=resp.status_code,
+                start=state.start,
+                headers_at=headers_at,
+                end=now,
+                content_type=resp.headers.get("content-type"),
+                capture=self.capture,
+                limits=self.limits,
+            )
+        except ProxaiError as exc:
+            observer = self.new_observer(state)
+            observer.headers(resp.status_code, headers_at)
+            summary = observer.abort(str(exc), now, ErrorKind.UPSTREAM_PROTOCOL)
+        self.translate_body(flow, state, summary)
+        self.record(flow, state, summary)
+
+    @_safe()
+    def error(self, flow: http.HTTPFlow) -> None:
+        state = self.flows.get(flow)
+        if state is None:
+            return
+        now = self.clock()
+        message = flow.error.msg if flow.error is not None else "the flow failed"
+        if state.carrier is not None:
+            summary = state.carrier.abort(message, now)
+        else:
+            observer = self.new_observer(state)
+            if flow.response is not None and state.headers_at is not None:
+                observer.headers(flow.response.status_code, state.headers_at)
+            summary = observer.abort(message, now, ErrorKind.CONNECTION)
+        self.record(flow, state, summary)
+
+    # -- recording ------------------------------------------------------------------------------
+
+    def new_observer(self, state: FlowState) -> observe.StreamObserver:
+        return observe.StreamObserver(
+            state.protocol, start=state.start, limits=self.limits, capture=self.capture
+        )
+
+    def record(
+        self,
+        flow: http.HTTPFlow,
+        state: FlowState,
+        summary: StreamSummary,
+        observe_error: str | None = None,
+    ) -> None:
+        """Summary -> ``flow.metadata["proxai"]``, comment, marker, diagnostics."""
+        meta: dict[str, Any] = dict(flow.metadata.get("proxai") or {})
+        meta.update(summary.to_metadata())
+        meta["detected_by"] = state.detected_by
+        meta["original_url"] = state.original_url
+        if state.client_protocol is not None:
+            meta["client_protocol"] = str(state.client_protocol)
+        carrier = state.carrier
+        if carrier is not None:
+            observe_error = observe_error or carrier.observe_error
+            meta["carrier"] = {
+                "upstream_bytes": carrier.upstream_bytes,
+                "client_bytes": carrier.client_bytes,
+                "translated": carrier.translator is not None,
+                "closed": None
+                if carrier.closed is None
+                else {
+                    "kind": str(carrier.closed.kind),
+                    "message": carrier.closed.message,
+                    "out_of_band": carrier.closed.out_of_band,
+                },
+            }
+            if carrier.translate_error:
+                meta["translate_error"] = carrier.translate_error
+        if observe_error:
+            meta["observe_error"] = observe_error
+        if summary.outcome is Outcome.UNFINISHED_TOOL:
+            path = self.write_diagnostics(flow, state, summary)
+            if path is not None:
+                meta["diagnostics"] = path
+        flow.metadata["proxai"] = meta
+        flow.comment = comment_line(summary)
+        marker = MARKERS.get(summary.outcome)
+        if marker is not None:
+            flow.marked = marker
+
+    def write_diagnostics(self, flow: http.HTTPFlow, state: FlowState, summary: StreamSummary) -> str | None:
+        tail = b""
+        open_calls: list[Any] = []
+        if state.carrier is not None:
+            tail = bytes(state.carrier.observer.tail)
+            open_calls = list(state.carrier.observer.open_tool_calls())
+        report = build_report(
+            flow_id=flow.id,
+            method=flow.request.method,
+            path=flow.request.path,
+            summary=summary,
+            tail=tail,
+            open_tool_calls=open_calls,
+            written_at=time.time(),
+        )
+        try:
+            return write_report(self.diagnostics_dir, flow.id, report)
+        except OSError as exc:
+            logger.warning("proxai: cannot write diagnostics to %s: %s", self.diagnostics_dir, exc)
+            return None
+
+
+def _is_sse(response: http.Response) -> bool:
+    return "text/event-stream" in response.headers.get("content-type", "").lower()
+
+
+def comment_line(summary: StreamSummary) -> str:
+    """One line for the flow list: protocol, outcome, stop reason, tokens, tool calls."""
+    parts = [f"proxai {summary.protocol}: {summary.outcome}"]
+    if summary.error is not None:
+        parts.append(
+            f"{summary.error.kind}" + (f" (HTTP {summary.error.status})" if summary.error.status else "")
+        )
+    if summary.stop_reason:
+        parts.append(f"stop {summary.stop_reason}")
+    u = summary.usage
+    if u.input_tokens is not None or u.output_tokens is not None:
+        parts.append(
+            f"tokens {u.input_tokens if u.input_tokens is not None else '?'} in"
+            f"/{u.output_tokens if u.output_tokens is not None else '?'} out"
+        )
+    if summary.tool_calls:
+        n = len(summary.tool_calls)
+        parts.append(f"{n} tool call{'s' if n != 1 else ''}")
+    return ", ".join(parts)

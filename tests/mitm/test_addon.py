@@ -1,0 +1,411 @@
+"""The ProxAI addon under ``mitmproxy.test.taddons``: options, metadata, comment, markers, resilience."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from mitmproxy import exceptions, http
+from mitmproxy.test import taddons, tflow, tutils
+
+from proxai import observe
+from proxai.mitm import addon as addon_mod
+from proxai.mitm.addon import ProxAI
+from proxai.mitm.carrier import Carrier
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    doc = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + orjson.dumps(doc) + b"\n\n"
+
+
+USAGE_CHUNK = (
+    b"data: "
+    + orjson.dumps(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-4o",
+            "choices": [],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+        }
+    )
+    + b"\n\n"
+)
+CHAT_TEXT = (
+    _chunk({"role": "assistant", "content": ""})
+    + _chunk({"content": "Hello"})
+    + _chunk({"content": " world"})
+    + _chunk({}, "stop")
+    + USAGE_CHUNK
+    + b"data: [DONE]\n\n"
+)
+CHAT_UNFINISHED_TOOL = _chunk({"role": "assistant", "content": None}) + _chunk(
+    {
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Par'},
+            }
+        ]
+    }
+)
+CHAT_JSON = orjson.dumps(
+    {
+        "id": "chatcmpl-2",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5},
+    }
+)
+ANTHROPIC_ERROR_MIDSTREAM = (
+    b"event: message_start\n"
+    b'data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
+    b'"model":"claude-x","content":[],"stop_reason":null,"stop_sequence":null,'
+    b'"usage":{"input_tokens":9,"output_tokens":1}}}\n\n'
+    b"event: error\n"
+    b'data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+)
+
+
+def _flow(
+    path: str = "/v1/chat/completions", body: bytes = b'{"stream":true}', method: str = "POST"
+) -> http.HTTPFlow:
+    req = tutils.treq(method=method.encode(), path=path.encode(), content=body)
+    req.headers["authorization"] = "Bearer sk-secret-do-not-leak"
+    return tflow.tflow(req=req)
+
+
+def _sse_response(status: int = 200, encoding: str | None = None) -> http.Response:
+    headers = [(b"content-type", b"text/event-stream")]
+    if encoding:
+        headers.append((b"content-encoding", encoding.encode()))
+    return tutils.tresp(status_code=status, headers=http.Headers(headers), content=None)
+
+
+def _stream(a: ProxAI, f: http.HTTPFlow, wire: bytes, sizes: int = 7, end: bool = True) -> bytes:
+    """Drive the flow like mitmproxy's HTTP layer; returns what the client received."""
+    a.responseheaders(f)
+    assert f.response is not None
+    carrier = f.response.stream
+    assert isinstance(carrier, Carrier)
+    got = b""
+    for i in range(0, len(wire), sizes):
+        out = carrier(wire[i : i + sizes])
+        assert out != b""
+        got += out if isinstance(out, bytes) else b"".join(out)
+    if end:
+        out = carrier(b"")
+        got += out if isinstance(out, bytes) else b"".join(out)
+        a.response(f)
+    return got
+
+
+@pytest.fixture
+def tctx(tmp_path: Path) -> Any:
+    a = ProxAI()
+    with taddons.context(a) as ctx:
+        ctx.configure(a, proxai_diagnostics_dir=str(tmp_path / "diag"))
+        ctx.addon = a
+        yield ctx
+
+
+def test_options_registered_with_defaults(tctx: Any) -> None:
+    o = tctx.options
+    assert o.proxai_filter == "" and o.proxai_protocol == "" and o.proxai_capture is False
+    limits = observe.Limits()
+    for name in ("max_line", "max_event", "tail_bytes", "max_tool_args", "max_capture"):
+        assert getattr(o, f"proxai_{name}") == getattr(limits, name)
+    assert o.proxai_max_decoded > 0
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"proxai_filter": "~q ~~ bad("},
+        {"proxai_protocol": "gemini"},
+        {"proxai_max_line": 0},
+        {"proxai_tail_bytes": -5},
+        {"proxai_max_decoded": 0},
+        {"proxai_diagnostics_dir": ""},
+        {"proxai_max_line": 10_000, "proxai_max_event": 100},
+    ],
+)
+def test_options_validated(tctx: Any, opts: dict[str, Any]) -> None:
+    with pytest.raises(exceptions.OptionsError):
+        tctx.configure(tctx.addon, **opts)
+
+
+def test_limit_options_reach_the_observer(tctx: Any) -> None:
+    tctx.configure(tctx.addon, proxai_max_line=1234, proxai_tail_bytes=99)
+    assert tctx.addon.limits.max_line == 1234 and tctx.addon.limits.tail_bytes == 99
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 100_000])
+def test_streamed_chat_completed(tctx: Any, chunk: int) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    assert f.metadata["proxai"]["protocol"] == "openai_chat"
+    f.response = _sse_response()
+    got = _stream(a, f, CHAT_TEXT, chunk)
+    assert got == CHAT_TEXT
+    m = f.metadata["proxai"]
+    assert m["schema"] == 1 and m["protocol"] == "openai_chat" and m["streaming"] is True
+    assert m["outcome"] == "completed" and m["stop_reason"] == "stop"
+    assert m["usage"]["input_tokens"] == 11 and m["usage"]["output_tokens"] == 3
+    assert m["usage"]["total_tokens"] == 14
+    assert m["id"] == "chatcmpl-1" and m["model"] == "gpt-4o"
+    assert m["tool_calls"] == [] and m["error"] is None
+    assert m["counts"]["events"] == 6 and m["counts"]["bytes"] == len(CHAT_TEXT)
+    assert m["carrier"]["client_bytes"] == m["carrier"]["upstream_bytes"] == len(CHAT_TEXT)
+    assert m["original_url"].endswith("/v1/chat/completions") and m["detected_by"] == "path"
+    assert f.comment == "proxai openai_chat: completed, stop stop, tokens 11 in/3 out"
+    assert f.marked == ""
+    json.dumps(m)  # plain JSON types only: survives -w / FlowReader
+
+
+def test_gzip_stream_observed_and_client_gets_compressed_bytes(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response(encoding="gzip")
+    wire = gzip.compress(CHAT_TEXT)
+    assert _stream(a, f, wire, 5) == wire
+    m = f.metadata["proxai"]
+    assert m["outcome"] == "completed" and m["usage"]["output_tokens"] == 3
+    assert m["counts"]["bytes"] == len(CHAT_TEXT)  # the observer counted decoded bytes
+    assert "observe_error" not in m
+
+
+def test_unsupported_encoding_passes_through_and_is_recorded(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response(encoding="compress")
+    assert _stream(a, f, b"\x00\x01\x02opaque") == b"\x00\x01\x02opaque"
+    assert "compress" in f.metadata["proxai"]["observe_error"]
+
+
+def test_unfinished_tool_marker_and_diagnostics(tctx: Any, tmp_path: Path) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response()
+    _stream(a, f, CHAT_UNFINISHED_TOOL)
+    m = f.metadata["proxai"]
+    assert m["outcome"] == "unfinished_tool"
+    assert m["tool_calls"][0]["id"] == "call_1" and m["tool_calls"][0]["arguments_complete"] is False
+    assert f.marked == ":hourglass:"
+    path = Path(m["diagnostics"])
+    assert path.parent == tmp_path / "diag"
+    doc = json.loads(path.read_text())
+    assert doc["summary"]["outcome"] == "unfinished_tool"
+    assert '{\\"city\\": \\"Par' in doc["tail"] or '"city\\": \\"Par' in doc["tail"]
+    assert doc["request"] == {"method": "POST", "path": "/v1/chat/completions"}
+    text = path.read_text().lower()
+    assert "sk-secret" not in text and "authorization" not in text
+
+
+def test_truncated_stream_is_closed_and_marked(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response()
+    _stream(a, f, CHAT_TEXT[: CHAT_TEXT.index(b"data: [DONE]")][:-40])
+    assert f.metadata["proxai"]["outcome"] == "closed"
+    assert f.marked == ":warning:"
+    assert "closed" in f.comment
+
+
+def test_anthropic_error_event_midstream(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow("/v1/messages")
+    a.request(f)
+    f.response = _sse_response()
+    assert _stream(a, f, ANTHROPIC_ERROR_MIDSTREAM, 13) == ANTHROPIC_ERROR_MIDSTREAM
+    m = f.metadata["proxai"]
+    assert m["protocol"] == "anthropic_messages" and m["outcome"] == "error"
+    assert m["error"]["kind"] == "overloaded" and m["error"]["message"] == "Overloaded"
+    assert f.marked == ":red_circle:" and "overloaded" in f.comment
+
+
+def test_non_streamed_json_observed(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow(body=b'{"stream":false}')
+    a.request(f)
+    f.response = tutils.tresp(
+        status_code=200, headers=http.Headers(content_type="application/json"), content=CHAT_JSON
+    )
+    a.responseheaders(f)
+    assert not f.response.stream
+    a.response(f)
+    m = f.metadata["proxai"]
+    assert m["streaming"] is False and m["outcome"] == "completed" and m["stop_reason"] == "stop"
+    assert m["usage"]["input_tokens"] == 4 and m["usage"]["output_tokens"] == 1
+
+
+def test_server_replayed_flow_without_responseheaders(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow(body=b'{"stream":false}')
+    a.request(f)
+    f.response = tutils.tresp(
+        status_code=200, headers=http.Headers(content_type="application/json"), content=CHAT_JSON
+    )
+    a.response(f)  # server replay: no responseheaders hook
+    assert f.metadata["proxai"]["outcome"] == "completed"
+
+
+def test_http_429_is_rate_limited(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    body = (
+        b'{"error":{"message":"Rate limit reached","type":"rate_limit_error","code":"rate_limit_exceeded"}}'
+    )
+    f.response = tutils.tresp(
+        status_code=429, headers=http.Headers(content_type="application/json"), content=body
+    )
+    a.responseheaders(f)
+    a.response(f)
+    m = f.metadata["proxai"]
+    assert m["outcome"] == "error" and m["error"]["kind"] == "rate_limited" and m["status_code"] == 429
+    assert f.marked == ":red_circle:"
+
+
+def test_buffered_gzip_json_is_decoded(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow(body=b"{}")
+    a.request(f)
+    f.response = tutils.tresp(
+        status_code=200,
+        headers=http.Headers(content_type="application/json", content_encoding="gzip"),
+        content=b"",
+    )
+    f.response.raw_content = gzip.compress(CHAT_JSON)
+    a.response(f)
+    assert f.metadata["proxai"]["usage"]["total_tokens"] == 5
+
+
+def test_stream_died_error_hook(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response()
+    _stream(a, f, CHAT_TEXT[:200], end=False)
+    f.error = tflow.terr("Server disconnected")  # type: ignore[attr-defined]
+    a.error(f)
+    m = f.metadata["proxai"]
+    assert m["outcome"] == "error" and m["error"]["kind"] == "connection"
+    assert f.marked == ":red_circle:"
+
+
+def test_connection_refused_before_headers(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.error = tflow.terr("Connection refused")  # type: ignore[attr-defined]
+    a.error(f)
+    assert f.metadata["proxai"]["outcome"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/v1/models"), ("POST", "/v1/embeddings"), ("GET", "/v1/chat/completions")],
+)
+def test_other_flows_untouched(tctx: Any, method: str, path: str) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow(path, method=method)
+    a.request(f)
+    f.response = _sse_response()
+    a.responseheaders(f)
+    a.response(f)
+    assert "proxai" not in f.metadata and not f.response.stream and f.comment == "" and f.marked == ""
+
+
+def test_azure_deployment_path(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow("/openai/deployments/gpt4o/chat/completions?api-version=2024-10-21&api-key=sekrit")
+    a.request(f)
+    m = f.metadata["proxai"]
+    assert m["protocol"] == "openai_chat"
+    assert "sekrit" not in m["original_url"] and "api-version=2024-10-21" in m["original_url"]
+
+
+def test_filter_option_with_protocol_hint(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    tctx.configure(a, proxai_filter="~u /generate", proxai_protocol="anthropic_messages")
+    f = _flow("/api/generate")
+    a.request(f)
+    assert f.metadata["proxai"]["protocol"] == "anthropic_messages"
+    assert f.metadata["proxai"]["detected_by"] == "filter"
+
+
+def test_filter_option_sniffs_the_body(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    tctx.configure(a, proxai_filter="~u /llm")
+    f = _flow("/llm/run", body=b'{"model":"m","input":"hi","stream":true}')
+    a.request(f)
+    assert f.metadata["proxai"]["protocol"] == "openai_responses"
+    g = _flow("/other", body=b'{"model":"m","input":"hi"}')
+    a.request(g)
+    assert "proxai" not in g.metadata
+
+
+class _BuggyObserver:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def headers(self, status_code: int, now: float) -> None:
+        pass
+
+    def feed(self, chunk: bytes, now: float) -> list[Any]:
+        raise ZeroDivisionError("bug in feed")
+
+    def finish(self, now: float) -> Any:
+        raise KeyError("bug in finish")
+
+    def abort(self, *args: Any, **kwargs: Any) -> Any:
+        raise KeyError("bug in abort")
+
+
+def test_observer_bug_never_breaks_the_flow(tctx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    a: ProxAI = tctx.addon
+    monkeypatch.setattr(addon_mod.observe, "StreamObserver", _BuggyObserver)
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response()
+    assert _stream(a, f, CHAT_TEXT, 9) == CHAT_TEXT  # the client still gets every byte
+    g = _flow()
+    a.request(g)
+    g.error = tflow.terr("boom")  # type: ignore[attr-defined]
+    a.error(g)  # no exception escapes
+
+
+def test_observe_body_bug_never_breaks_the_flow(tctx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    a: ProxAI = tctx.addon
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(addon_mod.observe, "observe_body", boom)
+    f = _flow()
+    a.request(f)
+    f.response = tutils.tresp(content=CHAT_JSON)
+    a.response(f)
+    assert f.response.content == CHAT_JSON
