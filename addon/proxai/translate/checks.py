@@ -1,0 +1,76 @@
+"""Strict checks shared by the request and response translators (seed 003).
+
+- ``validate``: a pydantic model at the trust boundary; a failure becomes
+  ``TranslationError`` naming the client's field (``messages[2].content[0].text``).
+- ``parse_arguments``: tool-call argument JSON is parsed strictly. Invalid JSON fails; it is
+  never replaced with ``{}`` (seed 003, "工具调用请求").
+- ``split_data_url``: ``data:<media>;base64,<data>`` into its parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from proxai.errors import TranslationError
+
+
+def join(at: str, loc: tuple[int | str, ...]) -> str:
+    out = at
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def validate[M: BaseModel](model: type[M], data: object, at: str) -> M:
+    """``model.model_validate(data)``; a failure names the first bad field under ``at``."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(p for p in err["loc"] if not _is_branch_label(p))
+        raise TranslationError(err["msg"], join(at, loc)) from None
+
+
+def _is_branch_label(p: int | str) -> bool:
+    return isinstance(p, str) and (
+        p.startswith(("list[", "dict[", "literal[", "function-", "tagged-union["))
+        or p in ("str", "int", "float", "bool", "none")
+        or p[:1].isupper()
+    )
+
+
+def parse_arguments(text: str, at: str) -> dict[str, Any]:
+    """Tool-call arguments as a JSON object; anything else is a ``TranslationError``."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise TranslationError("tool call arguments are not valid JSON", at) from None
+    if not isinstance(value, dict):
+        raise TranslationError("tool call arguments must be a JSON object", at)
+    return value
+
+
+def dump_arguments(value: object) -> str:
+    """Tool-call input as compact JSON text (Anthropic ``input`` -> OpenAI ``arguments``)."""
+    return orjson.dumps(value).decode()
+
+
+def split_data_url(url: str, at: str) -> tuple[str, str]:
+    """``(media_type, base64 data)`` of a base64 data URL."""
+    head, sep, data = url.partition(",")
+    if not sep or not head.startswith("data:") or not head.endswith(";base64"):
+        raise TranslationError("a data URL must look like data:<media type>;base64,<data>", at)
+    media = head[len("data:") : -len(";base64")]
+    if not media:
+        raise TranslationError("a data URL needs a media type", at)
+    return media, data
+
+
+def data_url(media_type: str, data: str) -> str:
+    return f"data:{media_type};base64,{data}"

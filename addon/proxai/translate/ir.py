@@ -1,0 +1,197 @@
+"""The protocol-neutral form of a request and of a non-streamed response (issue 4, seed 003).
+
+Each source protocol is parsed into these types once (``req_from_*``, ``resp_from_*``) and
+each target renders them (``req_to_*``, ``resp_to_*``): six directions from three parsers and
+three renderers. Every part remembers ``at``, the field it came from in the CLIENT's body, so
+a target that cannot express it raises ``TranslationError`` naming the client's own field
+(seed 003: reject, never drop silently).
+
+The positions follow seed 003: system/developer instructions are collected apart from the
+turns; tool calls are assistant parts; tool results are user parts (Anthropic's shape), and a
+Chat/Responses renderer splits them back into ``role: tool`` messages / ``function_call_output``
+items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from proxai.model import StopClass
+
+FileProvider = Literal["openai", "anthropic"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    at: str
+    url: str | None = None  # http(s) URL
+    media_type: str | None = None  # with data
+    data: str | None = None  # base64
+    file_id: str | None = None
+    file_provider: FileProvider | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentPart:
+    at: str
+    media_type: str | None = None
+    data: str | None = None  # base64 (PDF)
+    text: str | None = None  # a plain-text document
+    url: str | None = None
+    filename: str | None = None
+    file_id: str | None = None
+    file_provider: FileProvider | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    id: str
+    name: str
+    arguments: str  # JSON text (function) or free text (custom)
+    input: object  # the parsed JSON object (function); the text itself (custom)
+    at: str
+    kind: Literal["function", "custom"] = "function"
+
+
+ResultContent = TextPart | ImagePart | DocumentPart
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    call_id: str
+    content: tuple[ResultContent, ...]
+    at: str
+    is_error: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingPart:
+    text: str
+    signature: str | None
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedThinkingPart:
+    data: str
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalPart:
+    text: str
+    at: str
+
+
+Part = (
+    TextPart
+    | ImagePart
+    | DocumentPart
+    | ToolCallPart
+    | ToolResultPart
+    | ThinkingPart
+    | RedactedThinkingPart
+    | RefusalPart
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Literal["user", "assistant"]
+    parts: tuple[Part, ...]
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    name: str
+    at: str
+    description: str | None = None
+    parameters: dict[str, object] | None = None  # JSON schema (function tools)
+    strict: bool | None = None
+    kind: Literal["function", "custom"] = "function"
+    format: dict[str, object] | None = None  # custom tools' input format
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChoice:
+    mode: Literal["auto", "none", "required", "tool"]
+    at: str
+    name: str | None = None
+    kind: Literal["function", "custom"] = "function"
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """Reasoning / thinking settings. ``effort`` is OpenAI's scale, ``budget`` Anthropic's."""
+
+    at: str
+    enabled: bool = True
+    effort: str | None = None
+    budget: int | None = None
+    summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestIR:
+    model: str | None
+    messages: tuple[Message, ...]
+    system: tuple[TextPart, ...] = ()
+    tools: tuple[ToolDef, ...] = ()
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    max_tokens: int | None = None
+    max_tokens_at: str = "max_tokens"
+    temperature: float | None = None
+    temperature_at: str = "temperature"
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    stop_at: str = "stop"
+    stream: bool = False
+    reasoning: Reasoning | None = None
+    user: str | None = None
+    json_schema: dict[str, object] | None = None  # {"name", "schema", "strict"} structured output
+    json_schema_at: str = "response_format"
+    ignored: tuple[str, ...] = ()  # client fields that are hints with no target meaning
+
+
+# ---- responses -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class UsageIR:
+    """Usage in neutral terms: ``input_tokens`` counts ALL prompt tokens, cached ones included."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class ResponseIR:
+    id: str
+    model: str
+    parts: list[Part]
+    stop: StopClass
+    usage: UsageIR | None
+    stop_sequence: str | None = None
+    created: int | None = None
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOptions:
+    """Per-route knobs of request rendering (``proxai.routes.Route``)."""
+
+    model: str | None = None  # the (mapped) model to send; None keeps the client's
+    default_max_tokens: int = 4096  # Anthropic requires max_tokens; used when the client gave none
+    chat_max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"

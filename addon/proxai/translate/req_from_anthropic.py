@@ -1,0 +1,290 @@
+"""Parse an Anthropic Messages request body into the neutral ``RequestIR`` (seed 003).
+
+The body is validated with pydantic at this trust boundary (unknown top-level fields are
+tolerated like the API tolerates them, and listed in ``ignored``). Top-level ``system`` stays
+apart; ``tool_use`` blocks are assistant tool calls; ``tool_result`` blocks are user parts with
+``is_error`` kept (the renderers drop it lossily, seed 003 "tool_result.is_error 的映射").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from proxai.errors import TranslationError
+from proxai.translate import ir
+from proxai.translate.checks import dump_arguments, validate
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Block(_Loose):
+    type: str
+
+
+class _Text(_Loose):
+    type: Literal["text"]
+    text: str
+
+
+class _Source(_Loose):
+    type: str
+    media_type: str | None = None
+    data: Any = None
+    url: str | None = None
+    file_id: str | None = None
+
+
+class _Image(_Loose):
+    type: Literal["image"]
+    source: _Source
+
+
+class _Document(_Loose):
+    type: Literal["document"]
+    source: _Source
+    title: str | None = None
+
+
+class _ToolUse(_Loose):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class _ToolResult(_Loose):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str | list[dict[str, Any]] | None = None
+    is_error: bool | None = None
+
+
+class _Thinking(_Loose):
+    type: Literal["thinking"]
+    thinking: str
+    signature: str | None = None
+
+
+class _Redacted(_Loose):
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+class _Message(_Loose):
+    role: Literal["user", "assistant"]
+    content: str | list[dict[str, Any]]
+
+
+class _Tool(_Loose):
+    name: str
+    type: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any] | None = None
+
+
+class _ToolChoice(_Loose):
+    type: Literal["auto", "any", "tool", "none"]
+    name: str | None = None
+    disable_parallel_tool_use: bool | None = None
+
+
+class _Thinking_Config(_Loose):
+    type: str
+    budget_tokens: int | None = None
+
+
+class _Request(_Loose):
+    model: str | None = None
+    messages: list[dict[str, Any]]
+    system: str | list[dict[str, Any]] | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    stop_sequences: list[str] | None = None
+    stream: bool | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: dict[str, Any] | None = None
+    thinking: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+_HANDLED = frozenset(
+    {
+        "model", "messages", "system", "max_tokens", "temperature", "top_p", "top_k", "stop_sequences",
+        "stream", "tools", "tool_choice", "thinking", "metadata",
+    }
+)  # fmt: skip
+_HINTS = frozenset({"service_tier", "cache_control", "inference_geo"})
+_REJECT = {
+    "container": "containers",
+    "mcp_servers": "MCP servers",
+    "context_management": "context management",
+    "output_format": "structured output formats",
+    "output_config": "output configuration",
+}
+
+
+def parse_request(body: dict[str, Any]) -> ir.RequestIR:
+    req = validate(_Request, body, "")
+    extras = req.model_extra or {}
+    for key, what in _REJECT.items():
+        if extras.get(key) not in (None, [], {}):
+            raise TranslationError(f"{what} exist only in Anthropic Messages", key)
+    if req.top_k is not None:
+        raise TranslationError("top_k has no equivalent in OpenAI APIs", "top_k")
+    ignored = tuple(sorted(k for k in body if k not in _HANDLED))
+    _ = _HINTS
+    system = _system(req.system)
+    messages = tuple(_message(m, i) for i, m in enumerate(req.messages))
+    tools = tuple(_tool(t, i) for i, t in enumerate(req.tools or []))
+    tool_choice, parallel = _tool_choice(req.tool_choice)
+    user = None
+    if req.metadata and isinstance(req.metadata.get("user_id"), str):
+        user = req.metadata["user_id"]
+    return ir.RequestIR(
+        model=req.model,
+        messages=messages,
+        system=system,
+        tools=tools,
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel,
+        max_tokens=req.max_tokens,
+        max_tokens_at="max_tokens",
+        temperature=req.temperature,
+        top_p=req.top_p,
+        stop=tuple(req.stop_sequences or ()),
+        stop_at="stop_sequences",
+        stream=bool(req.stream),
+        reasoning=_reasoning(req.thinking),
+        user=user,
+        ignored=ignored,
+    )
+
+
+def _system(system: str | list[dict[str, Any]] | None) -> tuple[ir.TextPart, ...]:
+    if system is None:
+        return ()
+    if isinstance(system, str):
+        return (ir.TextPart(system, "system"),) if system else ()
+    out = []
+    for i, b in enumerate(system):
+        at = f"system[{i}]"
+        t = validate(_Text, b, at)
+        out.append(ir.TextPart(t.text, at))
+    return tuple(out)
+
+
+def _message(raw: dict[str, Any], i: int) -> ir.Message:
+    at = f"messages[{i}]"
+    m = validate(_Message, raw, at)
+    if isinstance(m.content, str):
+        return ir.Message(m.role, (ir.TextPart(m.content, f"{at}.content"),), at)
+    parts = tuple(_block(b, f"{at}.content[{j}]", m.role) for j, b in enumerate(m.content))
+    return ir.Message(m.role, parts, at)
+
+
+def _block(raw: dict[str, Any], at: str, role: str) -> ir.Part:
+    kind = validate(_Block, raw, at).type
+    if kind == "text":
+        return ir.TextPart(validate(_Text, raw, at).text, at)
+    if kind == "image":
+        return _image(validate(_Image, raw, at), at)
+    if kind == "document":
+        return _document(validate(_Document, raw, at), at)
+    if kind == "tool_use":
+        if role != "assistant":
+            raise TranslationError("tool_use blocks belong to assistant messages", f"{at}.type")
+        t = validate(_ToolUse, raw, at)
+        return ir.ToolCallPart(t.id, t.name, dump_arguments(t.input), t.input, at)
+    if kind == "tool_result":
+        if role != "user":
+            raise TranslationError("tool_result blocks belong to user messages", f"{at}.type")
+        r = validate(_ToolResult, raw, at)
+        content: tuple[ir.ResultContent, ...]
+        if r.content is None:
+            content = ()
+        elif isinstance(r.content, str):
+            content = (ir.TextPart(r.content, f"{at}.content"),)
+        else:
+            content = tuple(_result_block(b, f"{at}.content[{k}]") for k, b in enumerate(r.content))
+        return ir.ToolResultPart(r.tool_use_id, content, at, r.is_error)
+    if kind == "thinking":
+        th = validate(_Thinking, raw, at)
+        return ir.ThinkingPart(th.thinking, th.signature, at)
+    if kind == "redacted_thinking":
+        return ir.RedactedThinkingPart(validate(_Redacted, raw, at).data, at)
+    raise TranslationError(f"content block type {kind!r} cannot be translated", f"{at}.type")
+
+
+def _result_block(raw: dict[str, Any], at: str) -> ir.ResultContent:
+    part = _block(raw, at, "user")
+    if not isinstance(part, ir.TextPart | ir.ImagePart | ir.DocumentPart):
+        raise TranslationError("a tool_result holds text, image or document blocks", f"{at}.type")
+    return part
+
+
+def _image(img: _Image, at: str) -> ir.ImagePart:
+    s = img.source
+    if s.type == "base64" and isinstance(s.data, str) and s.media_type:
+        return ir.ImagePart(at, media_type=s.media_type, data=s.data)
+    if s.type == "url" and s.url:
+        return ir.ImagePart(at, url=s.url)
+    if s.type == "file" and s.file_id:
+        return ir.ImagePart(at, file_id=s.file_id, file_provider="anthropic")
+    raise TranslationError(f"image source type {s.type!r} cannot be translated", f"{at}.source.type")
+
+
+def _document(doc: _Document, at: str) -> ir.DocumentPart:
+    s = doc.source
+    if s.type == "base64" and isinstance(s.data, str):
+        return ir.DocumentPart(
+            at, media_type=s.media_type or "application/pdf", data=s.data, filename=doc.title
+        )
+    if s.type == "text" and isinstance(s.data, str):
+        return ir.DocumentPart(at, media_type=s.media_type or "text/plain", text=s.data, filename=doc.title)
+    if s.type == "url" and s.url:
+        return ir.DocumentPart(at, url=s.url, filename=doc.title)
+    if s.type == "file" and s.file_id:
+        return ir.DocumentPart(at, file_id=s.file_id, file_provider="anthropic", filename=doc.title)
+    raise TranslationError(f"document source type {s.type!r} cannot be translated", f"{at}.source.type")
+
+
+def _tool(raw: dict[str, Any], i: int) -> ir.ToolDef:
+    at = f"tools[{i}]"
+    t = validate(_Tool, raw, at)
+    if t.type not in (None, "custom"):
+        raise TranslationError(
+            f"Anthropic server tool {t.type!r} has no equivalent in OpenAI APIs", f"{at}.type"
+        )
+    return ir.ToolDef(t.name, at, t.description, t.input_schema or {"type": "object", "properties": {}})
+
+
+def _tool_choice(raw: dict[str, Any] | None) -> tuple[ir.ToolChoice | None, bool | None]:
+    if raw is None:
+        return None, None
+    tc = validate(_ToolChoice, raw, "tool_choice")
+    parallel = None if tc.disable_parallel_tool_use is None else not tc.disable_parallel_tool_use
+    if tc.type == "tool":
+        if not tc.name:
+            raise TranslationError("tool_choice of type tool needs a name", "tool_choice.name")
+        return ir.ToolChoice("tool", "tool_choice", tc.name), parallel
+    mode: Literal["auto", "none", "required"] = {"auto": "auto", "any": "required", "none": "none"}[tc.type]  # type: ignore[assignment]
+    return ir.ToolChoice(mode, "tool_choice"), parallel
+
+
+def _reasoning(raw: dict[str, Any] | None) -> ir.Reasoning | None:
+    if raw is None:
+        return None
+    t = validate(_Thinking_Config, raw, "thinking")
+    if t.type == "disabled":
+        return ir.Reasoning("thinking", enabled=False)
+    if t.type == "enabled":
+        return ir.Reasoning("thinking", budget=t.budget_tokens)
+    if t.type == "adaptive":
+        return ir.Reasoning("thinking")
+    raise TranslationError(f"thinking type {t.type!r} cannot be translated", "thinking.type")

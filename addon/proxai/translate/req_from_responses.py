@@ -1,0 +1,326 @@
+"""Parse an OpenAI Responses request body into the neutral ``RequestIR`` (seed 003).
+
+``instructions`` plus ``system``/``developer`` input messages are the instructions;
+``function_call`` items are assistant tool calls (argument JSON parsed strictly);
+``function_call_output`` items are user-side tool results; ``reasoning`` items become thinking
+(text + ``encrypted_content`` as the signature) or redacted thinking (``encrypted_content``
+alone), the inverse of what the Responses renderer of Anthropic thinking produces. Rejected:
+server state the target does not have (``previous_response_id``, ``conversation``,
+``item_reference``, stored prompts, background mode) and hosted tools.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from proxai.errors import TranslationError
+from proxai.translate import ir
+from proxai.translate.checks import parse_arguments, split_data_url, validate
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Item(_Loose):
+    type: str | None = None
+    role: str | None = None
+
+
+class _MessageItem(_Loose):
+    role: Literal["user", "assistant", "system", "developer"]
+    content: str | list[dict[str, Any]]
+
+
+class _Part(_Loose):
+    type: str
+
+
+class _InputText(_Loose):
+    type: str
+    text: str
+
+
+class _InputImage(_Loose):
+    type: Literal["input_image"]
+    image_url: str | None = None
+    file_id: str | None = None
+
+
+class _InputFile(_Loose):
+    type: Literal["input_file"]
+    file_data: str | None = None
+    file_id: str | None = None
+    file_url: str | None = None
+    filename: str | None = None
+
+
+class _Refusal(_Loose):
+    type: Literal["refusal"]
+    refusal: str
+
+
+class _FunctionCall(_Loose):
+    type: Literal["function_call"]
+    call_id: str
+    name: str
+    arguments: str
+
+
+class _CustomCall(_Loose):
+    type: Literal["custom_tool_call"]
+    call_id: str
+    name: str
+    input: str
+
+
+class _CallOutput(_Loose):
+    type: Literal["function_call_output", "custom_tool_call_output"]
+    call_id: str
+    output: str | list[dict[str, Any]]
+
+
+class _Reasoning(_Loose):
+    type: Literal["reasoning"]
+    summary: list[dict[str, Any]] = []
+    content: list[dict[str, Any]] | None = None
+    encrypted_content: str | None = None
+
+
+class _Tool(_Loose):
+    type: str
+    name: str | None = None
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+    format: dict[str, Any] | None = None
+
+
+class _Request(_Loose):
+    model: str | None = None
+    input: str | list[dict[str, Any]]
+    instructions: str | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stream: bool | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    reasoning: dict[str, Any] | None = None
+    text: dict[str, Any] | None = None
+    user: str | None = None
+
+
+_HANDLED = frozenset(
+    {
+        "model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "stream", "tools",
+        "tool_choice", "parallel_tool_calls", "reasoning", "text", "user",
+    }
+)  # fmt: skip
+_REJECT_IF_SET = {
+    "previous_response_id": "previous_response_id needs server-side state the target does not have",
+    "conversation": "conversation needs server-side state the target does not have",
+    "prompt": "stored prompts exist only in the Responses API",
+    "max_tool_calls": "max_tool_calls has no equivalent in the target API",
+    "top_logprobs": "logprobs cannot be translated",
+}
+
+
+def parse_request(body: dict[str, Any]) -> ir.RequestIR:
+    req = validate(_Request, body, "")
+    extras = req.model_extra or {}
+    for key, why in _REJECT_IF_SET.items():
+        if extras.get(key) not in (None, [], {}):
+            raise TranslationError(why, key)
+    if extras.get("background") is True:
+        raise TranslationError("background mode exists only in the Responses API", "background")
+
+    system: list[ir.TextPart] = []
+    if req.instructions:
+        system.append(ir.TextPart(req.instructions, "instructions"))
+    messages: list[ir.Message] = []
+    if isinstance(req.input, str):
+        messages.append(ir.Message("user", (ir.TextPart(req.input, "input"),), "input"))
+    else:
+        for i, raw in enumerate(req.input):
+            _item(raw, f"input[{i}]", system, messages)
+
+    reasoning = None
+    if req.reasoning is not None:
+        effort = req.reasoning.get("effort")
+        summary = req.reasoning.get("summary")
+        reasoning = ir.Reasoning(
+            "reasoning",
+            enabled=effort != "none",
+            effort=effort if isinstance(effort, str) else None,
+            summary=summary if isinstance(summary, str) else None,
+        )
+
+    return ir.RequestIR(
+        model=req.model,
+        messages=tuple(messages),
+        system=tuple(system),
+        tools=tuple(_tool(t, i) for i, t in enumerate(req.tools or [])),
+        tool_choice=_tool_choice(req.tool_choice),
+        parallel_tool_calls=req.parallel_tool_calls,
+        max_tokens=req.max_output_tokens,
+        max_tokens_at="max_output_tokens",
+        temperature=req.temperature,
+        top_p=req.top_p,
+        stream=bool(req.stream),
+        reasoning=reasoning,
+        user=req.user,
+        json_schema=_text_format(req.text),
+        json_schema_at="text.format",
+        ignored=tuple(sorted(k for k in body if k not in _HANDLED and k not in _REJECT_IF_SET)),
+    )
+
+
+def _item(raw: dict[str, Any], at: str, system: list[ir.TextPart], messages: list[ir.Message]) -> None:
+    item = validate(_Item, raw, at)
+    kind = item.type or ("message" if item.role else None)
+    if kind == "message":
+        m = validate(_MessageItem, raw, at)
+        if m.role in ("system", "developer"):
+            system.extend(_texts(m.content, at))
+        elif m.role == "user":
+            messages.append(ir.Message("user", _user_parts(m.content, at), at))
+        else:
+            messages.append(ir.Message("assistant", _assistant_parts(m.content, at), at))
+    elif kind == "function_call":
+        fc = validate(_FunctionCall, raw, at)
+        args = parse_arguments(fc.arguments, f"{at}.arguments")
+        messages.append(
+            ir.Message("assistant", (ir.ToolCallPart(fc.call_id, fc.name, fc.arguments, args, at),), at)
+        )
+    elif kind == "custom_tool_call":
+        cc = validate(_CustomCall, raw, at)
+        call = ir.ToolCallPart(cc.call_id, cc.name, cc.input, cc.input, at, kind="custom")
+        messages.append(ir.Message("assistant", (call,), at))
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        out = validate(_CallOutput, raw, at)
+        content: tuple[ir.ResultContent, ...]
+        if isinstance(out.output, str):
+            content = (ir.TextPart(out.output, f"{at}.output"),)
+        else:
+            content = tuple(_user_part(p, f"{at}.output[{j}]") for j, p in enumerate(out.output))
+        messages.append(ir.Message("user", (ir.ToolResultPart(out.call_id, content, at),), at))
+    elif kind == "reasoning":
+        r = validate(_Reasoning, raw, at)
+        texts = [p.get("text") for p in (r.content or []) if isinstance(p.get("text"), str)]
+        if not texts:
+            texts = [p.get("text") for p in r.summary if isinstance(p.get("text"), str)]
+        part: ir.Part
+        if texts:
+            part = ir.ThinkingPart("".join(str(t) for t in texts), r.encrypted_content, at)
+        elif r.encrypted_content:
+            part = ir.RedactedThinkingPart(r.encrypted_content, at)
+        else:
+            return  # an empty reasoning item says nothing
+        messages.append(ir.Message("assistant", (part,), at))
+    else:
+        raise TranslationError(f"input item type {kind!r} cannot be translated", f"{at}.type")
+
+
+def _texts(content: str | list[dict[str, Any]], at: str) -> list[ir.TextPart]:
+    if isinstance(content, str):
+        return [ir.TextPart(content, f"{at}.content")] if content else []
+    out = []
+    for j, raw in enumerate(content):
+        pat = f"{at}.content[{j}]"
+        p = validate(_InputText, raw, pat)
+        if p.type not in ("input_text", "output_text", "text"):
+            raise TranslationError(f"instruction part {p.type!r} cannot be translated", f"{pat}.type")
+        out.append(ir.TextPart(p.text, pat))
+    return out
+
+
+def _user_parts(content: str | list[dict[str, Any]], at: str) -> tuple[ir.Part, ...]:
+    if isinstance(content, str):
+        return (ir.TextPart(content, f"{at}.content"),)
+    return tuple(_user_part(raw, f"{at}.content[{j}]") for j, raw in enumerate(content))
+
+
+def _user_part(raw: dict[str, Any], at: str) -> ir.TextPart | ir.ImagePart | ir.DocumentPart:
+    kind = validate(_Part, raw, at).type
+    if kind in ("input_text", "text", "output_text"):
+        return ir.TextPart(validate(_InputText, raw, at).text, at)
+    if kind == "input_image":
+        img = validate(_InputImage, raw, at)
+        if img.image_url and img.image_url.startswith("data:"):
+            media, data = split_data_url(img.image_url, f"{at}.image_url")
+            return ir.ImagePart(at, media_type=media, data=data)
+        if img.image_url:
+            return ir.ImagePart(at, url=img.image_url)
+        if img.file_id:
+            return ir.ImagePart(at, file_id=img.file_id, file_provider="openai")
+        raise TranslationError("an input_image needs image_url or file_id", at)
+    if kind == "input_file":
+        f = validate(_InputFile, raw, at)
+        if f.file_data:
+            if f.file_data.startswith("data:"):
+                media, data = split_data_url(f.file_data, f"{at}.file_data")
+            else:
+                media, data = "application/pdf", f.file_data
+            return ir.DocumentPart(at, media_type=media, data=data, filename=f.filename)
+        if f.file_url:
+            return ir.DocumentPart(at, url=f.file_url, filename=f.filename)
+        if f.file_id:
+            return ir.DocumentPart(at, file_id=f.file_id, file_provider="openai", filename=f.filename)
+        raise TranslationError("an input_file needs file_data, file_url or file_id", at)
+    raise TranslationError(f"content part {kind!r} cannot be translated", f"{at}.type")
+
+
+def _assistant_parts(content: str | list[dict[str, Any]], at: str) -> tuple[ir.Part, ...]:
+    if isinstance(content, str):
+        return (ir.TextPart(content, f"{at}.content"),) if content else ()
+    parts: list[ir.Part] = []
+    for j, raw in enumerate(content):
+        pat = f"{at}.content[{j}]"
+        kind = validate(_Part, raw, pat).type
+        if kind in ("output_text", "input_text", "text"):
+            parts.append(ir.TextPart(validate(_InputText, raw, pat).text, pat))
+        elif kind == "refusal":
+            parts.append(ir.RefusalPart(validate(_Refusal, raw, pat).refusal, pat))
+        else:
+            raise TranslationError(f"assistant content part {kind!r} cannot be translated", f"{pat}.type")
+    return tuple(parts)
+
+
+def _tool(raw: dict[str, Any], i: int) -> ir.ToolDef:
+    at = f"tools[{i}]"
+    t = validate(_Tool, raw, at)
+    if t.type == "function" and t.name:
+        return ir.ToolDef(t.name, at, t.description, t.parameters, t.strict)
+    if t.type == "custom" and t.name:
+        return ir.ToolDef(t.name, at, t.description, kind="custom", format=t.format)
+    raise TranslationError(f"hosted tool {t.type!r} exists only in the Responses API", f"{at}.type")
+
+
+def _tool_choice(raw: str | dict[str, Any] | None) -> ir.ToolChoice | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        if raw in ("auto", "none", "required"):
+            return ir.ToolChoice(raw, "tool_choice")  # type: ignore[arg-type]
+        raise TranslationError(f"unknown tool_choice {raw!r}", "tool_choice")
+    kind = raw.get("type")
+    name = raw.get("name")
+    if kind in ("function", "custom") and isinstance(name, str):
+        return ir.ToolChoice("tool", "tool_choice", name, kind="custom" if kind == "custom" else "function")
+    raise TranslationError(f"tool_choice type {kind!r} cannot be translated", "tool_choice.type")
+
+
+def _text_format(raw: dict[str, Any] | None) -> dict[str, object] | None:
+    if raw is None:
+        return None
+    fmt = raw.get("format")
+    if fmt is None or (isinstance(fmt, dict) and fmt.get("type") == "text"):
+        return None
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        return {k: v for k, v in fmt.items() if k in ("name", "schema", "strict", "description")}
+    kind = fmt.get("type") if isinstance(fmt, dict) else fmt
+    raise TranslationError(f"text format {kind!r} cannot be translated", "text.format.type")

@@ -1,0 +1,80 @@
+"""Request translation in all six directions: the entry point (issue 4, seed 003).
+
+``translate_request(body, client, target, opts)`` parses the client's body (pydantic at the
+trust boundary) into the neutral form and renders it for the target; every rule of seed 003
+lives in the parser / renderer modules (``req_from_*`` / ``req_to_*``). Anything the target
+cannot express raises ``TranslationError(message, field)`` naming the client's field; the
+mitm layer answers it with a 400 in the client's protocol and sends nothing upstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from proxai.errors import TranslationError
+from proxai.model import Protocol
+from proxai.translate import (
+    ir,
+    req_from_anthropic,
+    req_from_chat,
+    req_from_responses,
+    req_to_anthropic,
+    req_to_chat,
+    req_to_responses,
+)
+
+_PARSERS: dict[Protocol, Callable[[dict[str, Any]], ir.RequestIR]] = {
+    Protocol.ANTHROPIC_MESSAGES: req_from_anthropic.parse_request,
+    Protocol.OPENAI_CHAT: req_from_chat.parse_request,
+    Protocol.OPENAI_RESPONSES: req_from_responses.parse_request,
+}
+
+_RENDERERS: dict[Protocol, Callable[[ir.RequestIR, ir.RequestOptions, dict[str, int]], dict[str, Any]]] = {
+    Protocol.ANTHROPIC_MESSAGES: req_to_anthropic.render_request,
+    Protocol.OPENAI_CHAT: req_to_chat.render_request,
+    Protocol.OPENAI_RESPONSES: req_to_responses.render_request,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TranslatedRequest:
+    body: dict[str, Any]
+    stream: bool
+    client_model: str | None  # the model the client asked for
+    dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"thinking": 2}
+    ignored: tuple[str, ...] = ()  # client fields with no meaning for the target (hints)
+
+    def to_bytes(self) -> bytes:
+        return orjson.dumps(self.body)
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """The client's JSON body as an object, or a ``TranslationError``."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise TranslationError("the request body is not valid JSON", "body") from None
+    if not isinstance(value, dict):
+        raise TranslationError("the request body must be a JSON object", "body")
+    return value
+
+
+def translate_request(
+    body: dict[str, Any], client: Protocol, target: Protocol, opts: ir.RequestOptions | None = None
+) -> TranslatedRequest:
+    """The target-protocol body for a client-protocol body."""
+    opts = opts or ir.RequestOptions()
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    if client is target:
+        out = dict(body)
+        if opts.model is not None:
+            out["model"] = opts.model
+        return TranslatedRequest(out, bool(body.get("stream")), model)
+    parsed = _PARSERS[client](body)
+    dropped: dict[str, int] = {}
+    rendered = _RENDERERS[target](parsed, opts, dropped)
+    return TranslatedRequest(rendered, parsed.stream, model, dropped, parsed.ignored)
