@@ -1,0 +1,159 @@
+"""HTTP/1.1 transport of the fake upstream, on asyncio streams and h11.
+
+A streamed response uses chunked transfer encoding and every piece the scenario writes is
+its own chunk, written and drained at once, so delays between events are real on the wire.
+While a response plays, the connection is watched for the client going away: an EOF or a
+reset cancels the scenario and counts the stream in ``closed_early`` (issue 7: "the client
+disconnects mid-stream: the upstream is closed promptly"). A reset (``Sink.abort``) sets
+``SO_LINGER`` 0 so the peer sees a TCP RST. Request bodies over ``max_body`` get 413.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+
+import h11
+
+from .play import Headers, Stats, serve
+
+READ_SIZE = 65536
+SERVER_HEADER = ("server", "proxai-fake-upstream")
+
+
+class _Gone(Exception):
+    """The client went away."""
+
+
+class H1Sink:
+    def __init__(self, conn: h11.Connection, writer: asyncio.StreamWriter) -> None:
+        self.conn = conn
+        self.writer = writer
+        self.aborted = False
+        self.ended = False
+
+    async def _send(self, event: h11.Event) -> None:
+        data = self.conn.send(event)
+        if data:
+            self.writer.write(data)
+            await self.writer.drain()
+
+    async def start(self, status: int, headers: Headers) -> None:
+        await self._send(h11.Response(status_code=status, headers=[SERVER_HEADER, *headers]))
+
+    async def write(self, data: bytes) -> None:
+        await self._send(h11.Data(data=data))
+
+    async def end(self) -> None:
+        await self._send(h11.EndOfMessage())
+        self.ended = True
+
+    async def abort(self) -> None:
+        self.aborted = True
+        reset(self.writer)
+
+
+def reset(writer: asyncio.StreamWriter) -> None:
+    """Close the connection with a TCP RST."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+async def handle_h1(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    stats: Stats,
+    time_scale: float,
+    *,
+    max_body: int,
+    initial: bytes = b"",
+) -> None:
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=256 * 1024)
+    if initial:
+        conn.receive_data(initial)
+    while True:
+        request: h11.Request | None = None
+        body = bytearray()
+        too_big = False
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await reader.read(READ_SIZE)
+                conn.receive_data(data)
+                continue
+            if isinstance(event, h11.Request):
+                request = event
+            elif isinstance(event, h11.Data):
+                if len(body) + len(event.data) > max_body:
+                    too_big = True
+                else:
+                    body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+            else:  # ConnectionClosed, PAUSED
+                return
+        assert request is not None
+        sink = H1Sink(conn, writer)
+        if too_big:
+            msg = b'{"error":{"message":"Request body too large","type":"invalid_request_error"}}'
+            await sink.start(413, [("content-type", "application/json"), ("content-length", str(len(msg)))])
+            await sink.write(msg)
+            await sink.end()
+            return
+        headers: dict[str, str] = {}
+        for name, value in request.headers:
+            key = name.decode("latin-1").lower()
+            text = value.decode("latin-1")
+            headers[key] = f"{headers[key]}, {text}" if key in headers else text
+        task = asyncio.create_task(
+            serve(
+                request.method.decode(),
+                request.target.decode("latin-1"),
+                headers,
+                bytes(body),
+                http_version="HTTP/1.1",
+                sink=sink,
+                stats=stats,
+                time_scale=time_scale,
+            )
+        )
+        pending = b""
+        gone = False
+        while not task.done():
+            watcher = asyncio.ensure_future(reader.read(READ_SIZE))
+            await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            if not watcher.done():
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+                break
+            try:
+                data = watcher.result()
+            except (ConnectionError, OSError):
+                data = b""
+            if not data:
+                gone = True
+                break
+            pending += data  # a pipelined request: handled after this response
+        if gone and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            stats.closed_early += 1
+            return
+        try:
+            await task
+        except (ConnectionError, OSError):
+            stats.closed_early += 1
+            return
+        stats.completed += 1
+        if sink.aborted or gone or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+            return
+        conn.start_next_cycle()
+        if pending:
+            conn.receive_data(pending)
