@@ -1,0 +1,102 @@
+"""The visibility addon: the "ProxAI" contentview and the ``proxai.export`` / ``proxai.report``
+commands, with their options.
+
+Issue 6 ("In mitmproxy itself": contentview, commands, options with help text). The main addon
+includes this one (``ProxAI.addons``), so ``mitmdump -s addon/proxai.py`` gets it too. Conventions
+after ``mitmproxy/addons/savehar.py``: options in ``load``, validated in ``configure``,
+``@command.command("proxai.<verb>")``, ``logging.getLogger(__name__)``.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from mitmproxy import command, ctx, exceptions, http, types
+from mitmproxy import flow as mflow
+from mitmproxy.addonmanager import Loader
+from mitmproxy.log import ALERT
+
+from proxai.mitm import contentview
+from proxai.mitm.export import export_bundle
+from proxai.mitm.flowrows import report_rows
+from proxai.report import table_lines
+
+logger = logging.getLogger(__name__)
+
+RECENT_FLOWS = 500  # mitmdump has no view: proxai.report falls back to the last LLM flows seen
+
+
+class Visibility:
+    """Contentview registration, ``proxai.export`` and ``proxai.report``."""
+
+    def __init__(self) -> None:
+        self.recent: collections.deque[http.HTTPFlow] = collections.deque(maxlen=RECENT_FLOWS)
+
+    def load(self, loader: Loader) -> None:
+        loader.add_option(
+            "proxai_export_har",
+            bool,
+            False,
+            "proxai.export also writes a HAR file (<path>.har) of the redacted flows beside the .flow "
+            "file and the summary JSON.",
+        )
+        loader.add_option(
+            "proxai_export_max_body",
+            int,
+            0,
+            "proxai.export cuts request and response bodies longer than this many bytes (after "
+            "redaction) and notes the cut in the flow; 0 keeps whole bodies.",
+        )
+        contentview.register()
+
+    def configure(self, updated: set[str]) -> None:
+        if "proxai_export_max_body" in updated and ctx.options.proxai_export_max_body < 0:
+            raise exceptions.OptionsError(  # type: ignore[no-untyped-call]
+                "proxai_export_max_body must be >= 0 (0 = no limit)"
+            )
+
+    def done(self) -> None:
+        contentview.unregister()
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._remember(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._remember(flow)
+
+    def _remember(self, flow: http.HTTPFlow) -> None:
+        if "proxai" in flow.metadata and flow not in self.recent:
+            self.recent.append(flow)
+
+    @command.command("proxai.export")  # type: ignore[untyped-decorator]
+    def export(self, flows: Sequence[mflow.Flow], path: types.Path) -> None:
+        """Write a redacted bug-report bundle for FLOWS: <path>.flow, <path>.summary.json and, with
+        proxai_export_har, <path>.har. Secrets (auth headers, API keys, cookies, tokens) are removed."""
+        try:
+            res = export_bundle(
+                flows,
+                str(path),
+                har=bool(ctx.options.proxai_export_har),
+                max_body=int(ctx.options.proxai_export_max_body),
+            )
+        except OSError as exc:
+            raise exceptions.CommandError(f"proxai.export: cannot write {path}: {exc}") from exc
+        written = [res.flow_path, res.summary_path] + ([res.har_path] if res.har_path else [])
+        logger.log(
+            ALERT,
+            f"proxai.export: {res.flows} flow(s) redacted and written to {', '.join(written)}"
+            + (f" ({res.truncated_bodies} bodies truncated)" if res.truncated_bodies else ""),
+        )
+
+    @command.command("proxai.report")  # type: ignore[untyped-decorator]
+    def report(self) -> None:
+        """Log a table of the LLM flows in view (mitmdump: the recent ones): protocol, model, outcome,
+        stop reason, tokens, tool calls, timings, with totals."""
+        flows: list[Any]
+        view = ctx.master.addons.get("view")  # type: ignore[no-untyped-call]
+        flows = list(view) if view is not None else list(self.recent)
+        rows = report_rows(flows)
+        logger.log(ALERT, "\n".join(["proxai.report:", *table_lines(rows)]))
