@@ -1,0 +1,113 @@
+"""Parse a non-streamed Responses response into the neutral ``ResponseIR`` (seed 003, 000).
+
+``output[]`` items flatten into parts: message items give text and refusal parts, reasoning
+items give thinking (text + ``encrypted_content`` as signature) or redacted thinking
+(``encrypted_content`` alone), function calls give tool calls. The stop class comes from
+``status`` / ``incomplete_details`` (``stop_reasons``). Hosted-tool items cannot be expressed
+by the other APIs and are rejected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxai.errors import TranslationError, UpstreamProtocolError
+from proxai.model import StopClass
+from proxai.translate import ir, stop_reasons
+
+
+def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
+    output = body.get("output")
+    if not isinstance(output, list):
+        raise UpstreamProtocolError("a Responses response without an output list")
+    parts: list[ir.Part] = []
+    for i, item in enumerate(output):
+        at = f"output[{i}]"
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "message":
+            for j, c in enumerate(item.get("content") or []):
+                cat = f"{at}.content[{j}]"
+                ctype = c.get("type") if isinstance(c, dict) else None
+                if ctype == "output_text" and isinstance(c.get("text"), str):
+                    parts.append(ir.TextPart(c["text"], cat))
+                elif ctype == "refusal" and isinstance(c.get("refusal"), str):
+                    parts.append(ir.RefusalPart(c["refusal"], cat))
+                else:
+                    raise TranslationError(f"message content {ctype!r} cannot be translated", cat)
+        elif kind == "reasoning":
+            texts = [c.get("text") for c in item.get("content") or [] if isinstance(c, dict)]
+            if not any(isinstance(t, str) for t in texts):
+                texts = [c.get("text") for c in item.get("summary") or [] if isinstance(c, dict)]
+            text = "".join(t for t in texts if isinstance(t, str))
+            enc = item.get("encrypted_content")
+            if text:
+                parts.append(ir.ThinkingPart(text, enc if isinstance(enc, str) else None, at))
+            elif isinstance(enc, str) and enc:
+                parts.append(ir.RedactedThinkingPart(enc, at))
+        elif kind == "function_call":
+            args = item.get("arguments")
+            if not isinstance(item.get("call_id"), str) or not isinstance(item.get("name"), str):
+                raise UpstreamProtocolError(f"malformed function_call at {at}")
+            if not isinstance(args, str):
+                raise UpstreamProtocolError(f"function_call arguments are not a string at {at}")
+            parts.append(ir.ToolCallPart(item["call_id"], item["name"], args, _loads(args), at))
+        elif kind == "custom_tool_call":
+            text = str(item.get("input", ""))
+            parts.append(
+                ir.ToolCallPart(
+                    str(item.get("call_id")), str(item.get("name")), text, text, at, kind="custom"
+                )
+            )
+        else:
+            raise TranslationError(f"output item {kind!r} has no equivalent in the client's API", at)
+    status = body.get("status")
+    details = body.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    stop = stop_reasons.from_responses(
+        status if isinstance(status, str) else None,
+        reason if isinstance(reason, str) else None,
+        has_tool_calls=any(isinstance(p, ir.ToolCallPart) for p in parts),
+        has_refusal=any(isinstance(p, ir.RefusalPart) for p in parts),
+    )
+    if stop is StopClass.OTHER and status == "incomplete":
+        stop = StopClass.MAX_TOKENS
+    created = body.get("created_at")
+    return ir.ResponseIR(
+        id=str(body.get("id") or "resp_proxai"),
+        model=str(body.get("model") or ""),
+        parts=parts,
+        stop=stop,
+        usage=_usage(body.get("usage")),
+        created=int(created) if isinstance(created, int | float) else None,
+    )
+
+
+def _loads(text: str) -> object:
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _usage(u: object) -> ir.UsageIR | None:
+    if not isinstance(u, dict):
+        return None
+    idt = u.get("input_tokens_details")
+    odt = u.get("output_tokens_details")
+    idt = idt if isinstance(idt, dict) else {}
+    odt = odt if isinstance(odt, dict) else {}
+    reasoning = odt.get("reasoning_tokens")
+    return ir.UsageIR(
+        input_tokens=_int(u.get("input_tokens")),
+        output_tokens=_int(u.get("output_tokens")),
+        cache_read=_int(idt.get("cached_tokens")),
+        cache_write=_int(idt.get("cache_write_tokens")),
+        reasoning_tokens=reasoning if isinstance(reasoning, int) else None,
+    )
+
+
+def _int(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
