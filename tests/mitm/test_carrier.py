@@ -240,3 +240,19 @@ def test_abort_after_stream_died() -> None:
     assert s.outcome is Outcome.ERROR and c.state is CarrierState.ABORTED
     assert obs.aborted == ("Server disconnected", 300.0, ErrorKind.CONNECTION)
     assert c.abort("again", 301.0) is s
+
+
+def test_pending_delivered_at_end_does_not_call_close_handlers() -> None:
+    obs = RecordingObserver(Protocol.OPENAI_CHAT)
+    c = _carrier(obs)
+    handled: list[Carrier] = []
+    c.close_handlers.append(handled.append)
+    c.inject_and_close(ErrorKind.IDLE_TIMEOUT, "silent", 200.0)
+    assert c(b"") != []
+    assert handled == [] and c.closed is not None and c.closed.out_of_band
+    # ...while a pending error delivered with the next data chunk does end the stream.
+    d = _carrier(RecordingObserver(Protocol.OPENAI_CHAT))
+    d.close_handlers.append(handled.append)
+    d.inject_and_close(ErrorKind.IDLE_TIMEOUT, "silent", 200.0)
+    d(b"data: x\n\n")
+    assert handled == [d]

@@ -249,14 +249,13 @@ class Carrier:
     def _end(self) -> list[bytes]:
         now = self.clock()
         if self.state is CarrierState.CLOSED:
-            self._finalize_closed()
-            return []
+            return []  # the upstream ended after we had closed the client stream
         if self.state is not CarrierState.STREAMING:
             return []
         out: list[bytes] = []
         if self._pending_injection is not None:
-            out.extend(self._deliver_pending(now))
-            self._finalize_closed()
+            # The injection module ended the stream to deliver it: no close handlers needed.
+            out.extend(self._deliver_pending(now, notify=False))
             return out
         rest = b""
         if self.decoder is not None and self.observing:
@@ -362,31 +361,39 @@ class Carrier:
                 out.append(action.inject)
         return out
 
-    def _deliver_pending(self, now: float) -> list[bytes]:
+    def _deliver_pending(self, now: float, *, notify: bool = True) -> list[bytes]:
         data = self._pending_injection or b""
         kind, message = self._pending_info or (ErrorKind.UNKNOWN, "")
         self._pending_injection = None
         self._pending_info = None
-        self._close(kind, message, now, len(data), out_of_band=False)
+        self._close(kind, message, now, len(data), out_of_band=True, notify=notify)
         return [data]
 
-    def _close(self, kind: ErrorKind, message: str, now: float, injected: int, *, out_of_band: bool) -> None:
+    def _close(
+        self,
+        kind: ErrorKind,
+        message: str,
+        now: float,
+        injected: int,
+        *,
+        out_of_band: bool,
+        notify: bool | None = None,
+    ) -> None:
+        """Close the client stream: record why, abort the observer, run end hooks, and (unless
+        the injection module already ended the stream) call the close handlers."""
         if self.state is not CarrierState.STREAMING:
             return
         self.state = CarrierState.CLOSED
         self.closed = CloseInfo(kind, message, now, injected, out_of_band)
         self.summary = self._observer_abort(message, now, kind)
         self._run_end_hooks()
-        if not out_of_band:
+        if notify if notify is not None else not out_of_band:
             for handler in list(self.close_handlers):
                 try:
                     handler(self)
                 except Exception:
                     self.hook_errors += 1
                     logger.warning("proxai: close handler bug", exc_info=True)
-
-    def _finalize_closed(self) -> None:
-        """The upstream ended after we had closed the client stream: nothing more to do."""
 
     def _observer_finish(self, now: float) -> StreamSummary:
         return self.observer.finish(now)

@@ -1,0 +1,270 @@
+"""``python -m proxai demo``: the fake upstream, a real mitmdump with the addon, the real SDKs.
+
+Issue 2, "Demo": with no API key and no internet, start the embedded fake upstream and
+``mitmdump -s addon/proxai.py`` (reverse mode to the upstream, flows saved with ``-w``), drive
+the real ``openai`` and ``anthropic`` SDKs through it across the scenarios for all three
+protocols, then read the saved flows back and print how each one ended (seed 001's outcomes:
+completed / closed / error / unfinished_tool).
+
+This is a command-line program (like ``proxai.upstream``, a real component): it starts a
+subprocess and talks over loopback sockets; it reads the flows through ``proxai.mitm``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .model import Protocol
+
+DEMO_HEADER = "x-proxai-demo"
+
+# (scenario, streamed): the issue's list, each for all three protocols.
+SCENARIOS: tuple[tuple[str, bool], ...] = (
+    ("text", True),
+    ("text", False),
+    ("parallel_tools", True),
+    ("thinking", True),
+    ("max_tokens", True),
+    ("cache_usage", True),
+    ("error_midstream", True),
+    ("truncated", True),
+    ("rate_limit", True),
+    ("prompt_too_long", True),
+    ("gzip", True),
+)
+
+PROTOCOLS = (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES)
+
+
+@dataclass(slots=True)
+class Row:
+    protocol: Protocol
+    scenario: str
+    streamed: bool
+    client: str  # what the SDK gave back, in a few words
+    meta: dict[str, Any] | None = None
+
+
+def addon_script() -> Path:
+    """``addon/proxai.py``, the mitmdump script beside this package."""
+    return Path(__file__).resolve().parent.parent / "proxai.py"
+
+
+def mitmdump_binary() -> str:
+    beside = Path(sys.executable).parent / "mitmdump"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("mitmdump")
+    if found is None:
+        raise SystemExit("mitmdump not found: install the project first (pip install -e '.[dev]')")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"mitmdump exited early:\n{log.read_text(errors='replace')[-3000:]}")
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise SystemExit(f"mitmdump did not start within {timeout}s")
+
+
+# -- the SDK calls ----------------------------------------------------------------------------------
+
+
+def _short(exc: BaseException) -> str:
+    return f"raised {type(exc).__name__}"
+
+
+def _call_anthropic(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
+    import anthropic
+
+    client = anthropic.Anthropic(
+        base_url=base_url, api_key="demo-no-key", max_retries=0, default_headers={DEMO_HEADER: tag}
+    )
+    messages: Any = [{"role": "user", "content": "What's the weather in Paris and Tokyo?"}]
+    if not streamed:
+        msg = client.messages.create(model=scenario, max_tokens=1024, messages=messages)
+        return f"ok, {msg.stop_reason}"
+    with client.messages.stream(model=scenario, max_tokens=1024, messages=messages) as stream:
+        final = stream.get_final_message()
+    tools = sum(1 for b in final.content if b.type == "tool_use")
+    return f"ok, {final.stop_reason}" + (f", {tools} tools" if tools else "")
+
+
+def _call_chat(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
+    import openai
+
+    client = openai.OpenAI(
+        base_url=base_url + "/v1", api_key="demo-no-key", max_retries=0, default_headers={DEMO_HEADER: tag}
+    )
+    messages: Any = [{"role": "user", "content": "What's the weather in Paris and Tokyo?"}]
+    if not streamed:
+        done = client.chat.completions.create(model=scenario, messages=messages)
+        return f"ok, {done.choices[0].finish_reason}"
+    with client.chat.completions.stream(
+        model=scenario, messages=messages, stream_options={"include_usage": True}
+    ) as stream:
+        final = stream.get_final_completion()
+    choice = final.choices[0]
+    tools = len(choice.message.tool_calls or [])
+    return f"ok, {choice.finish_reason}" + (f", {tools} tools" if tools else "")
+
+
+def _call_responses(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
+    import openai
+
+    client = openai.OpenAI(
+        base_url=base_url + "/v1", api_key="demo-no-key", max_retries=0, default_headers={DEMO_HEADER: tag}
+    )
+    prompt = "What's the weather in Paris and Tokyo?"
+    if not streamed:
+        resp = client.responses.create(model=scenario, input=prompt)
+        return f"ok, {resp.status}"
+    with client.responses.stream(model=scenario, input=prompt) as stream:
+        final = stream.get_final_response()
+    tools = sum(1 for item in final.output if item.type == "function_call")
+    return f"ok, {final.status}" + (f", {tools} tools" if tools else "")
+
+
+CALLERS: dict[Protocol, Callable[[str, str, str, bool], str]] = {
+    Protocol.ANTHROPIC_MESSAGES: _call_anthropic,
+    Protocol.OPENAI_CHAT: _call_chat,
+    Protocol.OPENAI_RESPONSES: _call_responses,
+}
+
+
+# -- the table --------------------------------------------------------------------------------------
+
+
+def _tokens(meta: dict[str, Any]) -> str:
+    u = meta.get("usage") or {}
+    i, o = u.get("input_tokens"), u.get("output_tokens")
+    if i is None and o is None:
+        return "-"
+    return f"{i if i is not None else '?'}/{o if o is not None else '?'}"
+
+
+def _outcome(meta: dict[str, Any]) -> str:
+    out = str(meta.get("outcome"))
+    err = meta.get("error")
+    if isinstance(err, dict) and err.get("kind"):
+        out += f" ({err['kind']})"
+    return out
+
+
+def table(rows: Sequence[Row]) -> list[str]:
+    header = ("protocol", "scenario", "outcome", "stop reason", "tokens in/out", "tool calls", "client")
+    lines: list[tuple[str, ...]] = [header]
+    for r in rows:
+        m = r.meta
+        name = r.scenario + ("" if r.streamed else " (json)")
+        if m is None:
+            lines.append((str(r.protocol), name, "(no flow)", "-", "-", "-", r.client))
+            continue
+        calls = m.get("tool_calls") or []
+        valid = sum(1 for c in calls if c.get("arguments_valid_json"))
+        lines.append(
+            (
+                str(r.protocol),
+                name,
+                _outcome(m),
+                str(m.get("stop_reason") or "-"),
+                _tokens(m),
+                f"{len(calls)} ({valid} valid)" if calls else "0",
+                r.client,
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return out
+
+
+# -- the run ----------------------------------------------------------------------------------------
+
+
+def run_demo(
+    *,
+    flows_dir: Path,
+    time_scale: float = 0.05,
+    scenarios: Sequence[tuple[str, bool]] = SCENARIOS,
+    protocols: Sequence[Protocol] = PROTOCOLS,
+    echo: Callable[[str], None] = print,
+) -> list[Row]:
+    from .mitm.flowfile import read_saved_flows
+    from .upstream import FakeUpstream
+
+    flows_dir.mkdir(parents=True, exist_ok=True)
+    flow_file = flows_dir / "demo.flow"
+    log_file = flows_dir / "demo-mitmdump.log"
+    if flow_file.exists():
+        flow_file.unlink()
+    rows: list[Row] = []
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    with FakeUpstream(time_scale=time_scale) as up:
+        port = _free_port()
+        args = [
+            mitmdump_binary(),
+            "--listen-host",
+            "127.0.0.1",
+            "--listen-port",
+            str(port),
+            "--mode",
+            f"reverse:{up.url}",
+            "-s",
+            str(addon_script()),
+            "-w",
+            str(flow_file),
+            "--set",
+            "connection_strategy=lazy",
+            "--set",
+            f"proxai_diagnostics_dir={flows_dir / 'diagnostics'}",
+            "--set",
+            "flow_detail=0",
+        ]
+        echo(f"fake upstream at {up.url}; mitmdump (reverse mode) on 127.0.0.1:{port}")
+        with open(log_file, "wb") as log:
+            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            _wait_listening(port, proc, 30.0, log_file)
+            base = f"http://127.0.0.1:{port}"
+            for protocol in protocols:
+                for scenario, streamed in scenarios:
+                    tag = f"{protocol}/{scenario}/{'sse' if streamed else 'json'}"
+                    try:
+                        client = CALLERS[protocol](base, tag, scenario, streamed)
+                    except Exception as exc:  # the SDK's own verdict is part of the demo
+                        client = _short(exc)
+                    rows.append(Row(protocol, scenario, streamed, client))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+    by_tag = {f.headers.get(DEMO_HEADER): f for f in read_saved_flows(str(flow_file))}
+    for r in rows:
+        saved = by_tag.get(f"{r.protocol}/{r.scenario}/{'sse' if r.streamed else 'json'}")
+        r.meta = saved.proxai if saved is not None else None
+    return rows
