@@ -7,18 +7,28 @@ core is a bug; the mitmproxy shell logs it and keeps the flow and the proxy aliv
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .sse import SseEvent
+
 
 class ProxaiError(Exception):
     """Base class of every error ProxAI raises on purpose."""
 
 
 class SseLimitError(ProxaiError):
-    """An SSE line or event went past the configured size limit (bounded memory)."""
+    """An SSE line or event went past the configured size limit (bounded memory).
+
+    ``events`` holds the events the failing ``feed``/``close`` call completed before the limit
+    was crossed, so that chunking never changes what a caller sees.
+    """
 
     def __init__(self, what: str, limit: int) -> None:
         super().__init__(f"SSE {what} exceeds the limit of {limit} bytes")
         self.what = what
         self.limit = limit
+        self.events: list[SseEvent] = []
 
 
 class UpstreamProtocolError(ProxaiError):

@@ -107,6 +107,7 @@ class SseScanner:
 
     def feed(self, data: bytes) -> list[SseEvent]:
         if self._errored is not None:
+            self._errored.events = []
             raise self._errored
         out: list[SseEvent] = []
         if not data:
@@ -118,6 +119,7 @@ class SseScanner:
         try:
             self._scan(data, out)
         except SseLimitError as exc:
+            exc.events = out  # the events completed before the limit (chunking-independent)
             self._errored = exc
             raise
         return out
@@ -125,15 +127,21 @@ class SseScanner:
     def close(self) -> list[SseEvent]:
         """End of stream. A pending CR still ends its line; an unfinished block is dropped."""
         if self._errored is not None:
+            self._errored.events = []
             raise self._errored
         out: list[SseEvent] = []
-        if self._bom_pending:
-            # Fewer than three bytes arrived and they were a BOM prefix: they are content.
-            pending, self._bom_pending = self._bom_pending, None
-            self._scan(pending, out)
-        if self._cr_pending:
-            self._cr_pending = False
-            self._end_line(b"", b"", out)
+        try:
+            if self._bom_pending:
+                # Fewer than three bytes arrived and they were a BOM prefix: they are content.
+                pending, self._bom_pending = self._bom_pending, None
+                self._scan(pending, out)
+            if self._cr_pending:
+                self._cr_pending = False
+                self._end_line(b"", b"", out)
+        except SseLimitError as exc:
+            exc.events = out
+            self._errored = exc
+            raise
         self._line_parts.clear()
         self._raw_parts.clear()
         self._data.clear()
