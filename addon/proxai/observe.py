@@ -1,0 +1,357 @@
+"""The stream observer: the carrier-side half of seed 001's observation, sans-IO.
+
+Seed 001 ("Stream carrier ... protocol observer"): the carrier owns the bytes, the recent
+16 KiB tail, counts and timing; it scans each chunk exactly once with one ``SseScanner`` and
+hands the events to the protocol state (``proxai.protocols.*``), which owns terminal event,
+tool-call completion and the outcome. ``StreamObserver`` is that carrier state; the mitmproxy
+shell feeds it DECODED body bytes with a ``now`` from its own clock (nothing here reads a
+clock). ``observe_body`` runs a whole body (non-streamed JSON, or a buffered SSE body) through
+the same observers.
+
+Problems never escape ``feed``: the first typed problem is kept in ``failed`` and in the
+summary's ``error``:
+
+- an SSE line / event over the limit (``SseLimitError``): error kind ``stream_limit``, outcome
+  ``error``; observing stops there (bytes, chunks and the tail are still counted);
+- malformed JSON, a payload of the wrong shape, a protocol violation
+  (``UpstreamProtocolError``): kind ``upstream_protocol``, outcome ``error``; the protocol state
+  stays errored and interprets no further events (seed 002's empty JSON tail is tolerated);
+- an HTTP status >= 400: outcome ``error``; the body (JSON error object, SSE error events or
+  text, buffered up to ``Limits.max_event``) gives the message and the kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import sse
+from .error_kind import error_message
+from .errors import ProxaiError, SseLimitError
+from .model import Counts, ErrorInfo, ErrorKind, Protocol, StreamSummary, Timing
+from .protocols.anthropic import AnthropicObserver
+from .protocols.chat import ChatObserver
+from .protocols.common import Accum, ObserverBase
+from .protocols.responses import ResponsesObserver
+from .sse import SseEvent, SseScanner
+
+__all__ = ["Limits", "OpenToolCall", "StreamObserver", "make_protocol_observer", "observe_body"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds on untrusted input; every field becomes a ``proxai_*`` option."""
+
+    max_line: int = sse.DEFAULT_MAX_LINE
+    max_event: int = sse.DEFAULT_MAX_EVENT
+    tail_bytes: int = 16 * 1024
+    max_tool_args: int = 8 * 1024 * 1024  # per call, kept to judge JSON validity
+    max_capture: int = 4 * 1024 * 1024  # captured text/reasoning when capture=True
+
+
+@dataclass(frozen=True, slots=True)
+class OpenToolCall:
+    """A started, unfinished tool call (the guard reads these)."""
+
+    id: str | None
+    name: str | None
+    kind: str
+    started_at: float
+    last_progress_at: float
+    arguments_bytes: int
+
+
+_OBSERVERS: dict[Protocol, type[ObserverBase]] = {
+    Protocol.ANTHROPIC_MESSAGES: AnthropicObserver,
+    Protocol.OPENAI_CHAT: ChatObserver,
+    Protocol.OPENAI_RESPONSES: ResponsesObserver,
+}
+
+
+def make_protocol_observer(protocol: Protocol, limits: Limits, capture: bool) -> ObserverBase:
+    acc = Accum(max_tool_args=limits.max_tool_args, max_capture=limits.max_capture, capture=capture)
+    return _OBSERVERS[protocol](acc)
+
+
+class StreamObserver:
+    """Observe one streamed response: ``headers``, ``feed`` per chunk, then ``finish``/``abort``."""
+
+    __slots__ = (
+        "_aborted",
+        "_body",
+        "_done",
+        "_first_event_at",
+        "_first_token_at",
+        "_headers_at",
+        "_largest_gap",
+        "_proto",
+        "_scanner",
+        "_start",
+        "_stopped",
+        "_tail",
+        "_tail_bytes",
+        "counts",
+        "failed",
+        "last_byte_at",
+        "limits",
+        "protocol",
+    )
+
+    def __init__(
+        self, protocol: Protocol, *, start: float, limits: Limits = Limits(), capture: bool = False
+    ) -> None:
+        self.protocol = protocol
+        self.limits = limits
+        self._start = start
+        self._scanner = SseScanner(limits.max_line, limits.max_event)
+        self._proto = make_protocol_observer(protocol, limits, capture)
+        self._tail = bytearray()
+        self._tail_bytes = limits.tail_bytes
+        self.counts = Counts()
+        self.last_byte_at: float | None = None
+        self.failed: ProxaiError | None = None
+        self._headers_at: float | None = None
+        self._first_event_at: float | None = None
+        self._first_token_at: float | None = None
+        self._largest_gap: float | None = None
+        self._stopped = False  # a limit error: no more scanning
+        self._body: bytearray | None = None  # the body of an HTTP error response
+        self._done: StreamSummary | None = None
+        self._aborted = False
+
+    # -- what the guard and the carrier read ------------------------------------------------------
+
+    @property
+    def terminal(self) -> bool:
+        """The protocol's terminal event was seen."""
+        return self._proto.acc.terminal
+
+    @property
+    def tail(self) -> bytes:
+        """The last ``Limits.tail_bytes`` of stream bytes."""
+        return bytes(self._tail)
+
+    @property
+    def next_sequence_number(self) -> int:
+        """Responses: the last seen ``sequence_number`` + 1 (0 for the other protocols)."""
+        return self._proto.next_sequence_number
+
+    @property
+    def state(self) -> ObserverBase:
+        """The protocol state machine (read-only use: diagnostics, tests)."""
+        return self._proto
+
+    def open_tool_calls(self) -> list[OpenToolCall]:
+        return [
+            OpenToolCall(t.id, t.name, t.kind, t.started_at, t.last_progress_at, t.nbytes)
+            for t in self._proto.acc.open_tools()
+        ]
+
+    # -- the carrier's calls ------------------------------------------------------------------------
+
+    def headers(self, status_code: int, now: float) -> None:
+        """The response headers arrived."""
+        self._headers_at = now
+        self._proto.acc.status_code = status_code
+        if status_code >= 400:
+            self._body = bytearray()
+
+    def feed(self, chunk: bytes, now: float) -> list[SseEvent]:
+        """One chunk of DECODED body bytes. Scans it once; never raises ``ProxaiError``."""
+        if not chunk or self._done is not None:
+            return []
+        counts = self.counts
+        counts.bytes += len(chunk)
+        counts.chunks += 1
+        last = self.last_byte_at
+        if last is not None:
+            gap = now - last
+            if self._largest_gap is None or gap > self._largest_gap:
+                self._largest_gap = gap
+        self.last_byte_at = now
+        self._keep_tail(chunk)
+        body = self._body
+        if body is not None and len(body) < self.limits.max_event:
+            body += chunk[: self.limits.max_event - len(body)]
+        if self._stopped:
+            return []
+        try:
+            events = self._scanner.feed(chunk)
+        except SseLimitError as exc:
+            events = exc.events
+            self._limit(exc)
+        if events:
+            self._observe(events, now)
+        return events
+
+    def finish(self, now: float) -> StreamSummary:
+        """Upstream EOF. Idempotent: a second call returns the first summary."""
+        if self._done is not None:
+            return self._done
+        if not self._stopped:
+            try:
+                events = self._scanner.close()
+            except SseLimitError as exc:
+                events = exc.events
+                self._limit(exc)
+            if events:
+                self._observe(events, now)
+        self._proto.eof()
+        self._http_error()
+        self._done = self._build(now, final=True)
+        return self._done
+
+    def abort(self, message: str, now: float, kind: ErrorKind = ErrorKind.CONNECTION) -> StreamSummary:
+        """The stream died (connection error, or the guard cut it). Undispatched bytes are dropped.
+
+        The message is recorded as the summary's error (source ``proxy``) unless an error is
+        already there; the outcome is ``error``, unless the terminal event had already
+        arrived (``completed``) or a tool call was open (``unfinished_tool``).
+        """
+        if self._done is not None:
+            return self._done
+        self._aborted = True
+        self._http_error()
+        acc = self._proto.acc
+        if acc.error is None:
+            acc.error = ErrorInfo(kind=kind, message=error_message(message), source="proxy")
+        self._done = self._build(now, final=True)
+        return self._done
+
+    def summary(self) -> StreamSummary:
+        """A snapshot at any time; before the end its outcome is what EOF now would give."""
+        if self._done is not None:
+            return self._done
+        end = self.last_byte_at if self.last_byte_at is not None else self._headers_at
+        return self._build(end, final=False)
+
+    def diagnostics(self) -> dict[str, Any]:
+        """Seed 001's unfinished-tool diagnostics (tail plus state), as a JSON-able dict."""
+        s = self.summary()
+        return {
+            "summary": s.to_metadata(),
+            "open_tool_calls": [
+                {
+                    "id": t.id,
+                    "name": t.name,
+                    "kind": t.kind,
+                    "started_at": t.started_at,
+                    "last_progress_at": t.last_progress_at,
+                    "arguments_bytes": t.arguments_bytes,
+                }
+                for t in self.open_tool_calls()
+            ],
+            "state": getattr(getattr(self._proto, "state", None), "name", None),
+            "terminal": self.terminal,
+            "next_sequence_number": self.next_sequence_number,
+            "failed": None if self.failed is None else f"{type(self.failed).__name__}: {self.failed}",
+            "tail": self.tail.decode("utf-8", "replace"),
+        }
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _observe(self, events: list[SseEvent], now: float) -> None:
+        self.counts.events += len(events)
+        if self._first_event_at is None:
+            self._first_event_at = now
+        proto = self._proto
+        proto.observe(events, now)
+        if self.failed is None and proto.failed is not None:
+            self.failed = proto.failed
+        if self._first_token_at is None and proto.acc.content_seen:
+            self._first_token_at = now
+
+    def _limit(self, exc: SseLimitError) -> None:
+        self._stopped = True
+        if self.failed is None:
+            self.failed = exc
+        self._proto.acc.own_error(ErrorKind.STREAM_LIMIT, str(exc))
+
+    def _keep_tail(self, chunk: bytes) -> None:
+        cap = self._tail_bytes
+        tail = self._tail
+        if len(chunk) >= cap:
+            tail[:] = chunk[len(chunk) - cap :] if cap else b""
+            return
+        tail += chunk
+        over = len(tail) - cap
+        if over > 0:
+            del tail[:over]
+
+    def _http_error(self) -> None:
+        """An HTTP error status decides the outcome; the body says what the error was."""
+        body = self._body
+        if body is None:
+            return
+        self._body = None
+        acc = self._proto.acc
+        status = acc.status_code or 0
+        if acc.error is not None and acc.error.source == "event":
+            acc.error.status = status
+            acc.error_is_outcome = True
+            return
+        self._proto.http_error(bytes(body), status)
+
+    def _build(self, end: float | None, *, final: bool) -> StreamSummary:
+        start = self._start
+
+        def rel(t: float | None) -> float | None:
+            return None if t is None else t - start
+
+        gap = self._largest_gap
+        if final and end is not None and self.last_byte_at is not None:
+            g = end - self.last_byte_at
+            if gap is None or g > gap:
+                gap = g
+        timing = Timing(
+            headers_s=rel(self._headers_at),
+            first_event_s=rel(self._first_event_at),
+            first_token_s=rel(self._first_token_at),
+            largest_gap_s=gap,
+            total_s=rel(end) if final else None,
+        )
+        c = self.counts
+        return self._proto.acc.summary(
+            self.protocol,
+            streaming=True,
+            timing=timing,
+            counts=Counts(c.bytes, c.chunks, c.events),
+            aborted=self._aborted,
+        )
+
+
+def _is_sse(content_type: str | None, body: bytes) -> bool:
+    if content_type is not None:
+        return "text/event-stream" in content_type.lower()
+    head = body[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head.startswith((b"event:", b"data:", b"id:", b":"))
+
+
+def observe_body(
+    protocol: Protocol,
+    body: bytes,
+    *,
+    status_code: int,
+    start: float,
+    headers_at: float,
+    end: float,
+    content_type: str | None = None,
+    capture: bool = False,
+    limits: Limits = Limits(),
+) -> StreamSummary:
+    """A whole body: non-streamed JSON, or a buffered SSE body (``text/event-stream``).
+
+    Without a content type, a body that starts like SSE is read as SSE. JSON bodies: a 2xx
+    body of the protocol's response shape is ``completed``; an error object or a status
+    >= 400 is ``error``; a body that is not JSON is ``error`` / ``upstream_protocol``.
+    """
+    if _is_sse(content_type, body):
+        obs = StreamObserver(protocol, start=start, limits=limits, capture=capture)
+        obs.headers(status_code, headers_at)
+        obs.feed(body, end)
+        return obs.finish(end)
+    proto = make_protocol_observer(protocol, limits, capture)
+    proto.observe_body(body, status_code)
+    timing = Timing(headers_s=headers_at - start, total_s=end - start)
+    counts = Counts(bytes=len(body), chunks=1 if body else 0, events=0)
+    return proto.acc.summary(protocol, streaming=False, timing=timing, counts=counts)

@@ -1,0 +1,239 @@
+"""OpenAI Chat Completions observer: the protocol state machine, streamed and non-streamed.
+
+Seed 001 (Chat Completions observer): ``chat.completion.chunk`` deltas carry role, content,
+tool calls and ``finish_reason``; ``data: [DONE]`` is the terminal sentinel, and EOF without
+it is ``closed``. Seed 001 "Stream identity": every chunk repeats ``id`` and ``model``; the first
+chunk sets the identity and every later one must agree (a mismatch is an
+``UpstreamProtocolError``). Empty strings do not count: Azure OpenAI's first chunk
+(``prompt_filter_results``) has ``"id": ""`` and ``"model": ""``. Seed 000: parallel tool calls
+are keyed by ``tool_calls[].index`` (per choice) and their argument deltas may interleave; a
+call is finished by its choice's ``finish_reason`` (whose chunk may still carry the last
+argument fragment, processed first) or by ``[DONE]``. Seed 002 / seed 003: the final usage
+arrives on a ``choices: []`` chunk after ``finish_reason`` (``stream_options.include_usage``);
+``prompt_tokens_details.cached_tokens`` is the cache read, Chat has no cache write. A chunk
+whose payload has a top-level ``"error"`` is the upstream's error (the SDKs raise on it).
+
+Lifecycle (Enum + one transition table, after h11 ``_state.py``): WAITING -> STREAMING ->
+FINISHED (a finish_reason arrived) -> DONE (``[DONE]``); events after ``[DONE]`` are ignored.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from proxai.errors import UpstreamProtocolError
+from proxai.model import Protocol, StopClass, Usage
+
+from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields
+
+
+class State(Enum):
+    WAITING = "waiting"  # no chunk yet
+    STREAMING = "streaming"
+    FINISHED = "finished"  # a finish_reason arrived; usage-only chunks may follow
+    DONE = "done"  # [DONE] (terminal)
+    ERRORED = "errored"
+
+
+_TRANSITIONS: dict[State, dict[str, State]] = {
+    State.WAITING: {"chunk": State.STREAMING, "finish": State.FINISHED, "done": State.DONE},
+    State.STREAMING: {"chunk": State.STREAMING, "finish": State.FINISHED, "done": State.DONE},
+    State.FINISHED: {"chunk": State.FINISHED, "finish": State.FINISHED, "done": State.DONE},
+    State.DONE: {},
+    State.ERRORED: {},
+}
+
+STOP_CLASSES: dict[str, StopClass] = {
+    "stop": StopClass.END_TURN,
+    "length": StopClass.MAX_TOKENS,
+    "tool_calls": StopClass.TOOL_USE,
+    "function_call": StopClass.TOOL_USE,
+    "content_filter": StopClass.CONTENT_FILTER,
+}
+
+
+def chat_usage(u: dict[str, Any]) -> Usage:
+    """Seed 002's table: prompt -> input, completion -> output, API total, cached -> cache read."""
+    inp = as_int(u.get("prompt_tokens"))
+    out = as_int(u.get("completion_tokens"))
+    total = as_int(u.get("total_tokens"))
+    if total is None and inp is not None and out is not None:
+        total = inp + out
+    cached = as_int(as_dict(u.get("prompt_tokens_details")).get("cached_tokens"))
+    return Usage(input_tokens=inp, output_tokens=out, total_tokens=total, cache_read_tokens=cached)
+
+
+class ChatObserver(ObserverBase):
+    protocol = Protocol.OPENAI_CHAT
+
+    __slots__ = ("finished_choices", "state")
+
+    def __init__(self, acc: Accum) -> None:
+        super().__init__(acc)
+        self.state = State.WAITING
+        self.finished_choices: set[int] = set()
+
+    def _transition(self, kind: str) -> None:
+        nxt = _TRANSITIONS[self.state].get(kind)
+        if nxt is None:
+            raise UpstreamProtocolError(f"openai_chat: {kind} in state {self.state.name}")
+        self.state = nxt
+
+    def _fail_state(self) -> None:
+        self.state = State.ERRORED
+
+    # -- streamed -------------------------------------------------------------------------------
+
+    def _event(self, name: str, data: str, now: float) -> None:
+        if self.state is State.DONE:
+            return
+        if data == "[DONE]":
+            self._transition("done")
+            self._done()
+            return
+        obj = self.load(name, data)
+        if obj is None:
+            return
+        acc = self.acc
+        err = obj.get("error")
+        if err is not None or name == "error":
+            msg, etype = error_fields(err if err is not None else obj)
+            acc.upstream_error(msg, type=etype)
+            self.upstream_failed()
+            return
+        self._identity(obj)
+        finished = False
+        for choice in as_list(obj.get("choices")):
+            if self._choice(as_dict(choice), now):
+                finished = True
+        self._transition("finish" if finished else "chunk")
+        u = obj.get("usage")
+        if type(u) is dict:
+            acc.usage = chat_usage(u)
+
+    def _identity(self, obj: dict[str, Any]) -> None:
+        acc = self.acc
+        cid = as_str(obj.get("id"))
+        if cid:
+            if acc.id is None:
+                acc.id = cid
+            elif cid != acc.id:
+                raise UpstreamProtocolError(
+                    f"openai_chat: chunk id {cid!r} differs from the stream's {acc.id!r}"
+                )
+        model = as_str(obj.get("model"))
+        if model:
+            if acc.model is None:
+                acc.model = model
+            elif model != acc.model:
+                raise UpstreamProtocolError(
+                    f"openai_chat: chunk model {model!r} differs from the stream's {acc.model!r}"
+                )
+
+    def _choice(self, choice: dict[str, Any], now: float) -> bool:
+        """One choice of a chunk; True when it carries a finish_reason."""
+        acc = self.acc
+        cidx = as_int(choice.get("index")) or 0
+        delta = as_dict(choice.get("delta"))
+        if delta:
+            if cidx in self.finished_choices and (delta.get("content") or delta.get("tool_calls")):
+                acc.note(f"choice {cidx} got content after its finish_reason")
+            content = delta.get("content")
+            if content:
+                acc.text(content)
+            refusal = delta.get("refusal")
+            if refusal:
+                acc.refusal(refusal)
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if reasoning and type(reasoning) is str:
+                acc.reasoning(reasoning)
+            tool_calls = delta.get("tool_calls")
+            if tool_calls:
+                for pos, tc in enumerate(as_list(tool_calls)):
+                    self._tool_delta(cidx, pos, as_dict(tc), now)
+        reason = choice.get("finish_reason")
+        if reason is None:
+            return False
+        if type(reason) is not str:
+            raise UpstreamProtocolError(f"openai_chat: finish_reason {reason!r} is not a string")
+        self.finished_choices.add(cidx)
+        if cidx == 0 or acc.stop_reason is None:
+            acc.stop(reason, STOP_CLASSES)
+        for tb in acc.tool_order:
+            if not tb.finished and tb.key[0] == cidx:
+                acc.tool_finish(tb)
+        return True
+
+    def _tool_delta(self, cidx: int, pos: int, tc: dict[str, Any], now: float) -> None:
+        acc = self.acc
+        idx = as_int(tc.get("index"))
+        key = (cidx, pos if idx is None else idx)
+        tb: ToolBuffer | None = acc.tools.get(key)
+        ttype = as_str(tc.get("type"))
+        if ttype == "custom":
+            fn = as_dict(tc.get("custom"))
+            args = fn.get("input")
+        else:
+            fn = as_dict(tc.get("function"))
+            args = fn.get("arguments")
+        if tb is None:
+            kind = "custom" if ttype == "custom" else "function"
+            tb = acc.tool_start(key, as_str(tc.get("id")), as_str(fn.get("name")), kind, now)
+        else:
+            if tb.finished:
+                acc.note(f"tool call {tb.id or key!s} got arguments after it finished")
+                return
+            if tb.id is None:
+                tb.id = as_str(tc.get("id"))
+            if tb.name is None:
+                tb.name = as_str(fn.get("name"))
+        if args:
+            acc.tool_args(tb, args, now)
+        else:
+            tb.last_progress_at = now
+
+    def _done(self) -> None:
+        acc = self.acc
+        acc.terminal = True
+        for tb in acc.tool_order:
+            if not tb.finished:
+                acc.tool_finish(tb)
+
+    # -- non-streamed ---------------------------------------------------------------------------
+
+    def _body(self, obj: dict[str, Any]) -> None:
+        acc = self.acc
+        acc.id = as_str(obj.get("id"))
+        acc.model = as_str(obj.get("model"))
+        for choice in as_list(obj.get("choices")):
+            c = as_dict(choice)
+            cidx = as_int(c.get("index")) or 0
+            msg = as_dict(c.get("message"))
+            content = msg.get("content")
+            if type(content) is str:
+                acc.text(content)
+            refusal = msg.get("refusal")
+            if type(refusal) is str:
+                acc.refusal(refusal)
+            reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+            if type(reasoning) is str:
+                acc.reasoning(reasoning)
+            for pos, tc in enumerate(as_list(msg.get("tool_calls"))):
+                t = as_dict(tc)
+                custom = as_str(t.get("type")) == "custom"
+                fn = as_dict(t.get("custom" if custom else "function"))
+                args = fn.get("input" if custom else "arguments")
+                acc.tool_complete(
+                    (cidx, pos),
+                    as_str(t.get("id")),
+                    as_str(fn.get("name")),
+                    "custom" if custom else "function",
+                    args if type(args) is str else "",
+                )
+            reason = as_str(c.get("finish_reason"))
+            if reason is not None and (cidx == 0 or acc.stop_reason is None):
+                acc.stop(reason, STOP_CLASSES)
+        u = obj.get("usage")
+        if type(u) is dict:
+            acc.usage = chat_usage(u)

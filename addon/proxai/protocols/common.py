@@ -1,0 +1,570 @@
+"""What the three protocol observers share: the summary accumulator and the event loop.
+
+Seed 001 splits observation into a carrier (bytes, tail, timing: ``proxai.observe``) and a
+per-protocol state (``state.observe_events``: terminal event, tool-call completion, outcome).
+This module holds the protocol-neutral half of that state, the accumulator of seed 002's
+neutral stream model (identity, text / reasoning sizes, complete tool calls, usage, stop
+reason, error), and ``ObserverBase``, the loop every protocol state machine runs its events
+through:
+
+- each event's JSON is parsed once with orjson (no pydantic per event);
+- a protocol violation (``UpstreamProtocolError``) or a payload of the wrong shape puts the
+  state machine in its errored state for good (after h11 ``_state.py``); later events are
+  counted by the carrier but no longer interpreted;
+- seed 002's tolerance: an empty or unparsable data payload AFTER valid data was received is
+  tolerated when nothing follows it (an "empty JSON tail"); anything after it makes it a
+  violation, and before any data it is a violation at once.
+
+Outcome rule (seed 001 outcomes, issue 2), in this order:
+ERROR (an error event / payload, HTTP >= 400, a protocol violation, a stream limit) >
+UNFINISHED_TOOL (a tool call with streamed arguments was open when the stream ended) >
+COMPLETED (the terminal event arrived) > CLOSED (EOF) or ERROR (the stream was aborted).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import orjson
+
+from proxai.error_kind import classify_error, error_message
+from proxai.errors import ProxaiError, UpstreamProtocolError
+from proxai.model import (
+    Counts,
+    ErrorInfo,
+    ErrorKind,
+    Outcome,
+    Protocol,
+    StopClass,
+    StreamSummary,
+    Timing,
+    ToolCallInfo,
+    Usage,
+)
+from proxai.sse import SseEvent
+
+MAX_NOTES = 20
+
+# Exceptions a handler may hit on a payload of an unexpected shape (a string where an object
+# belongs, a missing key). Untrusted JSON: these are upstream protocol violations, not bugs.
+SHAPE_ERRORS = (KeyError, TypeError, AttributeError, ValueError, IndexError)
+
+
+def nbytes(s: str) -> int:
+    """UTF-8 size of ``s`` (fast path for ASCII)."""
+    return len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
+
+
+def as_int(v: Any) -> int | None:
+    return v if type(v) is int else None
+
+
+def as_str(v: Any) -> str | None:
+    return v if type(v) is str else None
+
+
+def as_dict(v: Any) -> dict[str, Any]:
+    return v if type(v) is dict else {}
+
+
+def as_list(v: Any) -> list[Any]:
+    return v if type(v) is list else []
+
+
+def json_valid(text: str) -> bool:
+    if not text:
+        return False
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+class ToolBuffer:
+    """One tool call being assembled. Arguments are buffered up to ``limit`` bytes."""
+
+    __slots__ = (
+        "buf",
+        "final",
+        "finished",
+        "has_args",
+        "id",
+        "key",
+        "kind",
+        "last_progress_at",
+        "limit",
+        "name",
+        "nbytes",
+        "overflow",
+        "started_at",
+        "valid",
+    )
+
+    def __init__(
+        self, key: Any, id: str | None, name: str | None, kind: str, *, now: float, limit: int, has_args: bool
+    ) -> None:
+        self.key = key
+        self.id = id
+        self.name = name
+        self.kind = kind
+        self.started_at = now
+        self.last_progress_at = now
+        self.limit = limit
+        self.has_args = has_args
+        self.buf: io.StringIO | None = io.StringIO()
+        self.nbytes = 0
+        self.overflow = False
+        self.finished = False
+        self.valid = False
+        self.final: str | None = None  # the assembled arguments once finished (None: not kept)
+
+    def append(self, s: str, now: float) -> None:
+        self.last_progress_at = now
+        if not s:
+            return
+        self.nbytes += nbytes(s)
+        if self.buf is not None:
+            if self.nbytes > self.limit:
+                self.overflow = True
+                self.buf = None
+            else:
+                self.buf.write(s)
+
+    def set_arguments(self, s: str, now: float) -> None:
+        """The authoritative whole argument string (a ``*.done`` event or a final snapshot)."""
+        self.last_progress_at = now
+        self.nbytes = nbytes(s)
+        if self.nbytes > self.limit:
+            self.overflow = True
+            self.buf = None
+        else:
+            self.overflow = False
+            self.buf = io.StringIO(s)
+            self.buf.seek(0, io.SEEK_END)
+
+    def finish(self, keep: bool) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        if self.buf is None:
+            self.valid = False
+            return
+        text = self.buf.getvalue()
+        self.buf = None
+        self.valid = json_valid(text) if self.has_args else True
+        if keep:
+            self.final = text
+
+
+class Accum:
+    """The protocol-neutral accumulator: everything ``StreamSummary`` is built from."""
+
+    __slots__ = (
+        "cap_reasoning",
+        "cap_text",
+        "cap_truncated",
+        "capture",
+        "content_seen",
+        "error",
+        "error_is_outcome",
+        "extra",
+        "id",
+        "limits_capture",
+        "limits_tool_args",
+        "model",
+        "notes",
+        "reasoning_bytes",
+        "received",
+        "refusal_bytes",
+        "sequence_gaps",
+        "status_code",
+        "stop_class",
+        "stop_reason",
+        "terminal",
+        "text_bytes",
+        "tool_order",
+        "tools",
+        "usage",
+    )
+
+    def __init__(self, *, max_tool_args: int, max_capture: int, capture: bool) -> None:
+        self.limits_tool_args = max_tool_args
+        self.limits_capture = max_capture
+        self.capture = capture
+        self.id: str | None = None
+        self.model: str | None = None
+        self.status_code: int | None = None
+        self.stop_reason: str | None = None
+        self.stop_class: StopClass | None = None
+        self.usage = Usage()
+        self.tools: dict[Any, ToolBuffer] = {}
+        self.tool_order: list[ToolBuffer] = []
+        self.error: ErrorInfo | None = None
+        self.error_is_outcome = False
+        self.terminal = False
+        self.received = False
+        self.content_seen = False
+        self.text_bytes = 0
+        self.reasoning_bytes = 0
+        self.refusal_bytes = 0
+        self.sequence_gaps = 0
+        self.notes: list[str] = []
+        self.extra: dict[str, Any] = {}
+        self.cap_text: io.StringIO | None = io.StringIO() if capture else None
+        self.cap_reasoning: io.StringIO | None = io.StringIO() if capture else None
+        self.cap_truncated = False
+
+    # -- content ------------------------------------------------------------------------------
+
+    def text(self, s: str) -> None:
+        if s:
+            self.content_seen = True
+            self.text_bytes += nbytes(s)
+            if self.cap_text is not None:
+                self._capture(self.cap_text, s)
+
+    def reasoning(self, s: str) -> None:
+        if s:
+            self.content_seen = True
+            self.reasoning_bytes += nbytes(s)
+            if self.cap_reasoning is not None:
+                self._capture(self.cap_reasoning, s)
+
+    def refusal(self, s: str) -> None:
+        if s:
+            self.content_seen = True
+            self.refusal_bytes += nbytes(s)
+            if self.cap_text is not None:
+                self._capture(self.cap_text, s)
+
+    def _capture(self, buf: io.StringIO, s: str) -> None:
+        room = self.limits_capture - buf.tell()
+        if room <= 0:
+            self._truncated()
+            return
+        if len(s) > room:
+            buf.write(s[:room])
+            self._truncated()
+        else:
+            buf.write(s)
+
+    def _truncated(self) -> None:
+        if not self.cap_truncated:
+            self.cap_truncated = True
+            self.note(f"captured content truncated at max_capture ({self.limits_capture} characters)")
+
+    def note(self, text: str) -> None:
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(text)
+
+    # -- tool calls ---------------------------------------------------------------------------
+
+    def tool_start(
+        self, key: Any, id: str | None, name: str | None, kind: str, now: float, *, has_args: bool = True
+    ) -> ToolBuffer:
+        self.content_seen = True
+        tb = ToolBuffer(key, id, name, kind, now=now, limit=self.limits_tool_args, has_args=has_args)
+        self.tools[key] = tb
+        self.tool_order.append(tb)
+        return tb
+
+    def tool_args(self, tb: ToolBuffer, s: str, now: float) -> None:
+        was = tb.overflow
+        tb.append(s, now)
+        if tb.overflow and not was:
+            self._overflow_note(tb)
+
+    def tool_set(self, tb: ToolBuffer, s: str, now: float) -> None:
+        was = tb.overflow
+        tb.set_arguments(s, now)
+        if tb.overflow and not was:
+            self._overflow_note(tb)
+
+    def _overflow_note(self, tb: ToolBuffer) -> None:
+        self.note(
+            f"tool call {tb.id or tb.key!s} arguments exceed max_tool_args"
+            f" ({self.limits_tool_args} bytes); stopped buffering them"
+        )
+
+    def tool_finish(self, tb: ToolBuffer) -> None:
+        tb.finish(self.capture)
+
+    def tool_complete(self, key: Any, id: str | None, name: str | None, kind: str, args: str | None) -> None:
+        """A tool call seen only whole (a non-streamed body or a snapshot)."""
+        tb = self.tool_start(key, id, name, kind, 0.0, has_args=args is not None)
+        if args is not None:
+            self.tool_set(tb, args, 0.0)
+        self.tool_finish(tb)
+
+    def open_tools(self) -> list[ToolBuffer]:
+        return [t for t in self.tool_order if not t.finished and t.has_args]
+
+    # -- errors and usage ---------------------------------------------------------------------
+
+    def upstream_error(
+        self,
+        message: str,
+        *,
+        type: str | None = None,
+        status: int | None = None,
+        source: str = "event",
+        outcome: bool = True,
+    ) -> None:
+        """The upstream reported an error (event, payload, HTTP status). The first one wins."""
+        if self.error is None or (outcome and not self.error_is_outcome):
+            self.error = ErrorInfo(
+                kind=classify_error(message, status=status, type=type),
+                message=error_message(message),
+                source=source,
+                status=status,
+                type=type,
+            )
+        self.error_is_outcome = self.error_is_outcome or outcome
+
+    def own_error(self, kind: ErrorKind, message: str, source: str = "proxy") -> None:
+        """A problem we detected (protocol violation, stream limit). Decides the outcome."""
+        if self.error is None or not self.error_is_outcome:
+            self.error = ErrorInfo(kind=kind, message=error_message(message), source=source)
+        self.error_is_outcome = True
+
+    def stop(self, raw: str | None, table: dict[str, StopClass]) -> None:
+        if raw is None:
+            return
+        self.stop_reason = raw
+        self.stop_class = table.get(raw, StopClass.OTHER)
+
+    # -- the summary ----------------------------------------------------------------------------
+
+    def outcome(self, *, ended: bool, aborted: bool) -> Outcome:
+        if self.error_is_outcome:
+            return Outcome.ERROR
+        if self.open_tools():
+            return Outcome.UNFINISHED_TOOL
+        if self.terminal:
+            return Outcome.COMPLETED
+        if aborted:
+            return Outcome.ERROR
+        return Outcome.CLOSED
+
+    def summary(
+        self,
+        protocol: Protocol,
+        *,
+        streaming: bool,
+        timing: Timing,
+        counts: Counts,
+        aborted: bool = False,
+    ) -> StreamSummary:
+        tools = [
+            ToolCallInfo(
+                id=t.id,
+                name=t.name,
+                kind=t.kind,
+                arguments_complete=t.finished,
+                arguments_valid_json=t.finished and t.valid,
+                arguments_bytes=t.nbytes,
+                arguments=self._tool_text(t),
+            )
+            for t in self.tool_order
+        ]
+        extra: dict[str, Any] = dict(self.extra)
+        if self.notes:
+            extra["notes"] = list(self.notes)
+        return StreamSummary(
+            protocol=protocol,
+            streaming=streaming,
+            outcome=self.outcome(ended=True, aborted=aborted),
+            id=self.id,
+            model=self.model,
+            status_code=self.status_code,
+            stop_reason=self.stop_reason,
+            stop_class=self.stop_class,
+            usage=Usage(
+                self.usage.input_tokens,
+                self.usage.output_tokens,
+                self.usage.total_tokens,
+                self.usage.cache_read_tokens,
+                self.usage.cache_write_tokens,
+            ),
+            tool_calls=tools,
+            error=None
+            if self.error is None
+            else ErrorInfo(
+                self.error.kind, self.error.message, self.error.source, self.error.status, self.error.type
+            ),
+            timing=timing,
+            counts=counts,
+            text_bytes=self.text_bytes,
+            reasoning_bytes=self.reasoning_bytes,
+            refusal_bytes=self.refusal_bytes,
+            sequence_gaps=self.sequence_gaps,
+            text=None if self.cap_text is None else self.cap_text.getvalue(),
+            reasoning=None if self.cap_reasoning is None else self.cap_reasoning.getvalue(),
+            extra=extra,
+        )
+
+    def _tool_text(self, t: ToolBuffer) -> str | None:
+        if not self.capture:
+            return None
+        if t.final is not None:
+            s = t.final
+        elif t.buf is not None:
+            s = t.buf.getvalue()
+        else:
+            return None
+        return s[: self.limits_capture]
+
+
+def error_fields(err: Any) -> tuple[str, str | None]:
+    """(message, type-or-code) of an error object in any of the vendors' shapes."""
+    if type(err) is str:
+        return err, None
+    e = as_dict(err)
+    msg = as_str(e.get("message")) or as_str(e.get("detail")) or ""
+    code = as_str(e.get("code"))
+    etype = as_str(e.get("type"))
+    if not msg:
+        msg = orjson.dumps(err).decode("utf-8", "replace") if e else "unknown error"
+    # Prefer the more specific of code and type: OpenAI's code (``context_length_exceeded``)
+    # says more than its type (``invalid_request_error``).
+    if code and (not etype or etype in ("invalid_request_error", "error", "server_error")):
+        return msg, code
+    return msg, etype or code
+
+
+class ObserverBase:
+    """The event loop shared by the three protocol state machines.
+
+    Subclasses implement ``_event(name, data, now)`` (one SSE event), ``_body(obj)`` (a whole
+    non-streamed JSON body) and ``_fail_state()`` (enter the protocol's errored state).
+    """
+
+    protocol: Protocol
+
+    __slots__ = ("acc", "errored", "failed", "pending_bad")
+
+    def __init__(self, acc: Accum) -> None:
+        self.acc = acc
+        self.errored = False
+        self.failed: ProxaiError | None = None
+        self.pending_bad: str | None = None
+
+    # -- streamed -------------------------------------------------------------------------------
+
+    def observe(self, events: list[SseEvent], now: float) -> None:
+        for ev in events:
+            if self.errored:
+                return
+            if self.pending_bad is not None:
+                bad, self.pending_bad = self.pending_bad, None
+                self.fail(UpstreamProtocolError(bad))
+                return
+            try:
+                self._event(ev.event, ev.data, now)
+            except UpstreamProtocolError as exc:
+                self.fail(exc)
+            except SHAPE_ERRORS as exc:
+                self.fail(UpstreamProtocolError(f"{self.protocol}: malformed {ev.event!r} event: {exc!r}"))
+
+    def eof(self) -> None:
+        """Upstream EOF: a pending unparsable tail payload is tolerated (seed 002)."""
+        if self.pending_bad is not None:
+            self.pending_bad = None
+            self.acc.note("ignored an empty or unparsable JSON tail after valid data (seed 002)")
+            self.acc.extra["tolerated_tail"] = True
+
+    def load(self, name: str, data: str) -> dict[str, Any] | None:
+        """Parse one event's JSON payload. ``None``: a tolerated tail candidate (skip it)."""
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            obj = None
+            bad = f"{self.protocol}: event {name!r} data is not JSON: {data[:80]!r}"
+        else:
+            if type(obj) is dict:
+                self.acc.received = True
+                return obj
+            bad = f"{self.protocol}: event {name!r} data is not a JSON object: {data[:80]!r}"
+        if self.acc.received:
+            self.pending_bad = bad
+            return None
+        raise UpstreamProtocolError(bad)
+
+    def fail(self, exc: ProxaiError) -> None:
+        if self.failed is None:
+            self.failed = exc
+        self.errored = True
+        self.acc.own_error(ErrorKind.UPSTREAM_PROTOCOL, str(exc))
+        self._fail_state()
+
+    def upstream_failed(self) -> None:
+        """The upstream itself reported an error mid-stream: stop interpreting events."""
+        self.errored = True
+        self._fail_state()
+
+    # -- non-streamed ---------------------------------------------------------------------------
+
+    def observe_body(self, body: bytes, status_code: int) -> None:
+        acc = self.acc
+        acc.status_code = status_code
+        if status_code >= 400:
+            self.http_error(body, status_code)
+            return
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            self.fail(UpstreamProtocolError(f"{self.protocol}: response body is not JSON: {body[:80]!r}"))
+            return
+        if type(obj) is not dict:
+            self.fail(UpstreamProtocolError(f"{self.protocol}: response body is not a JSON object"))
+            return
+        if "error" in obj and obj["error"] is not None:
+            msg, etype = error_fields(obj["error"])
+            acc.upstream_error(msg, type=etype, status=status_code, source="body")
+            return
+        try:
+            self._body(obj)
+        except UpstreamProtocolError as exc:
+            self.fail(exc)
+        except SHAPE_ERRORS as exc:
+            self.fail(UpstreamProtocolError(f"{self.protocol}: malformed response body: {exc!r}"))
+        else:
+            acc.terminal = True
+
+    def http_error(self, body: bytes, status_code: int) -> None:
+        """An HTTP 4xx/5xx: the body is the vendor's error object, or anything else."""
+        msg: str
+        etype: str | None = None
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            obj = None
+        if type(obj) is dict:
+            err = obj.get("error")
+            if err is not None:
+                msg, etype = error_fields(err)
+            else:
+                msg, etype = error_fields(obj)
+        else:
+            msg = body[:MAX_BODY_MESSAGE].decode("utf-8", "replace").strip() or f"HTTP {status_code}"
+        self.acc.upstream_error(msg, type=etype, status=status_code, source="http")
+
+    # -- to implement ---------------------------------------------------------------------------
+
+    def _event(self, name: str, data: str, now: float) -> None:
+        raise NotImplementedError
+
+    def _body(self, obj: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _fail_state(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def next_sequence_number(self) -> int:
+        return 0
+
+
+MAX_BODY_MESSAGE = 500
