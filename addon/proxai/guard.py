@@ -12,9 +12,9 @@ passes the observer state and ``now`` (monotonic seconds) and asks two questions
 
 Rules (docs/guard.md explains the defaults):
 
-- tool stall: a started, unfinished tool call whose arguments have not grown for ``tool_stall`` s. Only
-  argument deltas of that call count as its progress (``OpenCall.last_progress_at``); pings, keepalive
-  comments and deltas of other blocks do not.
+- tool stall: the started, unfinished tool call being streamed (the one started last) whose arguments
+  have not grown for ``tool_stall`` s. Only argument deltas of that call count as its progress
+  (``OpenCall.last_progress_at``); pings, keepalive comments and deltas of other blocks do not.
 - abnormal arguments: a call declared done whose arguments are not valid JSON, or a terminal event while
   a call is still unfinished.
 - idle upstream: no byte at all for ``idle_timeout`` s.
@@ -196,7 +196,7 @@ def check(
             )
     if terminal:
         return None  # a finished stream is no longer guarded for time
-    stalled_call = _most_stalled(open_calls)
+    stalled_call = _current_call(open_calls)
     if config.tool_stall > 0 and stalled_call is not None:
         stalled = now - stalled_call.last_progress_at
         if stalled >= config.tool_stall:
@@ -238,7 +238,7 @@ def next_deadline(
     if terminal:
         return None
     deadlines: list[float] = []
-    stalled_call = _most_stalled(open_calls)
+    stalled_call = _current_call(open_calls)
     if config.tool_stall > 0 and stalled_call is not None:
         deadlines.append(stalled_call.last_progress_at + config.tool_stall)
     if config.idle_timeout > 0:
@@ -246,9 +246,15 @@ def next_deadline(
     return min(deadlines) if deadlines else None
 
 
-def _most_stalled(open_calls: Sequence[OpenCall]) -> OpenCall | None:
+def _current_call(open_calls: Sequence[OpenCall]) -> OpenCall | None:
+    """The call the upstream is streaming: the one started last (the last of equals).
+
+    In every protocol one call streams at a time; an earlier call that is still "open" is either
+    finished in practice (Chat has no per-call end before ``finish_reason``) or superseded. Judging
+    it would trip the stall rule while a later call streams healthily.
+    """
     best: OpenCall | None = None
     for c in open_calls:
-        if best is None or c.last_progress_at < best.last_progress_at:
+        if best is None or c.started_at >= best.started_at:
             best = c
     return best

@@ -69,7 +69,7 @@ def test_tool_stall_exact_verdict() -> None:
     }
 
 
-def test_pings_are_not_progress_the_most_stalled_call_is_named() -> None:
+def test_pings_are_not_progress_the_streaming_call_is_named() -> None:
     # bytes keep arriving (last_byte_at is recent) but the second call has not grown
     calls = [Open("a", "first", 0.0, 20.0, 5), Open("b", "second", 1.0, 3.0, 9)]
     v = guard.check(CFG, open_calls=calls, last_byte_at=25.0, start=0.0, now=25.0)
@@ -167,7 +167,8 @@ def test_terminal_stream_is_not_timed() -> None:
         ([], None, 100.0),  # idle from start
         ([], 40.0, 140.0),  # idle from the last byte
         ([Open("a", "x", 0.0, 7.0, 1)], 50.0, 17.0),  # the tool stall comes first
-        ([Open("a", "x", 0.0, 7.0, 1), Open("b", "y", 0.0, 3.0, 1)], 50.0, 13.0),  # the oldest call
+        ([Open("a", "x", 0.0, 7.0, 1), Open("b", "y", 0.0, 3.0, 1)], 50.0, 13.0),  # the last of equals
+        ([Open("a", "x", 0.0, 1.0, 1), Open("b", "y", 2.0, 9.0, 1)], 50.0, 19.0),  # the call started last
     ],
 )
 def test_next_deadline(calls: list[Open], last_byte_at: float | None, expected: float) -> None:
@@ -186,3 +187,11 @@ def test_unnamed_call_message() -> None:
     v = guard.check(CFG, open_calls=[Open(None, None, 0.0, 0.0, 0)], last_byte_at=0.0, start=0.0, now=10.0)
     assert v is not None
     assert "tool call '<unnamed>' (id <none>)" in v.message
+
+
+def test_an_earlier_open_call_is_not_judged_while_a_later_one_streams() -> None:
+    # Chat: call 0 has no per-call end before finish_reason; call 1 streams healthily
+    calls = [Open("call_0", "a", 0.0, 1.0, 47), Open("call_1", "b", 2.0, 29.0, 300)]
+    assert guard.check(CFG, open_calls=calls, last_byte_at=29.0, start=0.0, now=30.0) is None
+    v = guard.check(CFG, open_calls=calls, last_byte_at=29.5, start=0.0, now=39.0)
+    assert v is not None and (v.tool_id, v.arguments_bytes) == ("call_1", 300)

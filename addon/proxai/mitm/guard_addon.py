@@ -1,0 +1,226 @@
+"""The guard in the mitmproxy shell: options, one ``FlowGuard`` per streamed LLM flow, the timer.
+
+Seed 001 (``001_5998ffc26e6ec2b6.txt``): the carrier checks the tool-argument / idle rules on every
+chunk and injects an SSE error and closes (``BodyAction::InjectAndClose``); the read idle timeout of the
+stream carrier covers a totally silent upstream. ``proxai.guard`` decides (pure); this module wires it:
+
+- data-driven: a ``Carrier.on_chunk`` hook runs ``guard.check`` after each upstream chunk; a verdict
+  makes the carrier append the error (client protocol) and close; ``injection.end_stream`` then ends the
+  client stream and closes the upstream;
+- timer-driven: ``GuardTimer`` is armed for ``guard.next_deadline``; when it fires with a verdict, the
+  carrier keeps the error pending and ``injection.end_stream`` makes mitmproxy call the carrier with its
+  end of message, which delivers it (``proxai.mitm.injection`` holds all mitmproxy internals);
+- the outcome: ``unfinished_tool`` (stall, abnormal arguments) or ``error`` with kind ``idle_timeout``,
+  the details in ``flow.metadata["proxai"]["extra"]["guard"]``; the addon writes the diagnostics JSON.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mitmproxy import ctx, exceptions
+from mitmproxy.addonmanager import Loader
+
+from proxai import guard
+from proxai.guard import GuardConfig, Verdict
+from proxai.mitm import injection
+from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
+from proxai.model import ErrorInfo, StreamSummary
+from proxai.sse import SseEvent
+
+if TYPE_CHECKING:
+    from mitmproxy import http
+
+logger = logging.getLogger(__name__)
+
+
+def parse_seconds(name: str, value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError as exc:
+        raise exceptions.OptionsError(  # type: ignore[no-untyped-call]
+            f"{name}: not a number of seconds: {value!r}"
+        ) from exc
+    if seconds < 0 or not math.isfinite(seconds):
+        raise exceptions.OptionsError(  # type: ignore[no-untyped-call]
+            f"{name}: must be a finite number of seconds >= 0 (0 disables)"
+        )
+    return seconds
+
+
+class FlowGuard:
+    """Guards one carrier: the data-driven hook, the timer, the outcome annotation."""
+
+    def __init__(
+        self,
+        config: GuardConfig,
+        flow: http.HTTPFlow | None,
+        carrier: Carrier,
+        *,
+        start: float,
+        timer: bool = True,
+        end_stream: Callable[[Any], bool] = injection.end_stream,
+    ) -> None:
+        self.config = config
+        self.flow = flow
+        self.carrier = carrier
+        self.start = start
+        self.verdict: Verdict | None = None
+        self.path: str | None = None  # "data" | "timer"
+        self.end_requested = False
+        self._end_stream = end_stream
+        self.timer = injection.GuardTimer(self.on_timer, carrier.clock)
+        if not timer:
+            self.timer.cancel()  # data-driven only: a closed timer never arms
+        carrier.on_chunk.append(self.on_chunk)
+        carrier.on_end.append(self.on_end)
+        carrier.close_handlers.append(self.on_close)
+        self.timer.arm(self.deadline())
+
+    # -- decisions --------------------------------------------------------------------------------
+
+    def _guarding(self) -> bool:
+        c = self.carrier
+        return (
+            self.verdict is None
+            and c.state is CarrierState.STREAMING
+            and c.observing
+            and getattr(c.observer, "failed", None) is None
+        )
+
+    def check(self, now: float, *, with_calls: bool) -> Verdict | None:
+        obs = self.carrier.observer
+        calls = obs.summary().tool_calls if with_calls and self.config.abnormal_arguments else []
+        return guard.check(
+            self.config,
+            open_calls=obs.open_tool_calls(),
+            calls=calls,
+            terminal=obs.terminal,
+            last_byte_at=obs.last_byte_at,
+            start=self.start,
+            now=now,
+        )
+
+    def deadline(self) -> float | None:
+        if not self._guarding():
+            return None
+        obs = self.carrier.observer
+        return guard.next_deadline(
+            self.config,
+            open_calls=obs.open_tool_calls(),
+            terminal=obs.terminal,
+            last_byte_at=obs.last_byte_at,
+            start=self.start,
+        )
+
+    # -- carrier hooks ----------------------------------------------------------------------------
+
+    def on_chunk(self, carrier: Carrier, events: list[SseEvent], now: float) -> GuardAction | None:
+        if not self._guarding():
+            self.timer.cancel()
+            return None
+        verdict = self.check(now, with_calls=bool(events))
+        if verdict is None:
+            self.timer.arm(self.deadline())
+            return None
+        self.verdict, self.path = verdict, "data"
+        self.timer.cancel()
+        logger.info("proxai: %s", verdict.message)
+        return GuardAction(close=True, kind=verdict.error_kind, message=verdict.message)
+
+    def on_timer(self) -> None:
+        if not self._guarding():
+            return
+        now = self.carrier.clock()
+        verdict = self.check(now, with_calls=False)
+        if verdict is None:
+            self.timer.arm(self.deadline())
+            return
+        self.verdict, self.path = verdict, "timer"
+        logger.info("proxai: %s", verdict.message)
+        # The carrier keeps the error pending; ending the stream makes mitmproxy call the carrier with
+        # its end of message, which delivers it. Without the internals it goes out with the next chunk.
+        self.carrier.inject_and_close(verdict.error_kind, verdict.message, now)
+        self.request_end()
+
+    def on_close(self, carrier: Carrier) -> None:
+        """The carrier closed the client stream inside the callable: end it and close the upstream."""
+        self.timer.cancel()
+        self.request_end()
+
+    def request_end(self) -> None:
+        if self.end_requested or self.flow is None:
+            return
+        self.end_requested = True
+        try:
+            self._end_stream(self.flow)
+        except Exception:
+            logger.warning("proxai: cannot end the stream", exc_info=True)
+
+    def on_end(self, carrier: Carrier, summary: StreamSummary) -> None:
+        self.timer.cancel()
+        v = self.verdict
+        if v is None:
+            return
+        closed = carrier.closed
+        injected = closed is not None and closed.message == v.message
+        summary.outcome = v.outcome
+        summary.error = ErrorInfo(kind=v.error_kind, message=v.message, source="proxy")
+        meta = v.to_metadata(injected=injected)
+        meta["path"] = self.path
+        summary.extra["guard"] = meta
+
+
+class GuardAddon:
+    """mitmproxy addon part of the guard (a child addon of ``ProxAI``)."""
+
+    def __init__(self) -> None:
+        self.config = GuardConfig()
+        self.use_timer = True
+
+    def load(self, loader: Loader) -> None:
+        loader.add_option(
+            "proxai_tool_stall",
+            str,
+            f"{guard.DEFAULT_TOOL_STALL:g}",
+            "Seconds a started, unfinished streamed tool call may go without an argument delta before "
+            "ProxAI injects a protocol-correct SSE error and closes the stream (pings and other blocks "
+            "do not count as progress). Decimals allowed; 0 disables.",
+        )
+        loader.add_option(
+            "proxai_idle_timeout",
+            str,
+            f"{guard.DEFAULT_IDLE_TIMEOUT:g}",
+            "Seconds a streamed LLM response may go without any upstream byte (pings count) before "
+            "ProxAI injects an idle_timeout SSE error and closes the stream. Long reasoning pauses are "
+            "normal, so keep it generous. Decimals allowed; 0 disables.",
+        )
+        loader.add_option(
+            "proxai_guard_timer",
+            bool,
+            True,
+            "Arm one timer per guarded stream so that a totally silent upstream is caught too (this "
+            "reaches into mitmproxy internals, see docs/guard.md). False: the guard rules are checked "
+            "only when upstream bytes arrive.",
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        if "proxai_tool_stall" in updated or "proxai_idle_timeout" in updated:
+            self.config = GuardConfig(
+                tool_stall=parse_seconds("proxai_tool_stall", ctx.options.proxai_tool_stall),
+                idle_timeout=parse_seconds("proxai_idle_timeout", ctx.options.proxai_idle_timeout),
+            )
+        if "proxai_guard_timer" in updated:
+            self.use_timer = bool(ctx.options.proxai_guard_timer)
+
+    def running(self) -> None:
+        injection.install()
+
+    def setup(self, flow: http.HTTPFlow, carrier: Carrier) -> None:
+        """``ProxAI.carrier_setup`` hook: guard this streamed flow."""
+        if not self.config.enabled:
+            return
+        FlowGuard(self.config, flow, carrier, start=carrier.clock(), timer=self.use_timer)

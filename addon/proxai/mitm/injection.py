@@ -1,0 +1,294 @@
+"""Ending a streamed response while the upstream is silent: ALL mitmproxy-internal knowledge of ProxAI.
+
+Seed 001 (``001_5998ffc26e6ec2b6.txt``, "tool argument stall 处理" / ``BodyAction::InjectAndClose``): when
+the guard gives up on a stream, an SSE error goes to the client and the stream is closed. While upstream
+bytes flow, the carrier does that inside ``flow.response.stream``. When the upstream is totally silent no
+chunk will ever call our code, so this module reaches into mitmproxy's HTTP layer (ARCHITECTURE.md,
+"mitmproxy facts we verified"; docs/guard.md):
+
+1. ``end_stream(flow)`` hands ``proxyserver.inject_event`` a ``ProxaiEndStream`` event (a
+   ``MessageInjected`` subclass, so the stock layers pass it down to the ``HttpLayer``).
+2. A small, idempotent wrapper around ``HttpLayer._handle_event`` picks it up, finds the ``HttpStream``
+   whose ``.flow`` is the target flow and delivers a plain ``ResponseEndOfMessage`` to it, but ONLY while
+   that stream is in ``state_stream_response_body`` and not paused (otherwise the event is dropped: the
+   upstream's own end of stream won the race). The stream then calls ``flow.response.stream(b"")``: the
+   carrier returns its pending error bytes, mitmproxy runs the ``response`` hook and ends the client
+   stream (chunked terminator / HTTP/2 END_STREAM). The wrapper forwards the event through CONNECT
+   tunnels (regular proxy mode) into the inner ``HttpLayer``.
+3. Once the stream was dropped from the layer (the client stream has ended), the same wrapper sends
+   ``RequestProtocolError(..., CANCEL)`` to the server-side connection layer: HTTP/1 closes that
+   connection, HTTP/2 resets only that stream. The upstream stops spending tokens.
+4. A wrapper around ``HttpStream._handle_event`` swallows upstream events that still arrive for a stream
+   we ended (they would otherwise hit ``state_done`` and raise).
+
+``install()`` checks at start-up that every internal used here exists; when one does not, it logs ONE
+warning and ProxAI keeps the data-driven path only (errors injected on the next upstream chunk).
+``GuardTimer`` is the per-flow asyncio timer the guard arms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+_ENDED = "_proxai_ended"  # HttpStream attribute: we ended this stream
+_PENDING = "_proxai_pending_cancel"  # HttpLayer attribute: {stream_id: (server_conn, message)}
+_WRAPPED = "_proxai_wrapped"  # marker on our wrapper functions (idempotent install)
+CANCEL_MESSAGE = "proxai guard closed the stream"
+
+
+@dataclass(frozen=True, slots=True)
+class InternalsReport:
+    ok: bool
+    missing: tuple[str, ...]
+
+
+def check_internals() -> InternalsReport:
+    """Which of the mitmproxy internals this module relies on are missing."""
+    missing: list[str] = []
+    try:
+        from mitmproxy.addons import proxyserver
+        from mitmproxy.proxy import events, layer
+        from mitmproxy.proxy.layers import http as mhttp
+        from mitmproxy.proxy.layers.http import _events as hev
+    except Exception as exc:  # pragma: no cover - depends on the installed mitmproxy
+        return InternalsReport(False, (f"import: {exc}",))
+    checks: list[tuple[str, bool]] = [
+        ("events.MessageInjected", hasattr(events, "MessageInjected")),
+        ("proxyserver.Proxyserver.inject_event", hasattr(proxyserver.Proxyserver, "inject_event")),
+        ("proxyserver.Proxyserver.connections", "connections" in _annotations(proxyserver.Proxyserver)),
+        ("HttpLayer._handle_event", callable(getattr(mhttp.HttpLayer, "_handle_event", None))),
+        ("HttpLayer.event_to_child", callable(getattr(mhttp.HttpLayer, "event_to_child", None))),
+        ("HttpLayer.streams", "streams" in _annotations(mhttp.HttpLayer)),
+        ("HttpLayer.connections", "connections" in _annotations(mhttp.HttpLayer)),
+        ("HttpStream", isinstance(getattr(mhttp, "HttpStream", None), type)),
+        ("HttpStream._handle_event", callable(getattr(mhttp.HttpStream, "_handle_event", None))),
+        (
+            "HttpStream.state_stream_response_body",
+            callable(getattr(mhttp.HttpStream, "state_stream_response_body", None)),
+        ),
+        ("HttpStream.passthrough", callable(getattr(mhttp.HttpStream, "passthrough", None))),
+        ("HttpStream.flow", "flow" in _annotations(mhttp.HttpStream)),
+        ("Layer._paused", "_paused" in _annotations(layer.Layer)),
+        ("ResponseEndOfMessage", hasattr(hev, "ResponseEndOfMessage")),
+        ("ResponseData", hasattr(hev, "ResponseData")),
+        ("ResponseTrailers", hasattr(hev, "ResponseTrailers")),
+        ("ResponseProtocolError", hasattr(hev, "ResponseProtocolError")),
+        ("RequestProtocolError", hasattr(hev, "RequestProtocolError")),
+        ("ErrorCode.CANCEL", hasattr(getattr(hev, "ErrorCode", None), "CANCEL")),
+    ]
+    missing = [name for name, ok in checks if not ok]
+    return InternalsReport(not missing, tuple(missing))
+
+
+def _annotations(cls: type) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        out.update(getattr(klass, "__annotations__", {}))
+    return out
+
+
+class _State:
+    installed = False
+    available = False
+    warned = False
+    end_event_type: type | None = None
+
+
+def install() -> bool:
+    """Check the internals and install the wrappers (idempotent). False: data-driven path only."""
+    if _State.installed:
+        return _State.available
+    _State.installed = True
+    report = check_internals()
+    if not report.ok:
+        _warn_once(
+            "proxai: mitmproxy internals needed to end a silent stream are missing "
+            f"({', '.join(report.missing)}); the guard falls back to the data-driven path: errors are "
+            "injected on the next upstream chunk only"
+        )
+        return False
+    try:
+        _patch()
+    except Exception as exc:  # pragma: no cover - depends on the installed mitmproxy
+        _warn_once(f"proxai: cannot hook mitmproxy's HTTP layer ({exc}); the guard is data-driven only")
+        return False
+    _State.available = True
+    return True
+
+
+def available() -> bool:
+    return _State.available
+
+
+def _warn_once(message: str) -> None:
+    if not _State.warned:
+        _State.warned = True
+        logger.warning(message)
+
+
+def _patch() -> None:
+    from mitmproxy.proxy import events
+    from mitmproxy.proxy.layers import http as mhttp
+    from mitmproxy.proxy.layers.http import _events as hev
+
+    class ProxaiEndStream(events.MessageInjected[str]):
+        """End the client side of ``flow``'s response now (``message`` is a reason, for logs)."""
+
+    _State.end_event_type = ProxaiEndStream
+    HttpLayer = mhttp.HttpLayer
+    HttpStream = mhttp.HttpStream
+    stream_body_state = HttpStream.state_stream_response_body
+    passthrough = HttpStream.passthrough
+    server_events = (
+        hev.ResponseData,
+        hev.ResponseTrailers,
+        hev.ResponseEndOfMessage,
+        hev.ResponseProtocolError,
+    )
+
+    def tunnels_http(layer: Any, stream: Any) -> bool:
+        """A CONNECT stream in passthrough whose tunnel holds an HttpLayer of the same client."""
+        handler = stream.__dict__.get("_handle_event")
+        if getattr(handler, "__func__", None) is not passthrough or stream.child_layer is None:
+            return False
+        if stream.context.client is not layer.context.client:
+            return False
+        layers = stream.context.layers
+        try:
+            below = layers[layers.index(stream) + 1 :]
+        except ValueError:
+            return False
+        return any(isinstance(x, HttpLayer) for x in below)
+
+    def end(layer: Any, event: Any) -> Generator[Any, Any, None]:
+        flow: Any = event.flow
+        flow_id, server_conn = flow.id, flow.server_conn
+        for stream in list(layer.streams.values()):
+            if id(getattr(stream, "flow", None)) != id(flow):
+                continue
+            state = getattr(stream.server_state, "__func__", None)
+            if stream._paused is not None or state is not stream_body_state or stream.__dict__.get(_ENDED):
+                logger.debug("proxai: stream of %s is no longer streaming; end-of-stream dropped", flow_id)
+                return
+            layer.__dict__.setdefault(_PENDING, {})[stream.stream_id] = (server_conn, CANCEL_MESSAGE)
+            yield from layer.event_to_child(stream, hev.ResponseEndOfMessage(stream.stream_id))
+            stream.__dict__[_ENDED] = True
+            return
+        for stream in list(layer.streams.values()):
+            if tunnels_http(layer, stream):
+                yield from layer.event_to_child(stream, event)
+
+    def cancel_dropped(layer: Any, pending: dict[int, tuple[Any, str]]) -> Generator[Any, Any, None]:
+        for stream_id, (server_conn, message) in list(pending.items()):
+            if stream_id in layer.streams:
+                continue  # the response hook still runs: the client stream has not ended yet
+            del pending[stream_id]
+            conn_layer = layer.connections.get(server_conn)
+            if conn_layer is None or not server_conn.connected:
+                continue
+            logger.debug("proxai: closing the upstream of stream %s", stream_id)
+            yield from layer.event_to_child(
+                conn_layer, hev.RequestProtocolError(stream_id, message, hev.ErrorCode.CANCEL)
+            )
+
+    if not getattr(HttpLayer._handle_event, _WRAPPED, False):
+        original_layer = HttpLayer._handle_event
+
+        def layer_handle_event(self: Any, event: Any) -> Generator[Any, Any, None]:
+            if isinstance(event, ProxaiEndStream):
+                yield from end(self, event)
+            else:
+                yield from original_layer(self, event)
+            pending = self.__dict__.get(_PENDING)
+            if pending:
+                yield from cancel_dropped(self, pending)
+
+        setattr(layer_handle_event, _WRAPPED, True)
+        HttpLayer._handle_event = layer_handle_event  # type: ignore[method-assign]
+
+    if not getattr(HttpStream._handle_event, _WRAPPED, False):
+        original_stream = HttpStream._handle_event
+
+        def stream_handle_event(self: Any, event: Any) -> Generator[Any, Any, None]:
+            if self.__dict__.get(_ENDED) and isinstance(event, server_events):
+                return  # the upstream kept talking after we ended this response: drop it
+            yield from original_stream(self, event)
+
+        setattr(stream_handle_event, _WRAPPED, True)
+        HttpStream._handle_event = stream_handle_event  # type: ignore[method-assign]
+
+
+def end_stream(flow: Any, reason: str = "guard") -> bool:
+    """Ask mitmproxy to end ``flow``'s client stream now (asynchronously, through the event loop).
+
+    False when the internals are unavailable or the flow's client connection is gone.
+    """
+    if not _State.available or _State.end_event_type is None:
+        return False
+    from mitmproxy import ctx
+
+    server: Any = ctx.master.addons.get("proxyserver")  # type: ignore[no-untyped-call]
+    if server is None:
+        return False
+    try:
+        server.inject_event(_State.end_event_type(flow, reason))
+    except ValueError:
+        logger.debug("proxai: %s: the client connection is gone, nothing to end", flow.id)
+        return False
+    return True
+
+
+class GuardTimer:
+    """One asyncio timer per guarded flow. ``arm(deadline)`` keeps the EARLIEST deadline armed; the
+    callback recomputes and re-arms. Deadlines are ``time.monotonic()`` seconds."""
+
+    def __init__(self, callback: Callable[[], None], clock: Callable[[], float] = time.monotonic) -> None:
+        self._callback = callback
+        self._clock = clock
+        self._handle: asyncio.TimerHandle | None = None
+        self._at: float | None = None
+        self.closed = False
+
+    @property
+    def armed_at(self) -> float | None:
+        return self._at
+
+    def arm(self, deadline: float | None) -> None:
+        if self.closed or deadline is None:
+            return
+        if self._handle is not None and self._at is not None and self._at <= deadline:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no event loop (unit tests of the carrier): data-driven only
+        self._cancel_handle()
+        self._at = deadline
+        self._handle = loop.call_later(max(0.0, deadline - self._clock()), self._fire)
+
+    def cancel(self) -> None:
+        self.closed = True
+        self._cancel_handle()
+
+    def _cancel_handle(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle = None
+        self._at = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._at = None
+        if self.closed:
+            return
+        try:
+            self._callback()
+        except Exception:
+            logger.warning("proxai: guard timer callback failed", exc_info=True)
