@@ -37,9 +37,10 @@ from mitmproxy.addonmanager import Loader
 from proxai import observe
 from proxai.decode import DEFAULT_MAX_DECODED, Decoder, make_decoder
 from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
-from proxai.errors import DecodeError, ProxaiError
+from proxai.errors import ConfigError, DecodeError, ProxaiError
 from proxai.mitm.carrier import Carrier, StreamTranslator, strip_translated_headers
 from proxai.mitm.diagnostics import build_report, write_report
+from proxai.mitm.routing import Routing
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
 
 logger = logging.getLogger(__name__)
@@ -127,6 +128,8 @@ class ProxAI:
         self.flows: weakref.WeakKeyDictionary[http.HTTPFlow, FlowState] = weakref.WeakKeyDictionary()
         # Hooks for other parts of ProxAI (guard): called with each new carrier.
         self.carrier_setup: list[Callable[[http.HTTPFlow, Carrier], None]] = []
+        # Routing + request/JSON translation (issue 4): option proxai_routes.
+        self.routing = Routing()
 
     # -- options --------------------------------------------------------------------------------
 
@@ -150,6 +153,13 @@ class ProxAI:
             str,
             "flows/diagnostics",
             "Folder for unfinished-tool diagnostics JSON files (recent stream tail and state, no headers).",
+        )
+        loader.add_option(
+            "proxai_routes",
+            str,
+            "",
+            "A TOML routes file: which LLM requests are sent to which upstream in which protocol "
+            "(docs/translation.md). Empty: observe only, no routing.",
         )
         loader.add_option(
             "proxai_capture",
@@ -202,6 +212,11 @@ class ProxAI:
             self.diagnostics_dir = opts.proxai_diagnostics_dir
         if "proxai_capture" in updated:
             self.capture = bool(opts.proxai_capture)
+        if "proxai_routes" in updated:
+            try:
+                self.routing.configure(opts.proxai_routes)
+            except ConfigError as exc:
+                raise _options_error(f"proxai_routes: {exc}") from exc
         if "proxai_max_decoded" in updated:
             if opts.proxai_max_decoded <= 0:
                 raise _options_error("proxai_max_decoded must be a positive number of bytes")
@@ -224,13 +239,15 @@ class ProxAI:
         """Request translation plugs in here: call the Router, rewrite URL/headers/body, and set
         ``state.client_protocol`` / ``state.route`` (the upstream protocol goes to
         ``state.protocol``). Observe-only: nothing to do."""
+        self.routing.request(flow, state)
 
     def stream_translator_for(self, flow: http.HTTPFlow, state: FlowState) -> StreamTranslator | None:
         """Stream translation plugs in here: a translator for a routed SSE response, or None."""
-        return None
+        return self.routing.stream_translator(state)
 
     def translate_body(self, flow: http.HTTPFlow, state: FlowState, summary: StreamSummary) -> None:
         """Non-streamed translation plugs in here: rewrite ``flow.response`` for the client."""
+        self.routing.translate_body(flow, state)
 
     # -- detection --------------------------------------------------------------------------------
 

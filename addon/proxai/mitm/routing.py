@@ -1,0 +1,265 @@
+"""The mitmproxy side of routing and non-streamed translation (issue 4, seed 003).
+
+The addon calls ``Routing.request`` from its ``request`` hook (after detection) and
+``Routing.translate_body`` from its ``response`` hook (after the upstream body was observed):
+
+- request: match a route (``proxai.routes``); rewrite the URL to the route's upstream (works in
+  reverse mode and in regular/CONNECT mode: mitmproxy opens a new server connection when the
+  host changes), the headers (``translate.headers``: auth from the client or from the route's
+  environment variable), and the body (``translate.request``). A request the target cannot
+  express is answered here with a 400 in the CLIENT's protocol error shape naming the field;
+  nothing goes upstream. The route name and the original URL go into
+  ``flow.metadata["proxai"]`` - never a key.
+- response: a buffered JSON reply is translated back (``translate.response``); an upstream
+  error body becomes the client protocol's error (``translate.errors``); a buffered SSE body
+  (not streamed by mitmproxy) goes whole through the stream translator.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+from typing import Protocol as TypingProtocol
+
+import orjson
+from mitmproxy import http
+from mitmproxy.net.http import status_codes
+
+from proxai.error_shapes import error_body, http_status_for
+from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
+from proxai.model import ErrorKind, Protocol
+from proxai.routes import Route, RouteTable, load_routes
+from proxai.sse import SseScanner
+from proxai.translate import ir
+from proxai.translate.errors import is_failed_body, translate_error
+from proxai.translate.headers import env_key, plan_headers
+from proxai.translate.request import parse_body, translate_request
+from proxai.translate.response import load_json, translate_response
+from proxai.translate.stream import StreamTranslatorImpl, make_stream_translator
+
+logger = logging.getLogger(__name__)
+
+JSON = "application/json"
+
+
+class RoutedState(TypingProtocol):
+    """The part of the addon's per-flow state that routing reads and writes."""
+
+    protocol: Protocol  # detected client protocol; becomes the upstream protocol when routed
+    client_protocol: Protocol | None
+    route: Any
+    extra: dict[str, Any]
+
+
+def _headers(req: http.Request) -> dict[str, str]:
+    return {name: req.headers[name] for name in req.headers}
+
+
+def _redact(url: str) -> str:
+    return url.split("?", 1)[0]
+
+
+class Routing:
+    """Route matching + request rewrite + JSON response translation for one addon."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.table: RouteTable | None = None
+        self.env: Mapping[str, str] = os.environ if env is None else env
+        self.wall_clock = wall_clock
+
+    def configure(self, path: str) -> None:
+        """Load the routes file named by ``proxai_routes`` (empty: no routing). ``ConfigError``."""
+        self.table = load_routes(path) if path else None
+
+    # -- request --------------------------------------------------------------------------------
+
+    def request(self, flow: http.HTTPFlow, state: RoutedState) -> None:
+        if not self.table:
+            return
+        req = flow.request
+        client = state.protocol
+        raw = req.get_content(strict=False) or b""
+        body: dict[str, Any] | None
+        try:
+            body = parse_body(raw)
+        except TranslationError:
+            body = None
+        model = body.get("model") if body is not None and isinstance(body.get("model"), str) else None
+        route = self.table.match(req.pretty_host, req.path, model)
+        if route is None:
+            return
+        meta = flow.metadata.setdefault("proxai", {})
+        info: dict[str, Any] = {
+            "name": route.name,
+            "client_protocol": str(client),
+            "upstream_protocol": str(route.protocol),
+            "original_url": _redact(req.pretty_url),
+            "target_url": _redact(route.target_url()),
+            "normalize": route.normalize,
+        }
+        meta["route"] = info
+        try:
+            if body is None:
+                body = parse_body(raw)  # raises the body error
+            key = env_key(self.env, route.auth_env) if route.auth_env else None
+            opts = ir.RequestOptions(
+                model=route.map_model(model) if route.model is not None else None,
+                default_max_tokens=route.default_max_tokens,
+                chat_max_tokens_field=route.chat_max_tokens_field,
+            )
+            translated = translate_request(body, client, route.protocol, opts)
+        except TranslationError as exc:
+            self._reject(flow, state, client, exc, info)
+            return
+        info["stream"] = translated.stream
+        if translated.dropped:
+            info["dropped"] = dict(translated.dropped)
+        if translated.ignored:
+            info["ignored"] = list(translated.ignored)
+        if route.model is not None:
+            info["model"] = {"client": model, "upstream": translated.body.get("model")}
+        options = body.get("stream_options")
+        state.extra["client_include_usage"] = isinstance(options, dict) and bool(options.get("include_usage"))
+        state.extra["created"] = int(self.wall_clock())
+
+        plan = plan_headers(
+            _headers(req),
+            client=client,
+            target=route.protocol,
+            key=key,
+            anthropic_version=route.anthropic_version,
+        )
+        for name in plan.remove:
+            if name in req.headers:
+                del req.headers[name]
+        for name, value in plan.set:
+            req.headers[name] = value
+        query = req.url.split("?", 1)[1] if "?" in req.url and client is route.protocol else ""
+        req.url = route.target_url(query)
+        if "content-encoding" in req.headers:
+            del req.headers["content-encoding"]
+        req.content = orjson.dumps(translated.body)
+        if "content-type" not in req.headers:
+            req.headers["content-type"] = JSON
+
+        state.client_protocol = client
+        state.protocol = route.protocol
+        state.route = route
+
+    def _reject(
+        self,
+        flow: http.HTTPFlow,
+        state: RoutedState,
+        client: Protocol,
+        exc: TranslationError,
+        info: dict[str, Any],
+    ) -> None:
+        kind = ErrorKind.TRANSLATION
+        message = f"proxai cannot translate this request for {info['upstream_protocol']}: {exc}"
+        if exc.field == "auth":
+            kind = ErrorKind.AUTHENTICATION
+            message = f"proxai: {exc.reason}"
+        info["rejected"] = {"field": exc.field, "message": exc.reason}
+        state.extra["rejected"] = True
+        flow.response = http.Response.make(
+            http_status_for(kind, client),
+            error_body(client, kind, message, param=exc.field),
+            {"content-type": JSON},
+        )
+
+    # -- response -------------------------------------------------------------------------------
+
+    def stream_translator(self, state: RoutedState) -> StreamTranslatorImpl | None:
+        """The stream translator for a routed SSE response (None: pass the bytes through)."""
+        route = state.route
+        client = state.client_protocol
+        if not isinstance(route, Route) or client is None or state.extra.get("rejected"):
+            return None
+        upstream = state.protocol
+        if client is upstream and not route.normalize:
+            return None
+        return make_stream_translator(
+            upstream,
+            client,
+            normalize=client is upstream,
+            created=int(state.extra.get("created") or 0),
+            include_usage=bool(state.extra.get("client_include_usage", True)),
+        )
+
+    def translate_body(self, flow: http.HTTPFlow, state: RoutedState) -> None:
+        """Rewrite a buffered upstream reply for the client (the addon observed it already)."""
+        route = state.route
+        client = state.client_protocol
+        resp = flow.response
+        if not isinstance(route, Route) or client is None or resp is None or state.extra.get("rejected"):
+            return
+        upstream = state.protocol
+        if client is upstream and not route.normalize:
+            return
+        raw = resp.get_content(strict=False) or b""
+        info = flow.metadata.setdefault("proxai", {}).setdefault("route", {})
+        try:
+            if "text/event-stream" in resp.headers.get("content-type", "").lower():
+                self._translate_sse(resp, raw, state)
+                return
+            if client is upstream:
+                return  # JSON normalize: nothing to repair in a whole JSON body
+            if resp.status_code >= 400:
+                self._error(resp, raw, resp.status_code, client, info)
+                return
+            body = load_json(raw)
+            if is_failed_body(upstream, body):
+                err = body.get("error")
+                self._error(resp, orjson.dumps({"error": err}), 502, client, info)
+                return
+            out = translate_response(body, upstream, client, created=int(state.extra.get("created") or 0))
+        except (TranslationError, UpstreamProtocolError) as exc:
+            message = f"proxai cannot translate the upstream {upstream} response: {exc}"
+            info["response_error"] = message
+            self._replace(resp, 502, error_body(client, ErrorKind.UPSTREAM_PROTOCOL, message))
+            return
+        if out.dropped:
+            dropped = info.setdefault("dropped", {})
+            for k, v in out.dropped.items():
+                dropped[f"response_{k}"] = dropped.get(f"response_{k}", 0) + v
+        self._replace(resp, resp.status_code, out.to_bytes())
+
+    def _error(
+        self, resp: http.Response, raw: bytes, status: int, client: Protocol, info: dict[str, Any]
+    ) -> None:
+        te = translate_error(raw, status, client)
+        info["upstream_error"] = {"status": status, "kind": str(te.kind), "type": te.upstream_type}
+        self._replace(resp, te.status, te.body)
+
+    def _translate_sse(self, resp: http.Response, raw: bytes, state: RoutedState) -> None:
+        translator = self.stream_translator(state)
+        if translator is None:
+            return
+        scanner = SseScanner()
+        try:
+            out = translator.feed(scanner.feed(raw) + scanner.close()) + translator.finish()
+        except ProxaiError as exc:
+            out = translator.fail(ErrorKind.UPSTREAM_PROTOCOL, str(exc))
+        for name in ("content-encoding", "content-md5", "etag"):
+            if name in resp.headers:
+                del resp.headers[name]
+        resp.headers["content-type"] = "text/event-stream; charset=utf-8"
+        resp.content = out
+
+    @staticmethod
+    def _replace(resp: http.Response, status: int, body: bytes) -> None:
+        if resp.status_code != status:
+            resp.status_code = status
+            resp.reason = status_codes.RESPONSES.get(status, "")
+        for name in ("content-encoding", "content-md5", "etag"):
+            if name in resp.headers:
+                del resp.headers[name]
+        resp.headers["content-type"] = JSON
+        resp.content = body
