@@ -27,6 +27,7 @@ from .scenarios import Scenario, get_scenario
 from .wire import Renderer, json_actions
 
 Headers = list[tuple[str, str]]
+MIN_SLEEP = 0.001  # shorter per-byte delays only yield to the loop
 
 PATHS: tuple[tuple[str, Callable[[Params], Renderer]], ...] = (
     ("/messages", render_anthropic.AnthropicRenderer),
@@ -266,7 +267,7 @@ async def _play_stream(
         if byte_delay > 0:
             for i in range(len(data)):
                 await sink.write(data[i : i + 1])
-                await asyncio.sleep(byte_delay)
+                await asyncio.sleep(byte_delay if byte_delay >= MIN_SLEEP else 0)
         elif data:
             await sink.write(data)
 

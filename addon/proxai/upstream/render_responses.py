@@ -141,7 +141,7 @@ class ResponsesRenderer:
         return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
 
     def item(self, block: Block, *, added: bool = False) -> dict[str, Any]:
-        status = "in_progress" if added else "completed"
+        status = "in_progress" if added else ("completed" if block.closed else "incomplete")
         text = "" if added else block.text
         iid = self.item_id(block)
         match block.kind:
@@ -280,8 +280,7 @@ class ResponsesRenderer:
                     yield (
                         b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
                         b'"sequence_number":' + str(self.seq).encode() + b',"delta":"bro\n\n'
-                    )
-                    self.seq += 1
+                    )  # its sequence number is not consumed: the next event reuses it
                 case HugeLine():
                     yield (
                         b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'

@@ -53,6 +53,7 @@ THINKING = (
 )
 SIGNATURE = "EqQBCkgIAhABGAIiQL8fakeSignatureForProxaiUpstreamTestsOnly0123456789abcdef=="
 REDACTED = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPfakeRedactedPayload=="
+SHORT_TEXT = "Hello! How can I help?"
 REFUSAL = "I can't help with that request."
 ARGS_PARIS = '{"city": "Paris", "unit": "celsius", "days": 2}'
 ARGS_TOKYO = '{"city": "Tokyo", "unit": "celsius", "days": 2}'
@@ -142,6 +143,13 @@ def s_text(params: Params) -> Iterator[Op]:
     yield Start()
     yield Wait(FIRST_TOKEN)
     yield from text_block(0, TEXT)
+    yield Finish("end_turn")
+
+
+def s_short(params: Params) -> Iterator[Op]:
+    yield Start()
+    yield Wait(FIRST_TOKEN)
+    yield from text_block(0, SHORT_TEXT)
     yield Finish("end_turn")
 
 
@@ -317,7 +325,7 @@ def s_huge_line(params: Params) -> Iterator[Op]:
 def s_big_stream(params: Params) -> Iterator[Op]:
     """``params.events`` text deltas (lazily), then a tool call; no delays."""
     yield Start(input_tokens=1200, cache_read=800)
-    words = tokens(TEXT)
+    words = tokens(" " + TEXT)  # every piece starts with a space: counting is easy
     yield BlockStart(0, "text")
     for i in range(max(params.events, 1)):
         yield BlockDelta(0, words[i % len(words)])
@@ -417,7 +425,10 @@ _ALL = [
         streamed_only=True,
     ),
     Scenario(
-        "slowloris", "The text stream written one byte at a time, 20 ms apart.", s_text, byte_delay=0.02
+        "slowloris",
+        "A short text answer written one byte at a time, 20 ms apart.",
+        s_short,
+        byte_delay=0.02,
     ),
     Scenario(
         "big_stream",
