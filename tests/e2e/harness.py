@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -102,14 +103,24 @@ class Mitmdump:
         """An httpx client wired for this mode (proxy + mitmproxy CA in regular mode)."""
         if self.mode == "regular":
             kw.setdefault("proxy", self.proxy_url)
-            kw.setdefault("verify", str(self.ca_path))
+            kw.setdefault("verify", ssl.create_default_context(cafile=str(self.ca_path)))
         kw.setdefault("timeout", httpx.Timeout(60.0, connect=10.0))
         return httpx.Client(**kw)
+
+    def sdk_http_client(self, **kw: Any) -> Any:
+        """The same for the SDKs: openai and anthropic use ``httpx2`` (they reject httpx objects)."""
+        import httpx2
+
+        if self.mode == "regular":
+            kw.setdefault("proxy", self.proxy_url)
+            kw.setdefault("verify", ssl.create_default_context(cafile=str(self.ca_path)))
+        kw.setdefault("timeout", httpx2.Timeout(60.0, connect=10.0))
+        return httpx2.Client(**kw)
 
     def async_http_client(self, **kw: Any) -> httpx.AsyncClient:
         if self.mode == "regular":
             kw.setdefault("proxy", self.proxy_url)
-            kw.setdefault("verify", str(self.ca_path))
+            kw.setdefault("verify", ssl.create_default_context(cafile=str(self.ca_path)))
         kw.setdefault("timeout", httpx.Timeout(60.0, connect=10.0))
         return httpx.AsyncClient(**kw)
 
@@ -251,7 +262,7 @@ def openai_client(md: Mitmdump, test_tag: str, **kw: Any) -> Any:
     return openai.OpenAI(
         base_url=md.base_url("/v1"),
         api_key="sk-proxai-test-not-a-secret",
-        http_client=md.http_client(),
+        http_client=md.sdk_http_client(),
         default_headers={TEST_HEADER: test_tag, **kw.pop("default_headers", {})},
         max_retries=0,
         **kw,
@@ -265,7 +276,7 @@ def anthropic_client(md: Mitmdump, test_tag: str, **kw: Any) -> Any:
     return anthropic.Anthropic(
         base_url=md.base_url(),
         api_key="sk-ant-proxai-test-not-a-secret",
-        http_client=md.http_client(),
+        http_client=md.sdk_http_client(),
         default_headers={TEST_HEADER: test_tag, **kw.pop("default_headers", {})},
         max_retries=0,
         **kw,
