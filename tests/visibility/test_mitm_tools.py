@@ -1,0 +1,171 @@
+"""The ProxAI view inside the real tools: a running ``mitmweb`` (its HTTP API, as the web UI uses it)
+and ``mitmdump --flow-detail 3``. Flows are loaded with ``-r``; the text must equal the golden text
+the contentview API test checks, so the three front ends show the same thing."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from proxai.mitm.flowrows import write_flows
+from proxai.model import Protocol
+
+from .flows import scenario_flow
+from .test_contentview import GOLDEN, SHORT, case_id
+
+pytestmark = pytest.mark.e2e
+
+BIN = Path(sys.executable).parent
+SCRIPT = Path(__file__).parent / "view_only_addon.py"
+TOKEN = "proxai-visibility-test"
+WEB_CASES = [
+    (Protocol.ANTHROPIC_MESSAGES, "thinking", True),
+    (Protocol.OPENAI_CHAT, "parallel_tools", True),
+    (Protocol.OPENAI_CHAT, "tool_stall", True),
+    (Protocol.OPENAI_RESPONSES, "error_midstream", True),
+    (Protocol.OPENAI_RESPONSES, "parallel_tools", False),
+    (Protocol.ANTHROPIC_MESSAGES, "rate_limit", False),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def flow_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("web") / "cases.flow"
+    write_flows(str(path), [scenario_flow(p, s, st) for p, s, st in WEB_CASES])
+    return path
+
+
+@pytest.fixture(scope="module")
+def mitmweb(flow_file: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    web_port, proxy_port = free_port(), free_port()
+    log = flow_file.parent / "mitmweb.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                str(BIN / "mitmweb"),
+                "--no-web-open-browser",
+                "--web-host",
+                "127.0.0.1",
+                "--web-port",
+                str(web_port),
+                "--listen-host",
+                "127.0.0.1",
+                "--listen-port",
+                str(proxy_port),
+                "--set",
+                f"web_password={TOKEN}",
+                "-s",
+                str(SCRIPT),
+                "-r",
+                str(flow_file),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=flow_file.parent,
+        )
+    base = f"http://127.0.0.1:{web_port}"
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, log.read_text()
+            try:
+                r = httpx.get(f"{base}/flows.json", headers=headers, timeout=5)
+                if r.status_code == 200 and len(r.json()) == len(WEB_CASES):
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        yield base, headers
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def web_flows(mitmweb: tuple[str, dict[str, str]]) -> list[dict[str, Any]]:
+    base, headers = mitmweb
+    flows: list[dict[str, Any]] = httpx.get(f"{base}/flows.json", headers=headers, timeout=10).json()
+    return flows
+
+
+def test_mitmweb_requires_the_token(mitmweb: tuple[str, dict[str, str]]) -> None:
+    base, _ = mitmweb
+    assert httpx.get(f"{base}/flows.json", timeout=10).status_code == 403
+
+
+def test_mitmweb_lists_the_view(mitmweb: tuple[str, dict[str, str]]) -> None:
+    base, headers = mitmweb
+    state = httpx.get(f"{base}/state.json", headers=headers, timeout=10).json()
+    assert "proxai" in state["contentViews"]
+
+
+@pytest.mark.parametrize("view", ["auto", "proxai"])
+def test_mitmweb_renders_responses(mitmweb: tuple[str, dict[str, str]], view: str) -> None:
+    base, headers = mitmweb
+    flows = web_flows(mitmweb)
+    assert len(flows) == len(WEB_CASES)
+    for flow, (protocol, scenario, stream) in zip(flows, WEB_CASES, strict=True):
+        r = httpx.get(f"{base}/flows/{flow['id']}/response/content/{view}.json", headers=headers, timeout=30)
+        assert r.status_code == 200, r.text
+        doc = r.json()
+        assert doc["view_name"] == "ProxAI"
+        assert doc["text"] == (GOLDEN / f"{case_id(protocol, scenario, stream)}.txt").read_text()
+
+
+def test_mitmweb_renders_a_request(mitmweb: tuple[str, dict[str, str]]) -> None:
+    base, headers = mitmweb
+    flow = web_flows(mitmweb)[1]  # chat, streamed: the same request the API test renders
+    r = httpx.get(f"{base}/flows/{flow['id']}/request/content/auto.json", headers=headers, timeout=30)
+    doc = r.json()
+    assert doc["view_name"] == "ProxAI"
+    assert doc["text"] == (GOLDEN / f"request__{SHORT[Protocol.OPENAI_CHAT]}.txt").read_text()
+
+
+def test_mitmdump_flow_detail_3(flow_file: Path) -> None:
+    proc = subprocess.run(
+        [
+            str(BIN / "mitmdump"),
+            "-n",
+            "-s",
+            str(SCRIPT),
+            "-r",
+            str(flow_file),
+            "--flow-detail",
+            "3",
+            "--set",
+            "content_view_lines_cutoff=1000",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TERM": "dumb", "NO_COLOR": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for protocol, scenario, stream in WEB_CASES:
+        expected = (GOLDEN / f"{case_id(protocol, scenario, stream)}.txt").read_text()
+        # mitmdump indents the view by four spaces.
+        indented = "\n".join(("    " + line) if line else "" for line in expected.rstrip("\n").splitlines())
+        assert indented in out, f"{case_id(protocol, scenario, stream)} not shown as in the golden text"
