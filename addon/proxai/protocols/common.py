@@ -520,7 +520,7 @@ class ObserverBase:
         if type(obj) is not dict:
             self.fail(UpstreamProtocolError(f"{self.protocol}: response body is not a JSON object"))
             return
-        if "error" in obj and obj["error"] is not None:
+        if self._error_body(obj):
             msg, etype = error_fields(obj["error"])
             acc.upstream_error(msg, type=etype, status=status_code, source="body")
             return
@@ -550,6 +550,10 @@ class ObserverBase:
         else:
             msg = body[:MAX_BODY_MESSAGE].decode("utf-8", "replace").strip() or f"HTTP {status_code}"
         self.acc.upstream_error(msg, type=etype, status=status_code, source="http")
+
+    def _error_body(self, obj: dict[str, Any]) -> bool:
+        """A generic ``{"error": {...}}`` body (every vendor's error shape)."""
+        return obj.get("error") is not None
 
     # -- to implement ---------------------------------------------------------------------------
 

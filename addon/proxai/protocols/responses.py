@@ -311,6 +311,10 @@ class ResponsesObserver(ObserverBase):
             for part in as_list(item.get("summary")) + as_list(item.get("content")):
                 acc.reasoning(as_str(as_dict(part).get("text")) or "")
 
+    def _error_body(self, obj: dict[str, Any]) -> bool:
+        # A response object has its own ``error`` field (set when status is "failed").
+        return obj.get("error") is not None and obj.get("object") != "response" and "status" not in obj
+
     def _body(self, obj: dict[str, Any]) -> None:
         if obj.get("object") not in ("response", None):
             raise UpstreamProtocolError(

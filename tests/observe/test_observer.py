@@ -1,0 +1,705 @@
+"""StreamObserver carrier state: timing, tail, limits, open tool calls, abort, HTTP errors,
+observe_body, and the rules the fixture files do not pin down one by one."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from proxai.error_shapes import error_body, error_event
+from proxai.errors import SemanticStreamError, SseLimitError, UpstreamProtocolError
+from proxai.model import ErrorKind, Outcome, Protocol, StopClass
+from proxai.observe import Limits, OpenToolCall, StreamObserver, observe_body
+from proxai.sse import encode_event
+from tests.observe.harness import FIXTURES, bytewise, run_stream
+
+A = Protocol.ANTHROPIC_MESSAGES
+C = Protocol.OPENAI_CHAT
+R = Protocol.OPENAI_RESPONSES
+
+
+def fixture(protocol: Protocol, name: str) -> bytes:
+    return (FIXTURES / str(protocol) / name).read_bytes()
+
+
+def ant(etype: str, **fields: object) -> bytes:
+    return encode_event(orjson.dumps({"type": etype, **fields}), event=etype)
+
+
+def chat(delta: dict[str, object] | None = None, finish: str | None = None, **top: object) -> bytes:
+    obj: dict[str, object] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-4o"}
+    obj["choices"] = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    obj.update(top)
+    return encode_event(orjson.dumps(obj))
+
+
+def resp(etype: str, seq: int, **fields: object) -> bytes:
+    return encode_event(orjson.dumps({"type": etype, "sequence_number": seq, **fields}), event=etype)
+
+
+MSG_START = ant(
+    "message_start",
+    message={
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "content": [],
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    },
+)
+
+
+# -- timing -------------------------------------------------------------------------------------
+
+
+def test_timing_headers_first_event_first_token_gap_total() -> None:
+    obs = StreamObserver(A, start=1000.0)
+    obs.headers(200, 1000.2)
+    obs.feed(MSG_START, 1000.5)  # first event, no token yet
+    obs.feed(ant("ping"), 1001.0)
+    obs.feed(ant("content_block_start", index=0, content_block={"type": "text", "text": ""}), 1001.1)
+    obs.feed(
+        ant("content_block_delta", index=0, delta={"type": "text_delta", "text": "hi"}), 1004.1
+    )  # gap 3.0
+    obs.feed(ant("content_block_stop", index=0), 1004.2)
+    s = obs.finish(1004.5)
+    t = s.timing
+    assert t.headers_s == pytest.approx(0.2)
+    assert t.first_event_s == pytest.approx(0.5)
+    assert t.first_token_s == pytest.approx(4.1)
+    assert t.largest_gap_s == pytest.approx(3.0)
+    assert t.total_s == pytest.approx(4.5)
+    assert s.counts.chunks == 5
+    assert s.counts.events == 5
+    assert obs.last_byte_at == 1004.2
+
+
+def test_largest_gap_includes_silence_before_the_end() -> None:
+    obs = StreamObserver(A, start=0.0)
+    obs.headers(200, 0.1)
+    obs.feed(MSG_START, 0.2)
+    obs.feed(ant("ping"), 0.3)
+    s = obs.abort("upstream went silent", 30.3, kind=ErrorKind.IDLE_TIMEOUT)
+    assert s.timing.largest_gap_s == pytest.approx(30.0)
+
+
+def test_tool_start_counts_as_first_token() -> None:
+    obs = StreamObserver(A, start=0.0)
+    obs.feed(MSG_START, 1.0)
+    obs.feed(
+        ant("content_block_start", index=0, content_block={"type": "tool_use", "id": "t", "name": "f"}), 2.0
+    )
+    assert obs.summary().timing.first_token_s == 2.0
+
+
+# -- tail and counts ------------------------------------------------------------------------------
+
+
+def test_tail_keeps_the_last_bytes_only() -> None:
+    obs = StreamObserver(C, start=0.0, limits=Limits(tail_bytes=100))
+    data = b"".join(chat({"content": f"piece {i} "}) for i in range(50))
+    for i in range(0, len(data), 33):
+        obs.feed(data[i : i + 33], 1.0)
+    assert obs.tail == data[-100:]
+    assert len(obs.tail) == 100
+    obs.feed(b"x" * 500, 2.0)  # one chunk larger than the tail
+    assert obs.tail == b"x" * 100
+    assert obs.counts.bytes == len(data) + 500
+
+
+def test_default_tail_is_16_kib() -> None:
+    obs = StreamObserver(R, start=0.0)
+    obs.feed(b": " + b"p" * 40_000 + b"\n", 1.0)
+    assert len(obs.tail) == 16 * 1024
+
+
+# -- limits ---------------------------------------------------------------------------------------
+
+
+def test_line_limit_stops_observing_but_counts_bytes() -> None:
+    obs = StreamObserver(C, start=0.0, limits=Limits(max_line=300, max_event=1000))
+    first = chat({"role": "assistant", "content": "ok"})
+    huge = b"data: " + b"x" * 1000 + b"\n\n"
+    events = obs.feed(first + huge, 1.0)
+    assert [e.data for e in events] == [first[6:-2].decode()]  # the event before the limit is kept
+    assert isinstance(obs.failed, SseLimitError)
+    assert obs.feed(chat({"content": "more"}) + b"data: [DONE]\n\n", 2.0) == []
+    s = obs.finish(3.0)
+    assert s.outcome is Outcome.ERROR
+    assert s.error is not None and s.error.kind is ErrorKind.STREAM_LIMIT
+    assert s.text_bytes == 2
+    assert s.counts.bytes == len(first) + len(huge) + len(chat({"content": "more"})) + 14
+    assert not obs.terminal
+
+
+def test_limit_error_same_for_every_chunking() -> None:
+    data = chat({"content": "ok"}) + b"data: " + b"y" * 5000 + b"\n\n" + b"data: [DONE]\n\n"
+    lim = Limits(max_line=1000, max_event=2000)
+    whole, _ = run_stream(C, [data], limits=lim)
+    split, _ = run_stream(C, bytewise(data), limits=lim)
+    assert whole.to_metadata()["error"] == split.to_metadata()["error"]
+    assert whole.text_bytes == split.text_bytes == 2
+
+
+def test_tool_arguments_past_max_tool_args_are_not_buffered() -> None:
+    obs = StreamObserver(C, start=0.0, limits=Limits(max_tool_args=50), capture=True)
+    obs.feed(
+        chat(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": ""},
+                    }
+                ]
+            }
+        ),
+        1.0,
+    )
+    for _ in range(10):
+        obs.feed(chat({"tool_calls": [{"index": 0, "function": {"arguments": '{"k": "0123456789"}'}}]}), 1.0)
+    obs.feed(chat({}, "tool_calls"), 2.0)
+    obs.feed(b"data: [DONE]\n\n", 2.0)
+    s = obs.finish(3.0)
+    (tc,) = s.tool_calls
+    assert tc.arguments_complete is True
+    assert tc.arguments_valid_json is False
+    assert tc.arguments_bytes == 190
+    assert tc.arguments is None
+    assert s.outcome is Outcome.COMPLETED
+    assert any("max_tool_args" in n for n in s.extra["notes"])
+
+
+def test_capture_is_bounded_by_max_capture() -> None:
+    obs = StreamObserver(A, start=0.0, limits=Limits(max_capture=10), capture=True)
+    obs.feed(MSG_START, 1.0)
+    obs.feed(ant("content_block_start", index=0, content_block={"type": "text", "text": ""}), 1.0)
+    for _ in range(5):
+        obs.feed(ant("content_block_delta", index=0, delta={"type": "text_delta", "text": "abcd"}), 1.0)
+    s = obs.finish(2.0)
+    assert s.text == "abcdabcdab"
+    assert s.text_bytes == 20
+    assert any("max_capture" in n for n in s.extra["notes"])
+
+
+def test_no_capture_by_default() -> None:
+    s, _ = run_stream(A, [fixture(A, "parallel_tools.sse")], capture=False)
+    assert s.text is None and s.reasoning is None
+    assert all(t.arguments is None for t in s.tool_calls)
+    assert "text" not in s.to_metadata()
+
+
+# -- open tool calls (the guard's view) -------------------------------------------------------------
+
+
+def test_open_tool_calls_track_progress_per_call() -> None:
+    obs = StreamObserver(A, start=0.0)
+    obs.feed(MSG_START, 1.0)
+    obs.feed(
+        ant("content_block_start", index=0, content_block={"type": "tool_use", "id": "t0", "name": "a"}), 2.0
+    )
+    obs.feed(
+        ant("content_block_start", index=1, content_block={"type": "tool_use", "id": "t1", "name": "b"}), 3.0
+    )
+    obs.feed(
+        ant("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": '{"x":'}), 4.0
+    )
+    obs.feed(ant("ping"), 9.0)
+    assert obs.open_tool_calls() == [
+        OpenToolCall(
+            id="t0", name="a", kind="function", started_at=2.0, last_progress_at=4.0, arguments_bytes=5
+        ),
+        OpenToolCall(
+            id="t1", name="b", kind="function", started_at=3.0, last_progress_at=3.0, arguments_bytes=0
+        ),
+    ]
+    obs.feed(ant("content_block_stop", index=1), 10.0)
+    assert [c.id for c in obs.open_tool_calls()] == ["t0"]
+    assert obs.summary().outcome is Outcome.UNFINISHED_TOOL
+
+
+def test_responses_server_tools_are_not_open_argument_streams() -> None:
+    obs = StreamObserver(R, start=0.0)
+    obs.feed(resp("response.created", 0, response={"id": "resp_1", "model": "m"}), 1.0)
+    obs.feed(
+        resp(
+            "response.output_item.added",
+            1,
+            output_index=0,
+            item={"id": "ws_1", "type": "web_search_call", "status": "in_progress"},
+        ),
+        1.0,
+    )
+    assert obs.open_tool_calls() == []
+    s = obs.finish(2.0)
+    assert s.outcome is Outcome.CLOSED
+    assert [(t.kind, t.arguments_complete) for t in s.tool_calls] == [("server_tool", False)]
+
+
+# -- abort ------------------------------------------------------------------------------------------
+
+
+def test_abort_mid_text_is_error_with_the_given_kind() -> None:
+    obs = StreamObserver(C, start=0.0)
+    obs.feed(chat({"content": "hi"}), 1.0)
+    s = obs.abort("connection reset by peer", 2.0)
+    assert s.outcome is Outcome.ERROR
+    assert s.error is not None
+    assert (s.error.kind, s.error.source, s.error.message) == (
+        ErrorKind.CONNECTION,
+        "proxy",
+        "connection reset by peer",
+    )
+    assert obs.finish(3.0) is s  # the first end wins
+
+
+def test_abort_with_open_tool_is_unfinished_tool() -> None:
+    obs = StreamObserver(R, start=0.0)
+    obs.feed(fixture(R, "unfinished_tool.sse"), 1.0)
+    s = obs.abort("tool arguments stalled for 30 s", 31.0, kind=ErrorKind.TOOL_STALL)
+    assert s.outcome is Outcome.UNFINISHED_TOOL
+    assert s.error is not None and s.error.kind is ErrorKind.TOOL_STALL
+
+
+def test_abort_after_terminal_stays_completed() -> None:
+    obs = StreamObserver(C, start=0.0)
+    obs.feed(fixture(C, "text.sse"), 1.0)
+    assert obs.terminal
+    s = obs.abort("client went away", 2.0)
+    assert s.outcome is Outcome.COMPLETED
+
+
+def test_feed_after_finish_is_ignored() -> None:
+    obs = StreamObserver(C, start=0.0)
+    obs.feed(chat({"content": "a"}), 1.0)
+    s = obs.finish(2.0)
+    assert obs.feed(chat({"content": "b"}), 3.0) == []
+    assert obs.finish(4.0) is s
+    assert s.text_bytes == 1
+
+
+# -- HTTP errors on the streaming path --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [A, C, R])
+def test_http_error_json_body_through_stream_observer(protocol: Protocol) -> None:
+    body = error_body(protocol, ErrorKind.RATE_LIMITED, "Rate limit exceeded, retry in 20s")
+    obs = StreamObserver(protocol, start=0.0)
+    obs.headers(429, 0.1)
+    for piece in bytewise(body):
+        assert obs.feed(piece, 0.2) == []
+    s = obs.finish(0.3)
+    assert s.outcome is Outcome.ERROR
+    assert s.status_code == 429
+    assert s.error is not None
+    assert (s.error.kind, s.error.source, s.error.status) == (ErrorKind.RATE_LIMITED, "http", 429)
+    assert s.error.message == "Rate limit exceeded, retry in 20s"
+
+
+def test_http_error_with_empty_body() -> None:
+    obs = StreamObserver(C, start=0.0)
+    obs.headers(503, 0.1)
+    s = obs.finish(0.2)
+    assert s.outcome is Outcome.ERROR
+    assert s.error is not None and s.error.kind is ErrorKind.OVERLOADED and s.error.message == "HTTP 503"
+
+
+# -- the shared error shapes are observed as errors --------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [A, C, R])
+@pytest.mark.parametrize("kind", [ErrorKind.OVERLOADED, ErrorKind.PROMPT_TOO_LONG, ErrorKind.TOOL_STALL])
+def test_error_shapes_error_event_is_an_error(protocol: Protocol, kind: ErrorKind) -> None:
+    head = {
+        A: MSG_START,
+        C: chat({"role": "assistant", "content": "x"}),
+        R: resp("response.created", 0, response={"id": "resp_1", "model": "m"}),
+    }[protocol]
+    ev = error_event(
+        protocol,
+        kind,
+        "prompt is too long" if kind is ErrorKind.PROMPT_TOO_LONG else "stop",
+        response_id="resp_1",
+        model="m",
+        sequence_number=1,
+    )
+    obs = StreamObserver(protocol, start=0.0)
+    obs.feed(head + ev, 1.0)
+    s = obs.finish(2.0)
+    assert s.outcome is Outcome.ERROR
+    assert s.error is not None and s.error.source == "event"
+    if kind is ErrorKind.PROMPT_TOO_LONG:
+        assert s.error.kind is ErrorKind.PROMPT_TOO_LONG
+    assert obs.failed is None
+    assert s.sequence_gaps == 0
+
+
+# -- protocol rules not covered by a fixture ------------------------------------------------------
+
+
+def _violation(protocol: Protocol, data: bytes) -> tuple[Outcome, BaseException | None]:
+    s, obs = run_stream(protocol, [data])
+    return s.outcome, obs.failed
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # duplicate start
+        ant("content_block_start", index=0, content_block={"type": "text", "text": ""}) * 2,
+        # stop without start
+        ant("content_block_stop", index=0),
+        # delta type does not match the block
+        ant("content_block_start", index=0, content_block={"type": "text", "text": ""})
+        + ant("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": "{}"}),
+        # delta after the block stopped
+        ant("content_block_start", index=0, content_block={"type": "text", "text": ""})
+        + ant("content_block_stop", index=0)
+        + ant("content_block_delta", index=0, delta={"type": "text_delta", "text": "late"}),
+        # index not dense
+        ant("content_block_start", index=1, content_block={"type": "text", "text": ""}),
+    ],
+)
+def test_anthropic_semantic_errors(body: bytes) -> None:
+    outcome, failed = _violation(A, MSG_START + body + ant("message_stop"))
+    assert outcome is Outcome.ERROR
+    assert isinstance(failed, SemanticStreamError)
+
+
+def test_anthropic_event_before_message_start() -> None:
+    outcome, failed = _violation(A, ant("content_block_start", index=0, content_block={"type": "text"}))
+    assert outcome is Outcome.ERROR
+    assert isinstance(failed, UpstreamProtocolError)
+    assert "WAITING" in str(failed)
+
+
+def test_anthropic_message_delta_usage_is_cumulative() -> None:
+    s, _ = run_stream(
+        A,
+        [
+            MSG_START
+            + ant("message_delta", delta={"stop_reason": None}, usage={"output_tokens": 5})
+            + ant("message_delta", delta={"stop_reason": "pause_turn"}, usage={"output_tokens": 9})
+            + ant("message_stop")
+        ],
+    )
+    assert (s.usage.input_tokens, s.usage.output_tokens, s.usage.total_tokens) == (10, 9, 19)
+    assert (s.stop_reason, s.stop_class) == ("pause_turn", StopClass.PAUSE_TURN)
+
+
+def test_anthropic_tool_without_deltas_has_empty_object_input() -> None:
+    s, _ = run_stream(
+        A,
+        [
+            MSG_START
+            + ant(
+                "content_block_start", index=0, content_block={"type": "tool_use", "id": "t", "name": "now"}
+            )
+            + ant("content_block_stop", index=0)
+            + ant("message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 3})
+            + ant("message_stop")
+        ],
+        capture=True,
+    )
+    (tc,) = s.tool_calls
+    assert (tc.arguments_complete, tc.arguments_valid_json, tc.arguments) == (True, True, "{}")
+
+
+def test_anthropic_server_and_mcp_tool_kinds() -> None:
+    s, _ = run_stream(
+        A,
+        [
+            MSG_START
+            + ant(
+                "content_block_start",
+                index=0,
+                content_block={
+                    "type": "server_tool_use",
+                    "id": "srvtoolu_1",
+                    "name": "web_search",
+                    "input": {},
+                },
+            )
+            + ant(
+                "content_block_delta",
+                index=0,
+                delta={"type": "input_json_delta", "partial_json": '{"query":"x"}'},
+            )
+            + ant("content_block_stop", index=0)
+            + ant(
+                "content_block_start",
+                index=1,
+                content_block={
+                    "type": "mcp_tool_use",
+                    "id": "mcptoolu_1",
+                    "name": "echo",
+                    "server_name": "s",
+                },
+            )
+            + ant("content_block_stop", index=1)
+            + ant("message_stop")
+        ],
+    )
+    assert [(t.kind, t.arguments_valid_json) for t in s.tool_calls] == [("server_tool", True), ("mcp", True)]
+
+
+def test_events_after_terminal_are_not_interpreted() -> None:
+    s, obs = run_stream(C, [fixture(C, "text.sse") + chat({"content": "ghost"})])
+    assert s.outcome is Outcome.COMPLETED
+    assert s.text_bytes == 24
+    assert obs.failed is None
+
+
+def test_chat_model_mismatch_is_protocol_error() -> None:
+    body = chat({"content": "a"}) + chat({"content": "b"}, model="gpt-4o-mini") + b"data: [DONE]\n\n"
+    s, obs = run_stream(C, [body])
+    assert s.outcome is Outcome.ERROR
+    assert s.error is not None and s.error.kind is ErrorKind.UPSTREAM_PROTOCOL
+    assert "model" in str(obs.failed)
+
+
+def test_chat_done_without_finish_reason_completes_tool_calls() -> None:
+    body = (
+        chat(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ]
+            }
+        )
+        + b"data: [DONE]\n\n"
+    )
+    s, _ = run_stream(C, [body])
+    assert s.outcome is Outcome.COMPLETED
+    assert s.stop_reason is None
+    assert [(t.arguments_complete, t.arguments_valid_json) for t in s.tool_calls] == [(True, True)]
+
+
+def test_chat_custom_tool_and_reasoning_content() -> None:
+    body = (
+        chat({"reasoning_content": "think"})
+        + chat(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "c", "type": "custom", "custom": {"name": "sh", "input": "ls"}}
+                ]
+            }
+        )
+        + chat({}, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+    s, _ = run_stream(C, [body], capture=True)
+    assert s.reasoning == "think" and s.reasoning_bytes == 5
+    (tc,) = s.tool_calls
+    assert (tc.kind, tc.name, tc.arguments, tc.arguments_valid_json) == ("custom", "sh", "ls", False)
+
+
+def test_chat_multiple_choices_key_tools_per_choice() -> None:
+    def two(i: int, args: str, finish: str | None = None) -> bytes:
+        tc = {"index": 0, "function": {"arguments": args}}
+        if finish is None and args.startswith("{"):
+            tc.update({"id": f"call_{i}", "type": "function"})
+        obj = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "model": "m",
+            "choices": [{"index": i, "delta": {"tool_calls": [tc]}, "finish_reason": finish}],
+        }
+        return encode_event(orjson.dumps(obj))
+
+    body = (
+        two(0, '{"a":')
+        + two(1, '{"b":')
+        + two(0, "1}")
+        + two(1, "2}", "tool_calls")
+        + two(0, "", "tool_calls")
+    )
+    s, _ = run_stream(C, [body + b"data: [DONE]\n\n"], capture=True)
+    assert [(t.id, t.arguments) for t in s.tool_calls] == [("call_0", '{"a":1}'), ("call_1", '{"b":2}')]
+
+
+def test_responses_delta_for_unknown_item_is_semantic_error() -> None:
+    body = resp("response.created", 0, response={"id": "resp_1"}) + resp(
+        "response.output_text.delta", 1, item_id="msg_nope", output_index=0, content_index=0, delta="x"
+    )
+    s, obs = run_stream(R, [body])
+    assert s.outcome is Outcome.ERROR
+    assert isinstance(obs.failed, SemanticStreamError)
+
+
+def test_responses_item_event_before_created_is_protocol_error() -> None:
+    s, obs = run_stream(
+        R, [resp("response.output_item.added", 0, output_index=0, item={"id": "m", "type": "message"})]
+    )
+    assert s.outcome is Outcome.ERROR
+    assert isinstance(obs.failed, UpstreamProtocolError)
+
+
+def test_responses_terminal_snapshot_completes_tool_without_done_events() -> None:
+    fc = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f", "arguments": '{"a": 1}'}
+    body = (
+        resp("response.created", 0, response={"id": "resp_1", "model": "m"})
+        + resp("response.output_item.added", 1, output_index=0, item={**fc, "arguments": ""})
+        + resp("response.function_call_arguments.delta", 2, item_id="fc_1", output_index=0, delta='{"a"')
+        + resp(
+            "response.completed",
+            3,
+            response={
+                "id": "resp_1",
+                "status": "completed",
+                "output": [fc],
+                "usage": {"input_tokens": 3, "output_tokens": 4},
+            },
+        )
+    )
+    s, _ = run_stream(R, [body], capture=True)
+    assert s.outcome is Outcome.COMPLETED
+    assert s.stop_class is StopClass.TOOL_USE
+    (tc,) = s.tool_calls
+    assert (tc.id, tc.arguments, tc.arguments_valid_json, tc.arguments_bytes) == (
+        "call_1",
+        '{"a": 1}',
+        True,
+        8,
+    )
+    assert (s.usage.total_tokens, s.usage.cache_read_tokens) == (7, None)
+
+
+def test_responses_id_change_is_protocol_error() -> None:
+    body = resp("response.created", 0, response={"id": "resp_1"}) + resp(
+        "response.completed", 1, response={"id": "resp_2", "status": "completed", "output": []}
+    )
+    s, obs = run_stream(R, [body])
+    assert s.outcome is Outcome.ERROR
+    assert isinstance(obs.failed, UpstreamProtocolError)
+
+
+def test_responses_next_sequence_number() -> None:
+    obs = StreamObserver(R, start=0.0)
+    assert obs.next_sequence_number == 0
+    obs.feed(fixture(R, "function_call_reasoning_gap.sse")[:2000], 1.0)
+    n = obs.next_sequence_number
+    assert n > 0
+    assert StreamObserver(C, start=0.0).next_sequence_number == 0
+
+
+def test_responses_custom_and_mcp_tools() -> None:
+    body = (
+        resp("response.created", 0, response={"id": "resp_1", "model": "m"})
+        + resp(
+            "response.output_item.added",
+            1,
+            output_index=0,
+            item={"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_c", "name": "sh", "input": ""},
+        )
+        + resp("response.custom_tool_call_input.delta", 2, item_id="ctc_1", output_index=0, delta="echo ")
+        + resp("response.custom_tool_call_input.done", 3, item_id="ctc_1", output_index=0, input="echo hi")
+        + resp(
+            "response.output_item.added",
+            4,
+            output_index=1,
+            item={"id": "mcp_1", "type": "mcp_call", "name": "add", "server_label": "calc", "arguments": ""},
+        )
+        + resp("response.mcp_call_arguments.delta", 5, item_id="mcp_1", output_index=1, delta='{"a":1}')
+        + resp("response.mcp_call_arguments.done", 6, item_id="mcp_1", output_index=1, arguments='{"a":1}')
+    )
+    s, _ = run_stream(R, [body], capture=True)
+    assert s.outcome is Outcome.CLOSED
+    assert [(t.id, t.kind, t.arguments, t.arguments_complete) for t in s.tool_calls] == [
+        ("call_c", "custom", "echo hi", True),
+        ("mcp_1", "mcp", '{"a":1}', True),
+    ]
+
+
+# -- observe_body ---------------------------------------------------------------------------------
+
+
+def test_observe_body_sse_content_type_equals_streaming() -> None:
+    data = fixture(A, "thinking.sse")
+    s = observe_body(
+        A, data, status_code=200, start=0.0, headers_at=0.1, end=0.5, content_type="text/event-stream"
+    )
+    streamed, _ = run_stream(A, [data], capture=False)
+    assert s.streaming is True
+    assert s.to_metadata()["usage"] == streamed.to_metadata()["usage"]
+    assert s.outcome is Outcome.COMPLETED
+    assert s.timing.total_s == 0.5
+
+
+def test_observe_body_sniffs_sse_without_content_type() -> None:
+    s = observe_body(C, fixture(C, "text.sse"), status_code=200, start=0.0, headers_at=0.0, end=1.0)
+    assert s.streaming is True and s.outcome is Outcome.COMPLETED
+
+
+def test_observe_body_json_timing_and_counts() -> None:
+    body = fixture(C, "body_tool_calls.json")
+    s = observe_body(
+        C, body, status_code=200, start=5.0, headers_at=5.25, end=6.0, content_type="application/json"
+    )
+    assert s.streaming is False
+    assert (s.timing.headers_s, s.timing.total_s, s.timing.first_event_s) == (0.25, 1.0, None)
+    assert (s.counts.bytes, s.counts.chunks, s.counts.events) == (len(body), 1, 0)
+
+
+@pytest.mark.parametrize("protocol", [A, C, R])
+def test_observe_body_not_json_is_protocol_error(protocol: Protocol) -> None:
+    s = observe_body(protocol, b'{"id": "trunc', status_code=200, start=0, headers_at=0, end=0)
+    assert s.outcome is Outcome.ERROR
+    assert s.error is not None and s.error.kind is ErrorKind.UPSTREAM_PROTOCOL
+
+
+@pytest.mark.parametrize("protocol", [A, C, R])
+def test_observe_body_error_object_with_200(protocol: Protocol) -> None:
+    body = error_body(protocol, ErrorKind.OVERLOADED, "Overloaded")
+    s = observe_body(
+        protocol, body, status_code=200, start=0, headers_at=0, end=0, content_type="application/json"
+    )
+    assert s.outcome is Outcome.ERROR
+    assert s.error is not None and s.error.kind is ErrorKind.OVERLOADED
+
+
+def test_observe_body_responses_failed_and_incomplete() -> None:
+    failed = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "failed",
+        "model": "m",
+        "output": [],
+        "error": {"code": "rate_limit_exceeded", "message": "slow down"},
+    }
+    s = observe_body(R, orjson.dumps(failed), status_code=200, start=0, headers_at=0, end=0)
+    assert (s.outcome, s.stop_reason, s.stop_class) == (Outcome.COMPLETED, "failed", StopClass.ERROR)
+    assert s.error is not None and s.error.kind is ErrorKind.RATE_LIMITED
+    inc = {
+        "id": "resp_2",
+        "object": "response",
+        "status": "incomplete",
+        "output": [],
+        "incomplete_details": {"reason": "content_filter"},
+    }
+    s = observe_body(R, orjson.dumps(inc), status_code=200, start=0, headers_at=0, end=0)
+    assert (s.stop_reason, s.stop_class, s.error) == ("content_filter", StopClass.CONTENT_FILTER, None)
+
+
+# -- diagnostics and metadata -----------------------------------------------------------------------
+
+
+def test_diagnostics_hold_tail_and_state() -> None:
+    obs = StreamObserver(A, start=0.0)
+    obs.feed(fixture(A, "unfinished_tool.sse"), 1.0)
+    d = obs.diagnostics()
+    assert d["summary"]["outcome"] == "unfinished_tool"
+    assert d["open_tool_calls"][0]["id"] == "toolu_01StallStallStallStall"
+    assert d["state"] == "MESSAGE"
+    assert d["tail"].endswith('data: {"type": "ping"}\n\n')
+    orjson.dumps(d)  # JSON-able
+
+
+def test_metadata_is_plain_json() -> None:
+    for protocol, name in [(A, "thinking.sse"), (C, "empty_json_tail.sse"), (R, "failed.sse")]:
+        s, _ = run_stream(protocol, [fixture(protocol, name)])
+        md = s.to_metadata()
+        assert orjson.loads(orjson.dumps(md)) == md
