@@ -22,11 +22,11 @@ from proxai.model import Outcome, StreamSummary
 # not marked, so the marked flows are exactly the ones that need a look.
 MARKERS: dict[str, str] = {
     Outcome.COMPLETED: "",
-    Outcome.CLOSED: ":scissors:",
-    Outcome.ERROR: ":x:",
-    Outcome.UNFINISHED_TOOL: ":wrench:",
+    Outcome.CLOSED: ":warning:",
+    Outcome.ERROR: ":red_circle:",
+    Outcome.UNFINISHED_TOOL: ":hourglass:",
 }
-GUARD_MARKER = ":hourglass:"  # an error the guard injected (tool stall / idle timeout)
+GUARD_MARKER = ":hourglass:"  # an error the guard injected (idle timeout): the upstream went silent
 GUARD_KINDS = frozenset({"tool_stall", "idle_timeout"})
 
 SHORT_PROTOCOL = {
@@ -50,13 +50,6 @@ def marker_for(outcome: str | None, error_kind: str | None = None) -> str:
 
 def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _fmt_tokens(usage: Mapping[str, Any]) -> str | None:
-    i, o = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
-    if i is None and o is None:
-        return None
-    return f"{'-' if i is None else i} in / {'-' if o is None else o} out"
 
 
 def protocol_label(meta: Mapping[str, Any]) -> str:
@@ -85,18 +78,17 @@ def client_protocol(meta: Mapping[str, Any]) -> str | None:
 
 
 def comment_line(meta: Mapping[str, Any]) -> str:
-    """The one-line ``flow.comment``: protocol, outcome, stop reason, tokens.
+    """The one-line ``flow.comment``: protocol, outcome, error, stop reason, tokens, tool calls.
 
-    e.g. ``ProxAI chat completed · stop tool_calls · 12 in / 30 out · 2 tools``.
+    e.g. ``proxai openai_chat: completed, stop tool_calls, tokens 12 in/30 out, 2 tool calls``;
+    a translated flow names both protocols (``anthropic_messages<-openai_chat``), an unfinished tool
+    call names the call (``unfinished_tool in get_weather``).
     """
+    proto = str(meta.get("protocol") or "?")
+    client = client_protocol(meta)
+    label = f"{client}<-{proto}" if client and client != proto else proto
     outcome = str(meta.get("outcome") or "?")
-    parts = [f"ProxAI {protocol_label(meta)} {outcome}"]
-    err = meta.get("error")
-    if isinstance(err, Mapping) and err.get("kind"):
-        e = str(err["kind"])
-        if _int(err.get("status")) is not None:
-            e += f" (HTTP {err['status']})"
-        parts.append(e)
+    head = f"proxai {label}: {outcome}"
     if outcome == Outcome.UNFINISHED_TOOL:
         names = [
             str(t.get("name") or "?")
@@ -104,16 +96,23 @@ def comment_line(meta: Mapping[str, Any]) -> str:
             if isinstance(t, Mapping) and not t.get("arguments_complete")
         ]
         if names:
-            parts.append("in " + ", ".join(names))
+            head += " in " + "/".join(names)
+    parts = [head]
+    err = meta.get("error")
+    if isinstance(err, Mapping) and err.get("kind"):
+        status = _int(err.get("status"))
+        parts.append(f"{err['kind']}" + (f" (HTTP {status})" if status else ""))
     if meta.get("stop_reason"):
         parts.append(f"stop {meta['stop_reason']}")
     usage = meta.get("usage")
-    if isinstance(usage, Mapping) and (tok := _fmt_tokens(usage)):
-        parts.append(tok)
+    if isinstance(usage, Mapping):
+        i, o = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+        if i is not None or o is not None:
+            parts.append(f"tokens {'?' if i is None else i} in/{'?' if o is None else o} out")
     n = len(_tool_list(meta))
     if n:
-        parts.append(f"{n} tool{'s' if n != 1 else ''}")
-    return " · ".join(parts)
+        parts.append(f"{n} tool call{'s' if n != 1 else ''}")
+    return ", ".join(parts)
 
 
 def _tool_list(meta: Mapping[str, Any]) -> list[Any]:
