@@ -1,0 +1,166 @@
+"""hypothesis: arbitrary bytes and mutated fixtures never raise out of the observers, and
+chunking never changes a summary (timing and the chunk count aside)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from proxai.errors import ProxaiError
+from proxai.model import Protocol
+from proxai.observe import Limits, StreamObserver, observe_body
+from tests.observe.harness import FIXTURES, fixture_cases, normalize
+
+PROTOCOLS = list(Protocol)
+STREAMS = [p for p in fixture_cases() if p.suffix == ".sse"]
+BODIES = [p for p in fixture_cases() if p.suffix == ".json"]
+SMALL = Limits(max_line=2048, max_event=4096, tail_bytes=256, max_tool_args=64, max_capture=64)
+
+
+def observe(protocol: Protocol, pieces: list[bytes], limits: Limits, status: int = 200) -> dict[str, object]:
+    obs = StreamObserver(protocol, start=0.0, limits=limits, capture=True)
+    obs.headers(status, 0.0)
+    for i, piece in enumerate(pieces):
+        obs.feed(piece, float(i))
+        obs.open_tool_calls()
+        obs.summary()
+        assert obs.failed is None or isinstance(obs.failed, ProxaiError)
+    s = obs.finish(float(len(pieces)))
+    assert len(obs.tail) <= limits.tail_bytes
+    return normalize(s, obs.failed)
+
+
+@st.composite
+def cut(draw: st.DrawFn, data: bytes) -> list[bytes]:
+    points = sorted(draw(st.sets(st.integers(0, len(data)), max_size=20)))
+    pieces, prev = [], 0
+    for c in [*points, len(data)]:
+        pieces.append(data[prev:c])
+        prev = c
+    return [p for p in pieces if p]
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> tuple[Protocol, bytes]:
+    path: Path = draw(st.sampled_from(STREAMS))
+    data = bytearray(path.read_bytes())
+    for _ in range(draw(st.integers(1, 6))):
+        op = draw(st.sampled_from(["flip", "delete", "insert", "truncate", "dup"]))
+        if not data:
+            break
+        i = draw(st.integers(0, len(data) - 1))
+        if op == "flip":
+            data[i] = draw(st.integers(0, 255))
+        elif op == "delete":
+            del data[i : i + draw(st.integers(1, 40))]
+        elif op == "insert":
+            data[i:i] = draw(
+                st.sampled_from([b"\n\n", b'"', b"{", b"}", b"null", b"[]", b"0", b"\r", b"data: x\n\n"])
+            )
+        elif op == "truncate":
+            del data[i:]
+        else:
+            j = draw(st.integers(i, min(len(data), i + 400)))
+            data[j:j] = data[i:j]
+    return Protocol(path.parent.name), bytes(data)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(protocol=st.sampled_from(PROTOCOLS), raw=st.binary(max_size=3000), data=st.data())
+def test_arbitrary_bytes_never_raise(protocol: Protocol, raw: bytes, data: st.DataObject) -> None:
+    pieces = data.draw(cut(raw))
+    assert observe(protocol, pieces, SMALL) == observe(protocol, [raw] if raw else [], SMALL)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=mutated(), data=st.data(), status=st.sampled_from([200, 200, 200, 429, 500]))
+def test_mutated_fixtures_never_raise_and_chunking_never_matters(
+    case: tuple[Protocol, bytes], data: st.DataObject, status: int
+) -> None:
+    protocol, raw = case
+    pieces = data.draw(cut(raw))
+    limits = data.draw(st.sampled_from([Limits(), SMALL]))
+    whole = observe(protocol, [raw] if raw else [], limits, status)
+    assert observe(protocol, pieces, limits, status) == whole
+    assert observe(protocol, [raw[i : i + 1] for i in range(len(raw))], limits, status) == whole
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    protocol=st.sampled_from(PROTOCOLS),
+    path=st.sampled_from(BODIES),
+    flips=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
+    status=st.sampled_from([200, 400, 503]),
+)
+def test_mutated_bodies_never_raise(
+    protocol: Protocol, path: Path, flips: list[tuple[int, int]], status: int
+) -> None:
+    body = bytearray(path.read_bytes())
+    for pos, val in flips:
+        if body:
+            body[pos % len(body)] = val
+    s = observe_body(protocol, bytes(body), status_code=status, start=0, headers_at=0, end=0, capture=True)
+    s.to_metadata()
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_KEYS = [
+    "type",
+    "index",
+    "delta",
+    "content_block",
+    "message",
+    "usage",
+    "choices",
+    "item",
+    "item_id",
+    "response",
+    "error",
+    "sequence_number",
+    "id",
+    "model",
+    "tool_calls",
+    "finish_reason",
+    "output",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    protocol=st.sampled_from(PROTOCOLS),
+    path=st.sampled_from(STREAMS),
+    key=st.sampled_from(_KEYS),
+    value=_JSON_VALUES,
+    which=st.integers(0, 50),
+)
+def test_wrong_shaped_payloads_are_protocol_errors_not_crashes(
+    protocol: Protocol, path: Path, key: str, value: object, which: int
+) -> None:
+    """Valid JSON of the wrong shape (a string where an object belongs...) in one event."""
+
+    blocks = path.read_bytes().split(b"\n\n")
+    i = which % len(blocks)
+    lines = blocks[i].split(b"\n")
+    for j, line in enumerate(lines):
+        if line.startswith(b"data: {"):
+            try:
+                obj = orjson.loads(line[6:])
+            except orjson.JSONDecodeError:
+                return
+            obj[key] = value
+            lines[j] = b"data: " + orjson.dumps(obj)
+    blocks[i] = b"\n".join(lines)
+    raw = b"\n\n".join(blocks)
+    observe(Protocol(path.parent.name), [raw], Limits())
+    observe(protocol, [raw], Limits())
+
+
+def test_fixture_dir_exists() -> None:
+    assert FIXTURES.is_dir()
