@@ -58,7 +58,10 @@ def _json(ev: SseEvent, n: int) -> dict[str, Any]:
     return obj  # type: ignore[no-any-return]
 
 
-def _args(raw: str, n: int) -> Any:
+def _args(raw: str, n: int, errored: bool = False) -> Any:
+    """Complete, valid argument JSON - unless the stream ended in an error (the client raises)."""
+    if errored:
+        return raw
     try:
         return orjson.loads(raw) if raw else {}
     except orjson.JSONDecodeError:
@@ -197,7 +200,9 @@ def validate_anthropic(body: bytes) -> Final:
         elif b["type"] == "redacted_thinking":
             fin.redacted.append(b["cb"].get("data", ""))
         else:
-            fin.tools.append((b["cb"]["id"], b["cb"]["name"], _args(b["args"], len(events))))
+            fin.tools.append(
+                (b["cb"]["id"], b["cb"]["name"], _args(b["args"], len(events), fin.error is not None))
+            )
     return fin
 
 
@@ -289,7 +294,9 @@ def validate_chat(body: bytes) -> Final:
     if fin.error is None:
         _check(state == "done", len(events), "stream ended without [DONE]")
         _check(role_seen, len(events), "no role in the first delta")
-    fin.tools = [(t["id"], t["name"], _args(t["args"], len(events))) for t in tools.values()]
+    fin.tools = [
+        (t["id"], t["name"], _args(t["args"], len(events), fin.error is not None)) for t in tools.values()
+    ]
     return fin
 
 
@@ -480,7 +487,8 @@ def validate_responses(body: bytes) -> Final:
                 else:
                     fin.refusal += p["refusal"]
         elif it["type"] == "function_call":
-            fin.tools.append((it["call_id"], it["name"], _args(it.get("arguments", ""), len(events))))
+            args = it.get("arguments", "") if rec["done"] else rec["args"]
+            fin.tools.append((it["call_id"], it["name"], _args(args, len(events), fin.error is not None)))
         elif it["type"] == "reasoning":
             content = it.get("content") or []
             if content:

@@ -1,5 +1,6 @@
-"""Helpers shared by the source wrappers: JSON payload parsing with typed errors, the empty-tail
-tolerance of seed 002, and classifying an upstream error event into an ``ErrorKind``."""
+"""Helpers shared by the source wrappers: JSON payload parsing with typed errors (the empty-tail
+tolerance of seed 002 is decided by the caller), and classifying an upstream error event into an
+``ErrorKind`` with the observers' shared classifier."""
 
 from __future__ import annotations
 
@@ -7,43 +8,15 @@ from typing import Any
 
 import orjson
 
+from proxai.error_kind import classify_error
 from proxai.errors import UpstreamProtocolError
 from proxai.model import ErrorKind
 
-_BY_TYPE: dict[str, ErrorKind] = {
-    "overloaded_error": ErrorKind.OVERLOADED,
-    "server_overloaded": ErrorKind.OVERLOADED,
-    "rate_limit_error": ErrorKind.RATE_LIMITED,
-    "rate_limit_exceeded": ErrorKind.RATE_LIMITED,
-    "insufficient_quota": ErrorKind.RATE_LIMITED,
-    "authentication_error": ErrorKind.AUTHENTICATION,
-    "invalid_api_key": ErrorKind.AUTHENTICATION,
-    "permission_error": ErrorKind.PERMISSION,
-    "not_found_error": ErrorKind.NOT_FOUND,
-    "invalid_request_error": ErrorKind.INVALID_REQUEST,
-    "context_length_exceeded": ErrorKind.PROMPT_TOO_LONG,
-    "api_error": ErrorKind.SERVER,
-    "server_error": ErrorKind.SERVER,
-    "timeout_error": ErrorKind.IDLE_TIMEOUT,
-}
-
-_PROMPT_TOO_LONG = (
-    "prompt is too long",
-    "context length",
-    "context_length",
-    "maximum context",
-    "too many tokens",
-)
-
 
 def classify(type_: object, code: object, message: str) -> ErrorKind:
-    low = message.lower()
-    if any(p in low for p in _PROMPT_TOO_LONG):
-        return ErrorKind.PROMPT_TOO_LONG
-    for key in (code, type_):
-        if isinstance(key, str) and key in _BY_TYPE:
-            return _BY_TYPE[key]
-    return ErrorKind.UNKNOWN
+    """The shared classifier (``proxai.error_kind``), given the more specific of code / type."""
+    key = code if isinstance(code, str) and code else type_
+    return classify_error(message, type=key if isinstance(key, str) else None)
 
 
 def load_object(data: str, protocol: str) -> dict[str, Any] | None:

@@ -1,0 +1,144 @@
+"""Normalize mode (same protocol in and out, strict output): the quirks of compatible providers
+are repaired (seed 001 "compatibility normalization", seed 002 empty tail), lifecycle-free
+deltas are accepted only here (seed 004)."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxai.errors import ConfigError, SemanticStreamError, UpstreamProtocolError
+from proxai.model import ErrorKind, Protocol
+from proxai.sse import SseScanner
+from proxai.translate.stream import make_stream_translator
+
+from . import build as b
+from .harness import SDKS, A, C, R, chunks, sdk_neutral
+from .validators import validate_anthropic, validate_chat
+
+
+def norm(proto: Protocol, body: bytes, mode: str = "whole") -> bytes:
+    t = make_stream_translator(proto, proto, normalize=True)
+    sc = SseScanner()
+    out = [t.feed(sc.feed(piece)) for piece in chunks(body, mode)]
+    out.append(t.feed(sc.close()))
+    out.append(t.finish())
+    return b"".join(out)
+
+
+NO_USAGE_DELTA = (
+    b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"}}\n\n'
+)
+
+
+def text_block(index: int, text: str, *, event_line: bool = True) -> bytes:
+    return (
+        b.a(
+            "content_block_start",
+            index=index,
+            content_block={"type": "text", "text": ""},
+            event_line=event_line,
+        )
+        + b.a(
+            "content_block_delta",
+            index=index,
+            delta={"type": "text_delta", "text": text},
+            event_line=event_line,
+        )
+        + b.a("content_block_stop", index=index, event_line=event_line)
+    )
+
+
+@pytest.mark.parametrize("mode", ["whole", "bytes", "random"])
+def test_anthropic_compatible_quirks_repaired(mode: str) -> None:
+    body = (
+        b.a_start(usage={"input_tokens": 7, "output_tokens": 0}).replace(
+            b"event: message_start\n", b""
+        )  # data-only
+        + text_block(0, "Hello", event_line=False)
+        + text_block(2, " world")  # non-dense index
+        + b.a(
+            "content_block_start",
+            index=5,
+            content_block={"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+        )
+        + b.a_args(5, '{"x": 1}')
+        + b.a("content_block_stop", index=5)
+        + NO_USAGE_DELTA
+        + b.a("message_stop")
+        + b"data: \n\n"  # empty JSON tail
+    )
+    out = norm(A, body, mode)
+    fin = validate_anthropic(out)
+    assert fin.text == "Hello world"
+    assert fin.tools == [("t1", "f", {"x": 1})]
+    assert fin.stop == "tool_use"
+    final = SDKS[A](out)
+    assert [blk.type for blk in final.content] == ["text", "text", "tool_use"]
+    assert final.usage.input_tokens == 7
+
+
+def test_lifecycle_free_deltas_only_in_normalize_mode() -> None:
+    body = b.a_start() + b.a_text(0, "no start") + b.a_end()
+    fin = validate_anthropic(norm(A, body))
+    assert fin.text == "no start"
+    t = make_stream_translator(A, C)
+    sc = SseScanner()
+    with pytest.raises(SemanticStreamError, match="orphan"):
+        t.feed(sc.feed(body))
+
+
+def test_lifecycle_free_without_message_start() -> None:
+    body = b.a_text(0, "bare") + b.a_end()
+    fin = validate_anthropic(norm(A, body))
+    assert fin.text == "bare"
+
+
+@pytest.mark.parametrize("mode", ["whole", "bytes", "random"])
+def test_openai_compatible_quirks_repaired(mode: str) -> None:
+    usage = {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}
+    body = (
+        b.c({"role": "assistant", "content": "Hi"}, usage=usage)
+        + b.c({"role": "assistant", "content": " there"}, usage=usage)  # role repeated, usage on every chunk
+        + b.c({"role": "assistant", **b.c_tool(0, "call_1", "f", "")})
+        + b.c(b.c_tool(0, "call_1", "f", '{"a":'))  # id/name repeated
+        + b.c(b.c_tool(0, args="1}"), finish="tool_calls", usage=usage)
+        + b"data: \n\n"  # empty tail, and no usage-only chunk, no [DONE]
+    )
+    out = norm(C, body, mode)
+    fin = validate_chat(out)
+    assert fin.text == "Hi there"
+    assert fin.tools == [("call_1", "f", {"a": 1})]
+    assert fin.usage is not None and fin.usage["prompt_tokens"] == 9
+    got = sdk_neutral(C, SDKS[C](out))
+    assert got is not None and got.tools == [("call_1", "f", {"a": 1})] and got.usage == (9, 3, 0)
+
+
+def test_chat_eof_after_finish_is_truncation_outside_normalize() -> None:
+    body = b.c({"role": "assistant", "content": "Hi"}) + b.c(finish="stop")
+    t = make_stream_translator(C, A)
+    sc = SseScanner()
+    out = t.feed(sc.feed(body)) + t.finish()
+    assert validate_anthropic(out).error is not None
+
+
+def test_empty_payload_before_any_data_is_an_error() -> None:
+    t = make_stream_translator(A, A, normalize=True)
+    with pytest.raises(UpstreamProtocolError, match="empty payload"):
+        t.feed(SseScanner().feed(b"data: \n\n"))
+    assert validate_anthropic(t.fail(ErrorKind.UPSTREAM_PROTOCOL, "bad")).error is not None
+
+
+def test_responses_normalize_passes_scenarios_through() -> None:
+    from .harness import render, translate
+
+    raw, _ = render(R, "parallel_tools")
+    out, _ = translate(R, R, raw)
+    assert SDKS[R](out).output[-1].type == "function_call"
+
+
+@pytest.mark.parametrize(
+    ("up", "client", "normalize"), [(A, A, False), (C, C, False), (A, C, True), (R, A, True)]
+)
+def test_factory_rejects_bad_combinations(up: Protocol, client: Protocol, normalize: bool) -> None:
+    with pytest.raises(ConfigError):
+        make_stream_translator(up, client, normalize=normalize)

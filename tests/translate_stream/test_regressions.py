@@ -1,0 +1,362 @@
+"""Known failures of other proxies, turned into regression tests (issue 5)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
+from proxai.model import ErrorKind, Protocol
+from proxai.sse import SseScanner
+from proxai.translate.stream import make_stream_translator
+
+from . import build as b
+from .harness import SDKS, A, C, R, render, sdk_neutral, translate, truth
+from .validators import VALIDATORS, validate_anthropic, validate_chat, validate_responses
+
+
+def run(up: Protocol, client: Protocol, body: bytes) -> bytes:
+    t = make_stream_translator(up, client, normalize=up is client)
+    sc = SseScanner()
+    return t.feed(sc.feed(body) + sc.close()) + t.finish()
+
+
+def run_raises(up: Protocol, client: Protocol, body: bytes, exc: type[Exception], match: str) -> bytes:
+    """The typed error surfaces from feed(); fail() then gives a well-formed client error."""
+    t = make_stream_translator(up, client, normalize=up is client)
+    sc = SseScanner()
+    with pytest.raises(exc, match=match):
+        t.feed(sc.feed(body) + sc.close())
+    out = t.fail(ErrorKind.UPSTREAM_PROTOCOL, "upstream protocol error")
+    fin = VALIDATORS[client.value](out)
+    assert fin.error is not None
+    assert t.finish() == b"" and t.fail(ErrorKind.UNKNOWN, "again") == b""
+    return out
+
+
+@pytest.mark.parametrize("client", [C, R])
+def test_interleaved_tool_deltas_land_in_their_own_call(client: Protocol) -> None:
+    raw, _ = render(A, "parallel_tools")
+    out, _ = translate(A, client, raw)
+    fin = VALIDATORS[client.value](out)
+    args = {tid: a for tid, _, a in fin.tools}
+    assert args == {
+        "toolu_01000101fakecall": {"city": "Paris", "unit": "celsius", "days": 2},
+        "toolu_01000102fakecall": {"city": "Tokyo", "unit": "celsius", "days": 2},
+    }
+
+
+@pytest.mark.parametrize("client", [A, C])
+def test_arguments_sent_only_in_done(client: Protocol) -> None:
+    raw, _ = render(R, "args_in_done")
+    assert b"function_call_arguments.delta" not in raw
+    out, _ = translate(R, client, raw)
+    fin = VALIDATORS[client.value](out)
+    assert fin.tools[0][2] == {"city": "Paris", "unit": "celsius", "days": 2}
+
+
+@pytest.mark.parametrize("up", [A, C, R])
+@pytest.mark.parametrize("client", [A, C, R])
+def test_empty_argument_delta_is_never_emitted(up: Protocol, client: Protocol) -> None:
+    raw, _ = render(up, "empty_tool_delta")
+    out, _ = translate(up, client, raw)
+    VALIDATORS[client.value](out)
+    assert b'"partial_json":""' not in out
+    assert out.count(b'"arguments":""') <= (1 if client is C else 2)  # only the start (+ Responses added)
+
+
+@pytest.mark.parametrize(("up", "client"), [(A, C), (A, R), (C, A), (C, R), (R, A), (R, C)])
+def test_text_and_tool_calls_in_one_turn_both_kept(up: Protocol, client: Protocol) -> None:
+    raw, _ = render(up, "parallel_tools")
+    out, _ = translate(up, client, raw)
+    fin = VALIDATORS[client.value](out)
+    assert fin.text == "I'll look up the weather in both cities at once."
+    assert [n for _, n, _ in fin.tools] == ["get_weather", "get_weather"]
+
+
+@pytest.mark.parametrize("client", [A, R])
+def test_last_argument_fragment_in_the_finish_chunk(client: Protocol) -> None:
+    raw, _ = render(C, "last_fragment_in_finish")
+    last = [line for line in raw.split(b"\n\n") if b'"finish_reason":"tool_calls"' in line]
+    assert last and b"arguments" in last[0]
+    out, _ = translate(C, client, raw)
+    fin = VALIDATORS[client.value](out)
+    assert fin.tools[0][2] == {"city": "Paris", "unit": "celsius", "days": 2}
+
+
+@pytest.mark.parametrize("client", [C, R])
+def test_thinking_delta_inside_a_text_block(client: Protocol) -> None:
+    body = (
+        b.a_start()
+        + b.a("content_block_start", index=0, content_block={"type": "text", "text": ""})
+        + b.a("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "hmm"})
+    )
+    run_raises(A, client, body, SemanticStreamError, "thinking_delta inside a text block")
+
+
+@pytest.mark.parametrize("client", [C, R])
+def test_duplicate_message_start(client: Protocol) -> None:
+    run_raises(A, client, b.a_start() + b.a_start(), SemanticStreamError, "duplicate message_start")
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        (b.a_start() + b.a_text(0, "x"), "orphan content_block_delta"),
+        (b.a_start() + b.a("content_block_stop", index=3), "content_block_stop without content_block_start"),
+        (
+            b.a_start()
+            + b.a("content_block_start", index=0, content_block={"type": "text", "text": ""})
+            + b.a("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+            "duplicate content_block_start",
+        ),
+        (b.a_text(0, "x"), "before message_start"),
+        (b.a_start() + b.a("message_stop"), "message_stop without message_delta"),
+    ],
+)
+def test_inconsistent_anthropic_sources(body: bytes, match: str) -> None:
+    run_raises(A, C, body, SemanticStreamError, match)
+
+
+@pytest.mark.parametrize(("up", "client"), [(A, C), (A, R), (C, A), (R, A), (R, C), (C, R)])
+def test_cache_tokens_kept(up: Protocol, client: Protocol) -> None:
+    raw, _ = render(up, "cache_usage")
+    expect = truth(up, raw)
+    assert expect.usage[2]  # the upstream reported cache reads
+    out, _ = translate(up, client, raw)
+    got = sdk_neutral(client, SDKS[client](out))
+    assert got is not None and got.usage == expect.usage
+
+
+def test_anthropic_cache_write_survives_to_anthropic() -> None:
+    raw, _ = render(A, "cache_usage")
+    out, _ = translate(A, A, raw)
+    final = SDKS[A](out)
+    assert final.usage.cache_creation_input_tokens == 512 and final.usage.cache_read_input_tokens == 2048
+
+
+@pytest.mark.parametrize("up", [A, C, R])
+@pytest.mark.parametrize("client", [A, C, R])
+def test_reset_upstream_is_not_reported_as_success(up: Protocol, client: Protocol) -> None:
+    raw, reset = render(up, "reset")
+    assert reset
+    t = make_stream_translator(up, client, normalize=up is client)
+    sc = SseScanner()
+    out = t.feed(sc.feed(raw))
+    out += t.finish()  # a carrier that only sees EOF, without knowing about the reset
+    fin = VALIDATORS[client.value](out)
+    assert fin.error is not None and fin.stop is None
+    assert (
+        b"data: [DONE]" not in out
+        and b"event: message_stop" not in out
+        and b"event: response.completed" not in out
+    )
+
+
+@pytest.mark.parametrize("client", [A, C, R])
+@pytest.mark.parametrize(
+    "error_event",
+    [
+        b'event: error\ndata: {"message": "boom"}\n\n',
+        b'event: error\ndata: {"type": "error", "error": "flat string"}\n\n',
+        b'event: error\ndata: {"type": "error"}\n\n',
+    ],
+)
+def test_malformed_upstream_error_event_still_gives_a_well_formed_client_error(
+    client: Protocol, error_event: bytes
+) -> None:
+    out = run(A, client, b.a_start() + error_event)
+    fin = VALIDATORS[client.value](out)
+    assert fin.error is not None and isinstance(fin.error.get("message"), str) and fin.error["message"]
+
+
+def test_chat_error_payload_is_translated() -> None:
+    body = (
+        b.c({"role": "assistant", "content": "hi"})
+        + b'data: {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}\n\n'
+    )
+    out = run(C, A, body)
+    fin = validate_anthropic(out)
+    assert fin.error == {"type": "rate_limit_error", "message": "Rate limit reached"}
+
+
+STOPS = [
+    # (Anthropic stop_reason, Chat finish_reason, Responses status[:reason])
+    ("end_turn", "stop", "completed"),
+    ("max_tokens", "length", "incomplete:max_output_tokens"),
+    ("tool_use", "tool_calls", "completed"),
+    ("stop_sequence", "stop", "completed"),
+    ("refusal", "content_filter", "incomplete:content_filter"),
+    ("pause_turn", "stop", "completed"),
+]
+
+
+@pytest.mark.parametrize(("anthropic_stop", "chat_finish", "responses_status"), STOPS)
+def test_stop_reasons_from_anthropic(anthropic_stop: str, chat_finish: str, responses_status: str) -> None:
+    tool = anthropic_stop == "tool_use"
+    body = b.a_start()
+    if tool:
+        body += b.a(
+            "content_block_start",
+            index=0,
+            content_block={"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
+        )
+        body += b.a_args(0, "{}") + b.a("content_block_stop", index=0)
+    else:
+        body += b.a("content_block_start", index=0, content_block={"type": "text", "text": ""}) + b.a_text(
+            0, "hi"
+        )
+        body += b.a("content_block_stop", index=0)
+    body += b.a_end(anthropic_stop)
+    assert validate_chat(run(A, C, body)).stop == chat_finish
+    assert validate_responses(run(A, R, body)).stop == responses_status
+    assert validate_anthropic(run(A, A, body)).stop == anthropic_stop
+
+
+@pytest.mark.parametrize(
+    ("finish", "anthropic_stop", "responses_status"),
+    [
+        ("stop", "end_turn", "completed"),
+        ("length", "max_tokens", "incomplete:max_output_tokens"),
+        ("content_filter", "refusal", "incomplete:content_filter"),
+    ],
+)
+def test_stop_reasons_from_chat(finish: str, anthropic_stop: str, responses_status: str) -> None:
+    body = b.c({"role": "assistant", "content": "hi"}) + b.c(finish=finish) + b.c_usage() + b.DONE
+    assert validate_anthropic(run(C, A, body)).stop == anthropic_stop
+    assert validate_responses(run(C, R, body)).stop == responses_status
+
+
+def test_chat_refusal_becomes_anthropic_refusal_and_responses_refusal_part() -> None:
+    body = b.c({"role": "assistant", "refusal": "I can't"}) + b.c(finish="stop") + b.c_usage() + b.DONE
+    fa = validate_anthropic(run(C, A, body))
+    assert (fa.text, fa.stop) == ("I can't", "refusal")
+    fr = validate_responses(run(C, R, body))
+    assert (fr.refusal, fr.stop) == ("I can't", "completed")
+
+
+# -- Chat source rules (seed 003) --------------------------------------------------------------------
+
+MULTI_CHOICE = (
+    b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m",'
+    b'"choices":[{"index":0,"delta":{}},{"index":1,"delta":{}}]}\n\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "exc", "match"),
+    [
+        (b.c_usage(), SemanticStreamError, "usage-only chunk .* before any assistant chunk"),
+        (
+            b.c({"role": "assistant", "content": "a"}) + b.c_usage(),
+            SemanticStreamError,
+            "before finish_reason",
+        ),
+        (
+            b.c({"role": "assistant", "content": "a"}, logprobs=None).replace(
+                b'"logprobs":null', b'"logprobs":{"content":[]}'
+            ),
+            TranslationError,
+            "logprobs",
+        ),
+        (
+            MULTI_CHOICE,
+            TranslationError,
+            "multi-choice",
+        ),
+        (
+            b.c({"role": "assistant", "content": "a"}) + b.c({"content": "b"}, id="chatcmpl-OTHER"),
+            SemanticStreamError,
+            "does not match",
+        ),
+        (
+            b.c({"role": "assistant", "content": "a"}) + b.DONE,
+            SemanticStreamError,
+            r"\[DONE\] before any finish_reason",
+        ),
+        (b.c({"role": "user", "content": "a"}), TranslationError, "role"),
+        (b.c(b.c_tool(0, args="{}")), SemanticStreamError, "lacks its id"),
+        (
+            b.c({"content": "a"}, finish="stop") + b.c({"content": "b"}),
+            SemanticStreamError,
+            "after finish_reason",
+        ),
+    ],
+)
+def test_chat_source_rules(body: bytes, exc: type[Exception], match: str) -> None:
+    run_raises(C, A, body, exc, match)
+
+
+def test_chat_intermediate_usage_is_ignored_and_final_usage_wins() -> None:
+    body = (
+        b.c(
+            {"role": "assistant", "content": "a"},
+            usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        )
+        + b.c(finish="stop")
+        + b.c_usage(10, 5, cached=4)
+        + b.DONE
+    )
+    fin = validate_anthropic(run(C, A, body))
+    assert (
+        fin.usage is not None and fin.usage["input_tokens"] == 6 and fin.usage["cache_read_input_tokens"] == 4
+    )
+
+
+def test_chat_without_done_is_truncated() -> None:
+    body = b.c({"role": "assistant", "content": "a"}) + b.c(finish="stop") + b.c_usage()
+    fin = validate_anthropic(run(C, A, body))
+    assert fin.error is not None and "before [DONE]" in fin.error["message"]
+
+
+# -- Responses source --------------------------------------------------------------------------------
+
+
+def test_responses_done_contradicting_deltas_is_semantic() -> None:
+    r = b.R()
+    item = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f", "arguments": ""}
+    body = r.created() + r.ev("response.output_item.added", output_index=0, item=item)
+    body += r.ev("response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta='{"a":')
+    body += r.ev("response.function_call_arguments.done", item_id="fc_1", output_index=0, arguments='{"b":2}')
+    run_raises(R, A, body, SemanticStreamError, "contradicts")
+
+
+def test_responses_hosted_tool_items_are_rejected() -> None:
+    r = b.R()
+    body = r.created() + r.ev(
+        "response.output_item.added", output_index=0, item={"id": "ws_1", "type": "web_search_call"}
+    )
+    run_raises(R, C, body, TranslationError, "web_search_call")
+
+
+def test_responses_redacted_reasoning_roundtrips_to_anthropic() -> None:
+    raw, _ = render(R, "redacted_thinking")
+    out, _ = translate(R, A, raw)
+    final = SDKS[A](out)
+    assert [blk.type for blk in final.content] == ["redacted_thinking", "text"]
+    back, _ = translate(A, R, out)
+    fin = validate_responses(back)
+    assert fin.redacted == [final.content[0].data]
+
+
+def test_invalid_json_payload_is_upstream_protocol_error() -> None:
+    run_raises(
+        A,
+        C,
+        b.a_start() + b"event: content_block_delta\ndata: {not json\n\n",
+        UpstreamProtocolError,
+        "not valid JSON",
+    )
+
+
+def test_ids_agree_between_delta_done_and_terminal_snapshot() -> None:
+    raw, _ = render(A, "thinking")
+    out, _ = translate(A, R, raw)
+    ids_in_deltas = set()
+    for line in out.split(b"\n"):
+        if line.startswith(b"data: ") and b'.delta"' in line:
+            ids_in_deltas.add(orjson.loads(line[6:])["item_id"])
+    fin = validate_responses(out)  # checks added == done == completed ids
+    assert ids_in_deltas == set(fin.ids)
+    final = SDKS[R](out)
+    assert [it.id for it in final.output] == fin.ids
