@@ -1,0 +1,63 @@
+"""Child process of the memory benchmark: observe ``MB`` megabytes of one protocol's stream in
+observe-only mode (``StreamObserver`` alone) and print the peak RSS growth as JSON.
+
+Run in its own process so the peak (VmHWM, reset through /proc/self/clear_refs) belongs to this
+stream only. The stream is generated on the fly (a run of delta events repeated), never held.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from proxai.model import Protocol
+from proxai.observe import StreamObserver
+
+from .procs import reset_peak_rss, status_kb
+from .upstream import _DELTA_START, blocks
+
+
+def main() -> None:
+    protocol, mb = sys.argv[1], int(sys.argv[2])
+    bl = blocks(protocol, 30000)
+    start = _DELTA_START[protocol]
+    head, middle, tail = b"".join(bl[:start]), b"".join(bl[start : start + 1000]), b"".join(bl[start:])
+    chunk = 16384
+    mids = [middle[i : i + chunk] for i in range(0, len(middle), chunk)]
+    import os
+
+    pid = os.getpid()
+    obs = StreamObserver(Protocol(protocol), start=0.0)
+    obs.headers(200, 0.0)
+    obs.feed(head, 0.0)
+    rss0 = status_kb(pid, "VmRSS")
+    reset_ok = reset_peak_rss(pid)
+    total, now = len(head), 0.0
+    while total < mb * 1_000_000:
+        for m in mids:
+            now += 1e-4
+            obs.feed(m, now)
+        total += len(middle)
+    for i in range(0, len(tail), chunk):
+        obs.feed(tail[i : i + chunk], now)
+    total += len(tail)
+    s = obs.finish(now)
+    hwm = status_kb(pid, "VmHWM")
+    print(
+        json.dumps(
+            {
+                "protocol": protocol,
+                "mb": total / 1e6,
+                "rss0_kb": rss0,
+                "hwm_kb": hwm,
+                "reset": reset_ok,
+                "outcome": str(s.outcome),
+                "events": s.counts.events,
+                "failed": None if obs.failed is None else str(obs.failed),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Process helpers for the end-to-end benchmarks: start mitmdump (plain or with the addon) and the
+bench upstream, and read a process's CPU time and memory from /proc (no psutil)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MITMDUMP = Path(sys.executable).parent / "mitmdump"
+ADDON = REPO / "addon" / "proxai.py"
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` (all threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def status_kb(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise KeyError(key)
+
+
+def reset_peak_rss(pid: int) -> bool:
+    """Reset VmHWM of ``pid`` (Linux ``clear_refs`` 5); False when not permitted."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def fd_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@dataclass
+class Proc:
+    proc: subprocess.Popen[bytes]
+    port: int
+    workdir: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        try:
+            return (self.workdir / "log.txt").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def _wait_listening(p: Proc, timeout: float = 30.0) -> Proc:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if p.proc.poll() is not None:
+            raise RuntimeError(f"process exited with {p.proc.returncode}:\n{p.log()[-3000:]}")
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            if s.connect_ex(("127.0.0.1", p.port)) == 0:
+                return p
+        time.sleep(0.05)
+    p.stop()
+    raise RuntimeError(f"not listening on {p.port} after {timeout}s:\n{p.log()[-3000:]}")
+
+
+def _spawn(args: list[str], port: int) -> Proc:
+    workdir = Path(tempfile.mkdtemp(prefix="proxai-bench-"))
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    with open(workdir / "log.txt", "wb") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO), env=env)
+    return _wait_listening(Proc(proc, port, workdir))
+
+
+def start_upstream() -> Proc:
+    port = free_port()
+    return _spawn([sys.executable, "-m", "bench.upstream", str(port)], port)
+
+
+def start_mitmdump(upstream_url: str, *, addon: bool, extra: list[str] | None = None) -> Proc:
+    """mitmdump in reverse mode. Plain mitmdump streams every body (``stream_large_bodies=1``)
+    so both variants stream; the addon streams SSE through its own carrier."""
+    port = free_port()
+    conf = Path(tempfile.mkdtemp(prefix="proxai-bench-conf-"))
+    args = [
+        str(MITMDUMP),
+        "--listen-host", "127.0.0.1", "--listen-port", str(port),
+        "--mode", f"reverse:{upstream_url}",
+        "--set", f"confdir={conf}",
+        "--set", "connection_strategy=lazy",
+        "--set", "termlog_verbosity=warn",
+        "--set", "flow_detail=0",
+    ]  # fmt: skip
+    if addon:
+        args += ["-s", str(ADDON), "--set", f"proxai_diagnostics_dir={conf / 'diagnostics'}"]
+    else:
+        args += ["--set", "stream_large_bodies=1"]
+    args += extra or []
+    return _spawn(args, port)
