@@ -137,17 +137,6 @@ class RouteSpec(_Strict):
             raise ValueError(f"upstream has a bad port: {e}") from None
         return v
 
-    @model_validator(mode="after")
-    def _normalize_same_protocol(self) -> RouteSpec:
-        if self.normalize and self.match.path is not None:
-            client = endpoint_protocol(self.match.path)
-            if client is not None and client is not self.protocol:
-                raise ValueError(
-                    f"normalize = true needs the same protocol on both sides, but match.path "
-                    f"speaks {client} and protocol is {self.protocol}"
-                )
-        return self
-
 
 class RoutesFile(_Strict):
     route: list[RouteSpec] = Field(default_factory=list)
@@ -248,6 +237,16 @@ def parse_routes(source: str, filename: str = "<routes>") -> RouteTable:
         _fail(source, filename, tuple(err["loc"]), err["msg"].removeprefix("Value error, "))
     routes: list[Route] = []
     for i, spec in enumerate(parsed.route):
+        if spec.normalize and spec.match.path is not None:
+            client = endpoint_protocol(spec.match.path)
+            if client is not None and client is not spec.protocol:
+                _fail(
+                    source,
+                    filename,
+                    ("route", i, "normalize"),
+                    f"normalize = true needs the same protocol on both sides, but match.path "
+                    f"speaks {client} and protocol is {spec.protocol}",
+                )
         model: str | tuple[tuple[str, str], ...] | None
         model = tuple(spec.model.items()) if isinstance(spec.model, dict) else spec.model
         routes.append(
