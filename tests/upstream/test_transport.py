@@ -1,0 +1,250 @@
+"""Transport behaviour of the fake upstream: disconnects, HTTP/2 streams, encodings, limits, CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+import zlib
+from collections.abc import Callable
+
+import brotli  # type: ignore[import-untyped]
+import h2.config
+import h2.connection
+import h2.events
+import httpx
+import pytest
+import zstandard
+
+from proxai.upstream import FakeUpstream, list_scenarios
+
+from .test_wire import PATHS, post, request_body, verify
+from .validators import check_anthropic, check_chat, check_responses, scan
+
+
+def _read_until(r: httpx.Response, marker: bytes) -> bytes:
+    seen = b""
+    for chunk in r.iter_raw():
+        seen += chunk
+        if marker in seen:
+            break
+    return seen
+
+
+@pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
+def test_client_disconnect_mid_stall_counts_closed_early(http2: bool) -> None:
+    with FakeUpstream(tls=http2, http2=http2, time_scale=0.01) as up:
+        with httpx.Client(http2=http2, verify=verify(up)) as client:
+            body = request_body("anthropic", "total_stall")
+            hdrs = {"x-proxai-stall": "30"}  # 30 real seconds of silence mid-arguments
+            with client.stream("POST", up.url + PATHS["anthropic"], json=body, headers=hdrs) as r:
+                assert b"input_json_delta" in _read_until(r, b"input_json_delta")
+        # the client went away long before the 30 s stall ended
+        assert up.wait_for(lambda u: u.closed_early == 1, 10)
+        assert up.completed == 0
+        # a normal request afterwards completes and is not counted
+        r = post(up, "chat", "text")
+        check_chat(r.content)
+        assert up.wait_for(lambda u: u.completed == 1, 5)
+        assert up.closed_early == 1
+
+
+def test_http2_reset_one_stream_others_continue() -> None:
+    """A raw h2 client: RST_STREAM on a stalled stream; a sibling stream on the connection completes."""
+    with FakeUpstream(tls=False, http2=True, time_scale=0.01) as up:
+        sock = socket.create_connection(("127.0.0.1", up.port))
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+
+        def request(stream_id: int, protocol: str, model: str, stall: str) -> None:
+            body = json.dumps(request_body(protocol, model)).encode()
+            headers = [
+                (":method", "POST"),
+                (":path", PATHS[protocol]),
+                (":scheme", "http"),
+                (":authority", "127.0.0.1"),
+                ("content-type", "application/json"),
+                ("x-proxai-stall", stall),
+            ]
+            conn.send_headers(stream_id, headers)
+            conn.send_data(stream_id, body, end_stream=True)
+
+        request(1, "responses", "tool_stall", "30")
+        request(3, "chat", "tool_stall", "0.3")
+        sock.sendall(conn.data_to_send())
+        bodies: dict[int, bytes] = {1: b"", 3: b""}
+        ended: set[int] = set()
+        reset_sent = False
+        deadline = time.monotonic() + 20
+        while 3 not in ended and time.monotonic() < deadline:
+            data = sock.recv(65536)
+            assert data
+            for ev in conn.receive_data(data):
+                if isinstance(ev, h2.events.DataReceived):
+                    bodies[ev.stream_id] += ev.data
+                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded):
+                    ended.add(ev.stream_id)
+            if not reset_sent and b"function_call_arguments.delta" in bodies[1]:
+                conn.reset_stream(1)
+                reset_sent = True
+            sock.sendall(conn.data_to_send())
+        sock.close()
+        assert reset_sent and ended == {3}
+        check_chat(bodies[3])  # the sibling stream finished untouched, stall and all
+        assert up.wait_for(lambda u: u.closed_early == 1, 10)
+        assert [r.http_version for r in up.requests] == ["HTTP/2", "HTTP/2"]
+
+
+def test_http2_concurrent_streams(upstream_h2: FakeUpstream) -> None:
+    async def run() -> list[httpx.Response]:
+        async with httpx.AsyncClient(http2=True, verify=verify(upstream_h2)) as client:
+            models = ["slow_tokens", "parallel_tools", "thinking", "tool_stall"] * 2
+            return await asyncio.gather(
+                *[
+                    client.post(upstream_h2.url + PATHS["anthropic"], json=request_body("anthropic", m))
+                    for m in models
+                ]
+            )
+
+    responses = asyncio.run(run())
+    assert {r.http_version for r in responses} == {"HTTP/2"}
+    for r in responses:
+        check_anthropic(r.content)
+
+
+def _decompressor(encoding: str) -> Callable[[bytes], bytes]:
+    if encoding == "gzip":
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress
+    if encoding == "deflate":
+        return zlib.decompressobj().decompress
+    if encoding == "br":
+        return brotli.Decompressor().process  # type: ignore[no-any-return]
+    return zstandard.ZstdDecompressor().decompressobj().decompress
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "zstd"])
+@pytest.mark.parametrize("protocol", ["anthropic", "chat", "responses"])
+def test_compressed_stream_is_live(upstream: FakeUpstream, encoding: str, protocol: str) -> None:
+    decompress = _decompressor(encoding)
+    with (
+        httpx.Client() as client,
+        client.stream(
+            "POST",
+            upstream.url + PATHS[protocol],
+            json=request_body(protocol, "slow_tokens"),
+            headers={"x-proxai-encoding": encoding, "x-proxai-time-scale": "0.01"},
+        ) as r,
+    ):
+        assert r.headers["content-encoding"] == encoding
+        raw = list(r.iter_raw())
+    # each piece was flushed on its own: the first raw chunk already decodes to whole events
+    assert scan(decompress(raw[0]))
+    plain = decompress(b"".join(raw[1:]))
+    whole = _decompressor(encoding)(b"".join(raw))
+    assert whole.endswith(plain)
+    {"anthropic": check_anthropic, "chat": check_chat, "responses": check_responses}[protocol](whole)
+
+
+def test_compressed_json_body(upstream: FakeUpstream) -> None:
+    r = post(upstream, "responses", "text", stream=False, x_proxai_encoding="br")
+    assert r.headers["content-encoding"] == "br"
+    assert r.json()["status"] == "completed"
+
+
+def test_slowloris_arrives_in_many_pieces(upstream: FakeUpstream) -> None:
+    with (
+        httpx.Client() as client,
+        client.stream(
+            "POST",
+            upstream.url + PATHS["chat"],
+            json=request_body("chat", "slowloris"),
+            headers={"x-proxai-time-scale": "0.05"},  # 1 ms per byte
+        ) as r,
+    ):
+        pieces = list(r.iter_raw())
+    assert len(pieces) > 100
+    check_chat(b"".join(pieces))
+
+
+def test_stall_override_is_real_seconds(upstream: FakeUpstream) -> None:
+    with httpx.Client() as client:
+        body = request_body("chat", "total_stall")
+        url = upstream.url + PATHS["chat"]
+        with client.stream("POST", url, json=body, headers={"x-proxai-stall": "0.6"}) as r:
+            gaps, last = [], time.monotonic()
+            for _ in r.iter_raw():
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+    assert max(gaps) >= 0.5  # a lower bound only: the stall really happened
+
+
+def test_scenario_header_wins_and_prefixes(upstream: FakeUpstream) -> None:
+    with httpx.Client() as client:
+        r = client.post(
+            upstream.url + "/openai/v1/chat/completions?api-version=1",
+            json=request_body("chat", "gpt-4o"),
+            headers={"x-proxai-scenario": "parallel_tools"},
+        )
+        seen = check_chat(r.content)
+        assert len(seen.tools) == 2
+        assert json.loads(r.content.split(b"\n")[0][6:])["model"] == "gpt-4o"
+        r = client.post(upstream.url + "/anthropic/v1/messages", json=request_body("anthropic", "no-such"))
+        assert check_anthropic(r.content).stop == "end_turn"  # unknown -> text
+        recorded = upstream.requests[-1]
+        assert (recorded.method, recorded.path) == ("POST", "/anthropic/v1/messages")
+        assert recorded.body["model"] == "no-such"
+        assert recorded.headers["content-type"] == "application/json"
+        assert recorded.http_version == "HTTP/1.1"
+
+
+def test_bad_requests(upstream: FakeUpstream) -> None:
+    with httpx.Client() as client:
+        assert client.post(upstream.url + "/v1/embeddings", json={}).status_code == 404
+        assert client.get(upstream.url + "/v1/messages").status_code == 405
+        assert client.post(upstream.url + "/v1/messages", content=b"{not json").status_code == 400
+        assert client.get(upstream.url + "/healthz").json() == {"status": "ok"}
+
+
+def test_request_body_cap() -> None:
+    with FakeUpstream(time_scale=0.0, max_body=1000) as up, httpx.Client() as client:
+        r = client.post(up.url + PATHS["chat"], json={"model": "text", "pad": "x" * 2000})
+        assert r.status_code == 413
+        r = client.post(up.url + PATHS["chat"], json={"model": "text"})
+        assert r.status_code == 200
+
+
+def test_keep_alive_reuses_connection(upstream: FakeUpstream) -> None:
+    with httpx.Client() as client:
+        for _ in range(3):
+            r = client.post(upstream.url + PATHS["anthropic"], json=request_body("anthropic", "text"))
+            check_anthropic(r.content)
+        r = client.post(upstream.url + PATHS["responses"], json=request_body("responses", "text", False))
+        assert r.json()["output"][0]["content"][0]["type"] == "output_text"
+
+
+def test_cli_list_and_serve() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "proxai.upstream", "--list"], capture_output=True, text=True, check=True
+    ).stdout
+    assert [line.split()[0] for line in out.splitlines()] == [n for n, _ in list_scenarios()]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proxai.upstream", "--port", str(port), "--time-scale", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert f"127.0.0.1:{port}" in proc.stdout.readline()
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/responses", json=request_body("responses", "thinking"))
+        check_responses(r.content)
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
