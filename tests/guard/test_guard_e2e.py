@@ -1,0 +1,360 @@
+"""The guard end to end: a real mitmdump, the fake upstream's stall scenarios and the REAL SDKs.
+
+Issue 3, "Tests": the data-driven path (a stall in the second of two parallel tool calls while pings
+continue), the timer path (total silence mid-arguments: reverse HTTP/1.1, a client on HTTP/2, an
+upstream on HTTP/2, regular mode over CONNECT), an idle upstream before any tool call, the upstream
+closed or reset, the metadata and diagnostics file, a concurrent HTTP/2 stream untouched, and healthy
+slow streams left alone. Every stall of the upstream lasts 40 s; the thresholds are 1 s / 1.5 s, so an
+SDK error with OUR message proves the guard acted long before the stall would have ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from tests.e2e.harness import Mitmdump, proxai_meta, tag
+
+from .conftest import (
+    IDLE_TIMEOUT,
+    TOOL_STALL,
+    anthropic_client,
+    async_openai_client,
+    openai_client,
+    sdk_http_client,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+
+PROTOCOLS = ["anthropic", "chat", "responses"]
+MESSAGES = [{"role": "user", "content": "What is the weather in Paris and Tokyo?"}]
+STALL_RE = re.compile(
+    r"ProxAI guard: tool call 'get_weather' \(id (?P<id>[A-Za-z0-9_]+)\) stalled: no argument delta for "
+    r"(?P<s>\d+\.\d)s \(limit 1s, proxai_tool_stall\) after (?P<n>\d+) argument bytes; "
+    r"the upstream stream was closed"
+)
+IDLE_RE = re.compile(
+    r"ProxAI guard: upstream sent no bytes for (?P<s>\d+\.\d)s \(limit 1\.5s, proxai_idle_timeout\); "
+    r"the upstream stream was closed"
+)
+
+
+def stream_with_sdk(protocol: str, md: Mitmdump, test_tag: str, scenario: str, *, h2: bool = False) -> Any:
+    """Consume a whole stream with the SDK's stream helper; returns the final object."""
+    if protocol == "anthropic":
+        ac = anthropic_client(md, test_tag, h2=h2)
+        with ac.messages.stream(model=scenario, max_tokens=256, messages=MESSAGES) as s:
+            for _ in s:
+                pass
+            return s.get_final_message()
+    oc = openai_client(md, test_tag, h2=h2)
+    if protocol == "chat":
+        with oc.chat.completions.stream(model=scenario, messages=MESSAGES) as cs:
+            for _ in cs:
+                pass
+            return cs.get_final_completion()
+    with oc.responses.stream(model=scenario, input="What is the weather in Paris?") as rs:
+        for _ in rs:
+            pass
+        return rs.get_final_response()
+
+
+def sdk_error(protocol: str, md: Mitmdump, test_tag: str, scenario: str, *, h2: bool = False) -> Exception:
+    """The exception the real SDK raised; fails the test if the stream completed."""
+    try:
+        final = stream_with_sdk(protocol, md, test_tag, scenario, h2=h2)
+    except (anthropic.APIError, openai.APIError) as exc:
+        return exc
+    raise AssertionError(f"the SDK did not raise; final object: {final!r}")
+
+
+def error_message(protocol: str, exc: Exception) -> str:
+    """Our message as each SDK exposes it, after checking the exception type."""
+    if protocol == "anthropic":
+        assert type(exc) is anthropic.APIStatusError, type(exc)
+        body = exc.body
+        assert isinstance(body, dict)
+        assert body["type"] == "error"
+        assert body["error"]["type"] == "timeout_error"
+        message = body["error"]["message"]
+        assert message in str(exc)
+        return str(message)
+    assert type(exc) is openai.APIError, type(exc)
+    assert isinstance(exc.body, dict)
+    assert exc.body["type"] == "timeout_error"
+    assert exc.body["message"] == exc.message
+    return exc.message
+
+
+def wait_closed_early(upstream: Any, before: int, timeout: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if upstream.closed_early > before:
+            return int(upstream.closed_early)
+        time.sleep(0.05)
+    raise AssertionError(f"the upstream was not closed early (closed_early stayed {before})")
+
+
+def guard_meta(md: Mitmdump, test_tag: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    flow = md.wait_flow(test_tag)
+    meta = proxai_meta(flow)
+    guard = meta["extra"]["guard"]
+    return flow, meta, guard
+
+
+def no_tracebacks(md: Mitmdump) -> None:
+    log = md.log_path.read_text(errors="replace")
+    assert "Traceback" not in log, log[-4000:]
+    assert "AssertionError" not in log, log[-4000:]
+
+
+def check_tool_stall(
+    protocol: str, md: Mitmdump, test_tag: str, exc: Exception, *, path: str, call: int, arg_bytes: int
+) -> None:
+    message = error_message(protocol, exc)
+    m = STALL_RE.fullmatch(message)
+    assert m is not None, message
+    assert int(m["n"]) == arg_bytes
+    assert TOOL_STALL <= float(m["s"]) < 30
+    flow, meta, guard = guard_meta(md, test_tag)
+    # the stalled call is the call-th observed call, unfinished, with exactly these argument bytes
+    stalled_call = meta["tool_calls"][call - 1]
+    assert len(meta["tool_calls"]) == call
+    expected_id = stalled_call["id"]
+    assert re.fullmatch(
+        {"anthropic": r"toolu_\w+", "chat": r"call_\w+", "responses": r"call_\w+"}[protocol], expected_id
+    )
+    assert stalled_call == {
+        "id": expected_id,
+        "name": "get_weather",
+        "kind": "function",
+        "arguments_complete": False,
+        "arguments_valid_json": False,
+        "arguments_bytes": arg_bytes,
+    }
+    assert m["id"] == expected_id
+    assert meta["outcome"] == "unfinished_tool"
+    assert meta["error"] == {
+        "kind": "tool_stall",
+        "message": message,
+        "source": "proxy",
+        "status": None,
+        "type": None,
+    }
+    assert TOOL_STALL <= guard["since_last_delta_s"] < 30
+    assert 0 <= guard["idle_s"] < 30
+    assert guard == {
+        "kind": "tool_stall",
+        "message": message,
+        "tool_id": expected_id,
+        "tool_name": "get_weather",
+        "since_last_delta_s": guard["since_last_delta_s"],
+        "idle_s": guard["idle_s"],
+        "arguments_bytes": arg_bytes,
+        "threshold_s": TOOL_STALL,
+        "injected": True,
+        "path": path,
+    }
+    # the diagnostics JSON: the recent tail + state, named in the metadata
+    report = json.loads(Path(meta["diagnostics"]).read_text())
+    assert report["kind"] == "proxai.unfinished_tool"
+    assert report["flow_id"] == flow.id
+    assert report["summary"]["outcome"] == "unfinished_tool"
+    assert report["summary"]["extra"]["guard"] == guard
+    stalled = [c for c in report["open_tool_calls"] if c["id"] == expected_id]
+    assert len(stalled) == 1 and stalled[0]["arguments_bytes"] == arg_bytes
+    upstream_bytes = meta["carrier"]["upstream_bytes"]
+    assert report["tail_bytes"] == min(upstream_bytes, 16 * 1024)
+    assert expected_id in report["tail"]
+
+
+# -- data-driven: the second of two parallel calls stalls, pings continue --------------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_data_path_stall_in_second_parallel_call(
+    protocol: str, g_data_only: Mitmdump, g_upstream: Any
+) -> None:
+    t = tag()
+    before = g_upstream.closed_early
+    exc = sdk_error(protocol, g_data_only, t, "tool_stall")
+    # the stall hits 30 argument bytes into the second call; the first call is named nowhere
+    check_tool_stall(protocol, g_data_only, t, exc, path="data", call=2, arg_bytes=30)
+    wait_closed_early(g_upstream, before)
+    no_tracebacks(g_data_only)
+
+
+# -- timer-driven: total silence mid-arguments -------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_timer_path_reverse_http1(protocol: str, g_reverse: Mitmdump, g_upstream: Any) -> None:
+    t = tag()
+    before = g_upstream.closed_early
+    exc = sdk_error(protocol, g_reverse, t, "total_stall")
+    check_tool_stall(protocol, g_reverse, t, exc, path="timer", call=1, arg_bytes=18)
+    wait_closed_early(g_upstream, before)
+    no_tracebacks(g_reverse)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_timer_path_client_http2(protocol: str, g_reverse: Mitmdump, g_upstream: Any) -> None:
+    t = tag()
+    before = g_upstream.closed_early
+    exc = sdk_error(protocol, g_reverse, t, "total_stall", h2=True)
+    check_tool_stall(protocol, g_reverse, t, exc, path="timer", call=1, arg_bytes=18)
+    flow = g_reverse.wait_flow(t)
+    assert flow.request.http_version == "HTTP/2.0"
+    assert flow.server_conn.alpn in (None, b"", b"http/1.1")
+    wait_closed_early(g_upstream, before)
+    no_tracebacks(g_reverse)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_timer_path_upstream_http2(protocol: str, g_reverse_h2: Mitmdump, g_upstream_h2: Any) -> None:
+    t = tag()
+    before = g_upstream_h2.closed_early
+    # mitmproxy offers the upstream the client's ALPN: HTTP/2 upstream needs an HTTP/2 client
+    exc = sdk_error(protocol, g_reverse_h2, t, "total_stall", h2=True)
+    check_tool_stall(protocol, g_reverse_h2, t, exc, path="timer", call=1, arg_bytes=18)
+    flow = g_reverse_h2.wait_flow(t)
+    assert flow.server_conn.alpn == b"h2"
+    assert flow.response is not None and flow.response.http_version == "HTTP/2.0"
+    wait_closed_early(g_upstream_h2, before)
+    no_tracebacks(g_reverse_h2)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_timer_path_regular_mode_connect(protocol: str, g_regular: Mitmdump, g_upstream_tls: Any) -> None:
+    t = tag()
+    before = g_upstream_tls.closed_early
+    exc = sdk_error(protocol, g_regular, t, "total_stall")
+    check_tool_stall(protocol, g_regular, t, exc, path="timer", call=1, arg_bytes=18)
+    wait_closed_early(g_upstream_tls, before)
+    no_tracebacks(g_regular)
+
+
+# -- idle upstream before any tool call --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_idle_upstream_before_any_tool_call(protocol: str, g_reverse: Mitmdump, g_upstream: Any) -> None:
+    t = tag()
+    before = g_upstream.closed_early
+    exc = sdk_error(protocol, g_reverse, t, "idle_stall")
+    message = error_message(protocol, exc)
+    assert IDLE_RE.fullmatch(message), message
+    flow, meta, guard = guard_meta(g_reverse, t)
+    assert meta["outcome"] == "error"
+    assert meta["error"]["kind"] == "idle_timeout"
+    assert meta["error"]["message"] == message
+    assert IDLE_TIMEOUT <= guard["idle_s"] < 30
+    assert guard == {
+        "kind": "idle_timeout",
+        "message": message,
+        "tool_id": None,
+        "tool_name": None,
+        "since_last_delta_s": None,
+        "idle_s": guard["idle_s"],
+        "arguments_bytes": None,
+        "threshold_s": IDLE_TIMEOUT,
+        "injected": True,
+        "path": "timer",
+    }
+    assert meta["tool_calls"] == []
+    wait_closed_early(g_upstream, before)
+    no_tracebacks(g_reverse)
+
+
+# -- HTTP/2 on both legs: only the stalled stream is touched ------------------------------------------
+
+
+def test_concurrent_http2_stream_completes_untouched(g_reverse_h2: Mitmdump, g_upstream_h2: Any) -> None:
+    t_stall, t_ok = tag(), tag()
+    before = g_upstream_h2.closed_early
+
+    async def main() -> tuple[Any, Any]:
+        async with sdk_http_client(g_reverse_h2, h2=True, asynchronous=True) as hc:
+            stalled = async_openai_client(g_reverse_h2, t_stall, hc)
+            healthy = async_openai_client(g_reverse_h2, t_ok, hc, **{"x-proxai-time-scale": "0.5"})
+
+            async def run_stalled() -> Any:
+                try:
+                    async with stalled.chat.completions.stream(model="total_stall", messages=MESSAGES) as s:
+                        async for _ in s:
+                            pass
+                except openai.APIError as exc:
+                    return exc
+                raise AssertionError("the stalled stream did not raise")
+
+            async def run_healthy() -> Any:
+                async with healthy.chat.completions.stream(model="text", messages=MESSAGES) as s:
+                    async for _ in s:
+                        pass
+                    return await s.get_final_completion()
+
+            return await asyncio.gather(run_stalled(), run_healthy())
+
+    exc, final = asyncio.run(main())
+    assert STALL_RE.fullmatch(error_message("chat", exc))
+    text = final.choices[0].message.content
+    assert text.startswith("Paris is sunny today") and text.endswith("clearing by the afternoon.")
+    assert final.choices[0].finish_reason == "stop"
+    f_stall = g_reverse_h2.wait_flow(t_stall)
+    f_ok = g_reverse_h2.wait_flow(t_ok)
+    assert f_stall.client_conn.id == f_ok.client_conn.id  # one HTTP/2 connection, two streams
+    assert f_stall.request.http_version == f_ok.request.http_version == "HTTP/2.0"
+    assert f_stall.server_conn.alpn == b"h2"
+    assert proxai_meta(f_ok)["outcome"] == "completed"
+    assert "guard" not in proxai_meta(f_ok).get("extra", {})
+    assert proxai_meta(f_stall)["outcome"] == "unfinished_tool"
+    wait_closed_early(g_upstream_h2, before)
+    no_tracebacks(g_reverse_h2)
+
+
+# -- healthy slow streams are left alone ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("protocol", "scenario", "scale"),
+    [
+        ("anthropic", "slow_tokens", "1"),
+        ("responses", "long_reasoning", "0.15"),
+        ("anthropic", "long_reasoning", "0.15"),
+    ],
+)
+def test_healthy_slow_streams_are_not_touched(
+    protocol: str, scenario: str, scale: str, g_reverse: Mitmdump
+) -> None:
+    """slow_tokens: 0.3 s between tokens; long_reasoning: a 3 s pause (> the 1.5 s idle limit) with
+    keepalives every 0.3 s. Keepalives are bytes, so the idle rule does not trip."""
+    t = tag()
+    if protocol == "anthropic":
+        ac = anthropic_client(g_reverse, t, **{"x-proxai-time-scale": scale})
+        with ac.messages.stream(model=scenario, max_tokens=256, messages=MESSAGES) as s:
+            for _ in s:
+                pass
+            final: Any = s.get_final_message()
+        assert final.stop_reason == "end_turn"
+        assert final.content[-1].text.endswith("clearing by the afternoon.")
+    else:
+        oc = openai_client(g_reverse, t, **{"x-proxai-time-scale": scale})
+        with oc.responses.stream(model=scenario, input="hi") as rs:
+            for _ in rs:
+                pass
+            final = rs.get_final_response()
+        assert final.status == "completed"
+        assert final.output_text.endswith("clearing by the afternoon.")
+    meta = proxai_meta(g_reverse.wait_flow(t))
+    assert meta["outcome"] == "completed"
+    assert "guard" not in meta.get("extra", {})
+    assert meta["timing"]["largest_gap_s"] < IDLE_TIMEOUT
+    no_tracebacks(g_reverse)
