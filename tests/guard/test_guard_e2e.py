@@ -252,7 +252,7 @@ def test_idle_upstream_before_any_tool_call(protocol: str, g_reverse: Mitmdump, 
     exc = sdk_error(protocol, g_reverse, t, "idle_stall")
     message = error_message(protocol, exc)
     assert IDLE_RE.fullmatch(message), message
-    flow, meta, guard = guard_meta(g_reverse, t)
+    _flow, meta, guard = guard_meta(g_reverse, t)
     assert meta["outcome"] == "error"
     assert meta["error"]["kind"] == "idle_timeout"
     assert meta["error"]["message"] == message
