@@ -40,6 +40,7 @@ from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.errors import ConfigError, DecodeError, ProxaiError
 from proxai.mitm.carrier import Carrier, StreamTranslator, strip_translated_headers
 from proxai.mitm.diagnostics import build_report, write_report
+from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.routing import Routing
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
 
@@ -128,6 +129,10 @@ class ProxAI:
         self.flows: weakref.WeakKeyDictionary[http.HTTPFlow, FlowState] = weakref.WeakKeyDictionary()
         # Hooks for other parts of ProxAI (guard): called with each new carrier.
         self.carrier_setup: list[Callable[[http.HTTPFlow, Carrier], None]] = []
+        # The stream guard (issue 3): a child addon (options, start-up check) + a carrier setup hook.
+        self.guard = GuardAddon()
+        self.carrier_setup.append(self.guard.setup)
+        self.addons = [self.guard]
         # Routing + request/JSON translation (issue 4): option proxai_routes.
         self.routing = Routing()
 
@@ -425,7 +430,7 @@ class ProxAI:
                 meta["translate_error"] = carrier.translate_error
         if observe_error:
             meta["observe_error"] = observe_error
-        if summary.outcome is Outcome.UNFINISHED_TOOL:
+        if summary.outcome is Outcome.UNFINISHED_TOOL or "guard" in summary.extra:
             path = self.write_diagnostics(flow, state, summary)
             if path is not None:
                 meta["diagnostics"] = path
