@@ -67,9 +67,10 @@ def client_protocol(meta: Mapping[str, Any]) -> str | None:
     c = meta.get("client_protocol")
     if isinstance(c, str):
         return c
-    tr = meta.get("translation")
-    if isinstance(tr, Mapping) and isinstance(tr.get("client_protocol"), str):
-        return str(tr["client_protocol"])
+    for key in ("translation", "route"):
+        tr = meta.get(key)
+        if isinstance(tr, Mapping) and isinstance(tr.get("client_protocol"), str):
+            return str(tr["client_protocol"])
     extra = meta.get("extra")
     tr = extra.get("translation") if isinstance(extra, Mapping) else None
     if isinstance(tr, Mapping) and isinstance(tr.get("client"), str):

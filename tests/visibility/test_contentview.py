@@ -181,3 +181,30 @@ def test_non_http_flow_not_claimed() -> None:
     with pytest.raises(ValueError):
         contentview.view.prettify(b"{}", meta)
     assert isinstance(tflow.tflow(), http.HTTPFlow)
+
+
+def test_unstored_streamed_body_gets_an_empty_placeholder(tctx: taddons.context) -> None:
+    """mitmproxy leaves a streamed, unstored body as None and then shows "Content is missing." without
+    asking any view; the visibility addon turns it into b"" (headers untouched) so the view shows the
+    live summary."""
+    body = scenario_body(Protocol.ANTHROPIC_MESSAGES, "parallel_tools", True)
+    f = llm_flow(Protocol.ANTHROPIC_MESSAGES, body, stream=True)
+    f.live = True
+    assert f.response is not None
+    f.response.headers["transfer-encoding"] = "chunked"
+    del f.response.headers["content-length"]
+    f.response.raw_content = None
+    assert contentviews.prettify_message(f.response, f).text == "Content is missing."
+    headers = f.response.headers.fields
+    Visibility().response(f)
+    assert f.response.raw_content == b"" and f.response.headers.fields == headers
+    res = contentviews.prettify_message(f.response, f)
+    assert res.view_name == "ProxAI"
+    assert res.text == (GOLDEN / "not_stored__anthropic__parallel_tools.txt").read_text()
+    # Loaded (not live) flows and flows ProxAI did not handle are left alone.
+    g = llm_flow(Protocol.ANTHROPIC_MESSAGES, body, stream=True, with_meta=False)
+    assert g.response is not None
+    g.live = True
+    g.response.raw_content = None
+    Visibility().error(g)
+    assert g.response.raw_content is None

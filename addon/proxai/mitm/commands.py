@@ -62,10 +62,26 @@ class Visibility:
         contentview.unregister()
 
     def response(self, flow: http.HTTPFlow) -> None:
+        self._body_placeholder(flow)
         self._remember(flow)
 
     def error(self, flow: http.HTTPFlow) -> None:
+        self._body_placeholder(flow)
         self._remember(flow)
+
+    @staticmethod
+    def _body_placeholder(flow: http.HTTPFlow) -> None:
+        """A streamed body mitmproxy did not store is ``None``, and for ``None`` every mitmproxy front
+        end prints "Content is missing." without asking any contentview. An empty body lets the ProxAI
+        view show the live summary (and say the body was not stored). Headers are left untouched; the
+        stream has already been sent, so nothing goes on the wire."""
+        if (
+            flow.live
+            and flow.response is not None
+            and flow.response.raw_content is None
+            and "proxai" in flow.metadata
+        ):
+            flow.response.raw_content = b""
 
     def _remember(self, flow: http.HTTPFlow) -> None:
         if "proxai" in flow.metadata and flow not in self.recent:
