@@ -34,11 +34,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from mitmproxy import ctx, exceptions, flowfilter, http
 from mitmproxy.addonmanager import Loader
 
-from proxai import observe
+from proxai import observe, render
 from proxai.decode import DEFAULT_MAX_DECODED, Decoder, make_decoder
 from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.errors import ConfigError, DecodeError, ProxaiError
 from proxai.mitm.carrier import Carrier, StreamTranslator, strip_translated_headers
+from proxai.mitm.commands import Visibility
 from proxai.mitm.diagnostics import build_report, write_report
 from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.routing import Routing
@@ -132,7 +133,9 @@ class ProxAI:
         # The stream guard (issue 3): a child addon (options, start-up check) + a carrier setup hook.
         self.guard = GuardAddon()
         self.carrier_setup.append(self.guard.setup)
-        self.addons = [self.guard]
+        # Visibility (issue 6): the ProxAI contentview, proxai.export / proxai.report commands.
+        self.visibility = Visibility()
+        self.addons = [self.guard, self.visibility]
         # Routing + request/JSON translation (issue 4): option proxai_routes.
         self.routing = Routing()
 
@@ -435,9 +438,10 @@ class ProxAI:
             if path is not None:
                 meta["diagnostics"] = path
         flow.metadata["proxai"] = meta
-        flow.comment = comment_line(summary)
-        marker = MARKERS.get(summary.outcome)
-        if marker is not None:
+        flow.comment = render.comment_line(meta)
+        err = meta.get("error")
+        marker = render.marker_for(str(summary.outcome), err.get("kind") if isinstance(err, dict) else None)
+        if marker:
             flow.marked = marker
 
     def write_diagnostics(self, flow: http.HTTPFlow, state: FlowState, summary: StreamSummary) -> str | None:
