@@ -112,7 +112,11 @@ class ChatRenderer:
             "prompt_tokens": t.input_total,
             "completion_tokens": t.output_tokens,
             "total_tokens": t.input_total + t.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": t.start.cache_read, "audio_tokens": 0},
+            "prompt_tokens_details": {
+                "cached_tokens": t.start.cache_read,
+                "cache_write_tokens": t.start.cache_write,
+                "audio_tokens": 0,
+            },
             "completion_tokens_details": {
                 "reasoning_tokens": t.reasoning_tokens,
                 "audio_tokens": 0,

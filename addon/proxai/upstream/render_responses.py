@@ -100,7 +100,10 @@ class ResponsesRenderer:
     def usage(self, t: Transcript) -> dict[str, Any]:
         return {
             "input_tokens": t.input_total,
-            "input_tokens_details": {"cached_tokens": t.start.cache_read},
+            "input_tokens_details": {
+                "cached_tokens": t.start.cache_read,
+                "cache_write_tokens": t.start.cache_write,
+            },
             "output_tokens": t.output_tokens,
             "output_tokens_details": {"reasoning_tokens": t.reasoning_tokens},
             "total_tokens": t.input_total + t.output_tokens,
