@@ -24,7 +24,7 @@ import orjson
 from proxai.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.model import Protocol, StopClass
 
-from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields
+from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields, nbytes
 
 
 class State(Enum):
@@ -119,12 +119,55 @@ class AnthropicObserver(ObserverBase):
 
     # -- streamed -------------------------------------------------------------------------------
 
-    def _event(self, name: str, data: str, now: float) -> None:
-        if self.state is State.DONE:
-            return
-        obj = self.load(name, data)
-        if obj is None:
-            return
+    def _fast(self, name: str, obj: dict[str, Any], now: float) -> bool:
+        """``content_block_delta`` of an open block with a matching delta type, and ``ping``:
+        the same effect as ``_event``, without the general checks' cost."""
+        etype = obj.get("type")
+        if etype != "content_block_delta":
+            return etype == "ping"  # allowed in every live state, changes nothing
+        if self.state is not State.MESSAGE:
+            return False
+        index = obj.get("index")
+        delta = obj.get("delta")
+        blocks = self.blocks
+        if type(index) is not int or type(delta) is not dict or not 0 <= index < len(blocks):
+            return False
+        blk = blocks[index]
+        if not blk.open:
+            return False
+        dtype = delta.get("type")
+        family = blk.family
+        acc = self.acc
+        if dtype == "text_delta" and family == "text":
+            s = delta.get("text")
+            if type(s) is not str:
+                return False
+            if s:
+                acc.content_seen = True
+                acc.text_bytes += len(s) if s.isascii() else nbytes(s)
+                if acc.cap_text is not None:
+                    acc.capture_text(s)
+            return True
+        if dtype == "thinking_delta" and family == "thinking":
+            s = delta.get("thinking")
+            if type(s) is not str:
+                return False
+            if s:
+                acc.content_seen = True
+                acc.reasoning_bytes += len(s) if s.isascii() else nbytes(s)
+                if acc.cap_reasoning is not None:
+                    acc.capture_reasoning(s)
+            return True
+        if dtype == "input_json_delta" and family == "tool":
+            s = delta.get("partial_json")
+            tb = blk.tool
+            if type(s) is not str or tb is None:
+                return False
+            acc.tool_args(tb, s, now)
+            return True
+        return dtype == "signature_delta" and family == "thinking"
+
+    def _event(self, name: str, obj: dict[str, Any], now: float) -> None:
         etype = obj.get("type")
         if type(etype) is not str:
             etype = name

@@ -25,7 +25,7 @@ from typing import Any
 from proxai.errors import UpstreamProtocolError
 from proxai.model import Protocol, StopClass, Usage
 
-from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields
+from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields, nbytes
 
 
 class State(Enum):
@@ -85,16 +85,67 @@ class ChatObserver(ObserverBase):
 
     # -- streamed -------------------------------------------------------------------------------
 
-    def _event(self, name: str, data: str, now: float) -> None:
-        if self.state is State.DONE:
-            return
+    def _not_object(self, name: str, data: str, obj: object) -> None:
         if data == "[DONE]":
             self._transition("done")
             self._done()
             return
-        obj = self.load(name, data)
-        if obj is None:
-            return
+        super()._not_object(name, data, obj)
+
+    def _fast(self, name: str, obj: dict[str, Any], now: float) -> bool:
+        """A mid-stream chunk of one choice (index 0) whose delta is only ``content`` (or only
+        one tool call's argument fragment), with the stream's id and model, no finish_reason,
+        no usage, no error: the same effect as ``_event`` without the general checks."""
+        if self.state is not State.STREAMING or 0 in self.finished_choices or name == "error":
+            return False
+        acc = self.acc
+        choices = obj.get("choices")
+        if (
+            type(choices) is not list
+            or len(choices) != 1
+            or obj.get("id") != acc.id
+            or obj.get("model") != acc.model
+            or obj.get("usage") is not None
+            or obj.get("error") is not None
+        ):
+            return False
+        c = choices[0]
+        if type(c) is not dict or c.get("finish_reason") is not None or c.get("index") != 0:
+            return False
+        delta = c.get("delta")
+        if type(delta) is not dict or len(delta) != 1:
+            return False
+        s = delta.get("content")
+        if type(s) is str:
+            if s:
+                acc.content_seen = True
+                acc.text_bytes += len(s) if s.isascii() else nbytes(s)
+                if acc.cap_text is not None:
+                    acc.capture_text(s)
+            return True
+        calls = delta.get("tool_calls")
+        if type(calls) is not list or len(calls) != 1:
+            return False
+        tc = calls[0]
+        if type(tc) is not dict or len(tc) != 2:  # exactly {"index": i, "function": {"arguments": ...}}
+            return False
+        index = tc.get("index")
+        if type(index) is not int:
+            return False
+        tb = acc.tools.get((0, index))
+        fn = tc.get("function")
+        if tb is None or tb.finished or type(fn) is not dict or len(fn) != 1:
+            return False
+        args = fn.get("arguments")
+        if type(args) is not str:
+            return False
+        if args:
+            acc.tool_args(tb, args, now)
+        else:
+            tb.last_progress_at = now
+        return True
+
+    def _event(self, name: str, obj: dict[str, Any], now: float) -> None:
         acc = self.acc
         err = obj.get("error")
         if err is not None or name == "error":

@@ -46,6 +46,10 @@ from proxai.sse import SseEvent
 
 MAX_NOTES = 20
 
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+_NOT_JSON = object()
+
 # Exceptions a handler may hit on a payload of an unexpected shape (a string where an object
 # belongs, a missing key). Untrusted JSON: these are upstream protocol violations, not bugs.
 SHAPE_ERRORS = (KeyError, TypeError, AttributeError, ValueError, IndexError)
@@ -238,6 +242,14 @@ class Accum:
             self.refusal_bytes += nbytes(s)
             if self.cap_text is not None:
                 self._capture(self.cap_text, s)
+
+    def capture_text(self, s: str) -> None:
+        if self.cap_text is not None:
+            self._capture(self.cap_text, s)
+
+    def capture_reasoning(self, s: str) -> None:
+        if self.cap_reasoning is not None:
+            self._capture(self.cap_reasoning, s)
 
     def _capture(self, buf: io.StringIO, s: str) -> None:
         room = self.limits_capture - buf.tell()
@@ -437,7 +449,7 @@ def error_fields(err: Any) -> tuple[str, str | None]:
 class ObserverBase:
     """The event loop shared by the three protocol state machines.
 
-    Subclasses implement ``_event(name, data, now)`` (one SSE event), ``_body(obj)`` (a whole
+    Subclasses implement ``_event(name, obj, now)`` (one parsed SSE event), ``_body(obj)`` (a whole
     non-streamed JSON body) and ``_fail_state()`` (enter the protocol's errored state).
     """
 
@@ -454,15 +466,30 @@ class ObserverBase:
     # -- streamed -------------------------------------------------------------------------------
 
     def observe(self, events: list[SseEvent], now: float) -> None:
+        """Interpret a batch of events. Each payload is parsed once; the protocol's ``_fast``
+        takes the common deltas inline, everything else goes through ``_event``."""
+        acc = self.acc
+        fast = self._fast
+        loads = _loads
         for ev in events:
-            if self.errored:
-                return
+            if self.errored or acc.terminal:
+                return  # errored for good, or the terminal event came: nothing more to interpret
             if self.pending_bad is not None:
                 bad, self.pending_bad = self.pending_bad, None
                 self.fail(UpstreamProtocolError(bad))
                 return
+            data = ev.data
             try:
-                self._event(ev.event, ev.data, now)
+                obj = loads(data)
+            except _JSONDecodeError:
+                obj = _NOT_JSON
+            try:
+                if type(obj) is dict:
+                    acc.received = True
+                    if not fast(ev.event, obj, now):
+                        self._event(ev.event, obj, now)
+                else:
+                    self._not_object(ev.event, data, obj)
             except UpstreamProtocolError as exc:
                 self.fail(exc)
             except SHAPE_ERRORS as exc:
@@ -475,22 +502,21 @@ class ObserverBase:
             self.acc.note("ignored an empty or unparsable JSON tail after valid data (seed 002)")
             self.acc.extra["tolerated_tail"] = True
 
-    def load(self, name: str, data: str) -> dict[str, Any] | None:
-        """Parse one event's JSON payload. ``None``: a tolerated tail candidate (skip it)."""
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            obj = None
+    def _not_object(self, name: str, data: str, obj: object) -> None:
+        """A payload that is not a JSON object: a tolerated tail candidate after valid data
+        (decided at the next event or EOF), a violation before any."""
+        if obj is _NOT_JSON:
             bad = f"{self.protocol}: event {name!r} data is not JSON: {data[:80]!r}"
         else:
-            if type(obj) is dict:
-                self.acc.received = True
-                return obj
             bad = f"{self.protocol}: event {name!r} data is not a JSON object: {data[:80]!r}"
         if self.acc.received:
             self.pending_bad = bad
-            return None
+            return
         raise UpstreamProtocolError(bad)
+
+    def _fast(self, name: str, obj: dict[str, Any], now: float) -> bool:
+        """The protocol's hot path for its most common events; False: not taken."""
+        return False
 
     def fail(self, exc: ProxaiError) -> None:
         if self.failed is None:
@@ -557,7 +583,7 @@ class ObserverBase:
 
     # -- to implement ---------------------------------------------------------------------------
 
-    def _event(self, name: str, data: str, now: float) -> None:
+    def _event(self, name: str, obj: dict[str, Any], now: float) -> None:
         raise NotImplementedError
 
     def _body(self, obj: dict[str, Any]) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 from proxai.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.model import Protocol, StopClass, Usage
 
-from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields
+from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields, nbytes
 
 
 class State(Enum):
@@ -109,12 +109,53 @@ class ResponsesObserver(ObserverBase):
 
     # -- streamed -------------------------------------------------------------------------------
 
-    def _event(self, name: str, data: str, now: float) -> None:
-        if self.state is State.DONE:
-            return
-        obj = self.load(name, data)
-        if obj is None:
-            return
+    def _fast(self, name: str, obj: dict[str, Any], now: float) -> bool:
+        """A text / reasoning / refusal / argument delta for a known item, with the next
+        sequence number: the same effect as ``_event`` without the general checks."""
+        if self.state is not State.ACTIVE:
+            return False
+        kind = _FAST_DELTAS.get(obj.get("type"))  # type: ignore[arg-type]
+        if kind is None:
+            return False
+        seq = obj.get("sequence_number")
+        last = self.last_seq
+        iid = obj.get("item_id")
+        s = obj.get("delta")
+        if (
+            type(seq) is not int
+            or last is None
+            or seq != last + 1
+            or type(iid) is not str
+            or type(s) is not str
+            or iid not in self.items
+            or obj.get("error") is not None
+        ):
+            return False
+        acc = self.acc
+        if kind == "args":
+            tb = acc.tools.get(iid)
+            if tb is None or not tb.has_args or tb.finished:
+                return False
+            acc.tool_args(tb, s, now)
+        elif s:
+            acc.content_seen = True
+            n = len(s) if s.isascii() else nbytes(s)
+            if kind == "text":
+                acc.text_bytes += n
+                if acc.cap_text is not None:
+                    acc.capture_text(s)
+            elif kind == "reasoning":
+                acc.reasoning_bytes += n
+                if acc.cap_reasoning is not None:
+                    acc.capture_reasoning(s)
+            else:
+                acc.refusal_bytes += n
+                if acc.cap_text is not None:
+                    acc.capture_text(s)
+        self.last_seq = seq
+        return True
+
+    def _event(self, name: str, obj: dict[str, Any], now: float) -> None:
         acc = self.acc
         seq = obj.get("sequence_number")
         if type(seq) is int:
@@ -322,6 +363,16 @@ class ResponsesObserver(ObserverBase):
             )
         self._snapshot(obj, streamed=False, now=0.0)
 
+
+_FAST_DELTAS: dict[str, str] = {
+    "response.output_text.delta": "text",
+    "response.reasoning_summary_text.delta": "reasoning",
+    "response.reasoning_text.delta": "reasoning",
+    "response.refusal.delta": "refusal",
+    "response.function_call_arguments.delta": "args",
+    "response.custom_tool_call_input.delta": "args",
+    "response.mcp_call_arguments.delta": "args",
+}
 
 _HANDLERS = {
     "response.output_item.added": ResponsesObserver._item_added,
