@@ -252,7 +252,7 @@ def test_idle_upstream_before_any_tool_call(protocol: str, g_reverse: Mitmdump, 
     exc = sdk_error(protocol, g_reverse, t, "idle_stall")
     message = error_message(protocol, exc)
     assert IDLE_RE.fullmatch(message), message
-    _flow, meta, guard = guard_meta(g_reverse, t)
+    flow, meta, guard = guard_meta(g_reverse, t)
     assert meta["outcome"] == "error"
     assert meta["error"]["kind"] == "idle_timeout"
     assert meta["error"]["message"] == message
@@ -270,6 +270,11 @@ def test_idle_upstream_before_any_tool_call(protocol: str, g_reverse: Mitmdump, 
         "path": "timer",
     }
     assert meta["tool_calls"] == []
+    report = json.loads(Path(meta["diagnostics"]).read_text())
+    assert report["flow_id"] == flow.id
+    assert report["summary"]["extra"]["guard"] == guard
+    assert report["open_tool_calls"] == []
+    assert report["tail_bytes"] == meta["carrier"]["upstream_bytes"] == len(report["tail"].encode())
     wait_closed_early(g_upstream, before)
     no_tracebacks(g_reverse)
 
@@ -358,3 +363,85 @@ def test_healthy_slow_streams_are_not_touched(
     assert "guard" not in meta.get("extra", {})
     assert meta["timing"]["largest_gap_s"] < IDLE_TIMEOUT
     no_tracebacks(g_reverse)
+
+
+# -- races and vanished clients: no traceback in mitmproxy's log ------------------------------------
+
+
+@pytest.mark.parametrize("stall", ["0.95", "1.0", "1.05"])
+def test_timer_racing_the_upstreams_own_resumption(stall: str, g_reverse: Mitmdump) -> None:
+    """The upstream resumes right when the timer fires: either the stream completes untouched or the
+    SDK raises our message; mitmproxy logs no traceback either way."""
+    t = tag()
+    oc = openai_client(g_reverse, t, **{"x-proxai-stall": stall})
+    try:
+        with oc.chat.completions.stream(model="total_stall", messages=MESSAGES) as s:
+            for _ in s:
+                pass
+            final = s.get_final_completion()
+    except openai.APIError as exc:
+        assert STALL_RE.fullmatch(error_message("chat", exc))
+        _flow, meta, guard = guard_meta(g_reverse, t)
+        assert meta["outcome"] == "unfinished_tool" and guard["injected"] is True
+    else:
+        calls = final.choices[0].message.tool_calls
+        assert (
+            calls is not None
+            and calls[0].function.arguments == '{"city": "Paris", "unit": "celsius", "days": 2}'
+        )
+        meta = proxai_meta(g_reverse.wait_flow(t))
+        assert meta["outcome"] == "completed"
+        assert "guard" not in meta.get("extra", {})
+    no_tracebacks(g_reverse)
+
+
+def test_client_gone_before_the_stall_trips(g_reverse: Mitmdump, g_upstream: Any) -> None:
+    """The client reads a few events of a stalling stream and leaves; the stall would trip later."""
+    import httpx2
+
+    t = tag()
+    body = {"model": "total_stall", "max_tokens": 64, "stream": True, "messages": MESSAGES}
+    with (
+        httpx2.Client(timeout=30) as hc,
+        hc.stream(
+            "POST",
+            g_reverse.base_url("/v1/messages"),
+            json=body,
+            headers={**_raw_headers(t), "anthropic-version": "2023-06-01"},
+        ) as resp,
+    ):
+        assert resp.status_code == 200
+        first = next(resp.iter_raw())
+        assert b"message_start" in first
+    # the client is gone; wait past the tool-stall threshold and the idle limit
+    flow = g_reverse.wait_flow(t)
+    time.sleep(IDLE_TIMEOUT + 0.5)
+    meta = proxai_meta(flow)
+    assert meta["outcome"] != "completed"
+    assert "guard" not in meta.get("extra", {})
+    no_tracebacks(g_reverse)
+
+
+def test_http2_client_cancels_its_stream_before_the_stall_trips(g_reverse_h2: Mitmdump) -> None:
+    t = tag()
+
+    async def main() -> None:
+        async with sdk_http_client(g_reverse_h2, h2=True, asynchronous=True) as hc:
+            client = async_openai_client(g_reverse_h2, t, hc)
+            async with client.chat.completions.stream(model="total_stall", messages=MESSAGES) as s:
+                async for _ in s:
+                    break  # leave after the first event: the SDK closes (resets) the stream
+
+    asyncio.run(main())
+    flow = g_reverse_h2.wait_flow(t)
+    time.sleep(IDLE_TIMEOUT + 0.5)
+    meta = proxai_meta(flow)
+    assert meta["outcome"] != "completed"
+    assert "guard" not in meta.get("extra", {})
+    no_tracebacks(g_reverse_h2)
+
+
+def _raw_headers(test_tag: str) -> dict[str, str]:
+    from .conftest import headers
+
+    return {**headers(test_tag), "x-api-key": "sk-ant-proxai-test-not-a-secret"}
