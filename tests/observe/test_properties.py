@@ -6,12 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxai.errors import ProxaiError
 from proxai.model import Protocol
 from proxai.observe import Limits, StreamObserver, observe_body
+from proxai.protocols.anthropic import AnthropicObserver
+from proxai.protocols.chat import ChatObserver
+from proxai.protocols.responses import ResponsesObserver
 from tests.observe.harness import FIXTURES, fixture_cases, normalize
 
 PROTOCOLS = list(Protocol)
@@ -164,3 +168,31 @@ def test_wrong_shaped_payloads_are_protocol_errors_not_crashes(
 
 def test_fixture_dir_exists() -> None:
     assert FIXTURES.is_dir()
+
+
+def _without_fast_paths(protocol: Protocol, raw: bytes, pieces: list[bytes]) -> dict[str, object]:
+    from proxai.protocols.common import ObserverBase
+
+    classes = [AnthropicObserver, ChatObserver, ResponsesObserver]
+    saved = [c.__dict__["_fast"] for c in classes]
+    try:
+        for c in classes:
+            c._fast = ObserverBase._fast  # type: ignore[method-assign]
+        return observe(protocol, pieces, Limits())
+    finally:
+        for c, f in zip(classes, saved, strict=True):
+            c._fast = f  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fast_paths_change_nothing_on_fixtures(path: Path) -> None:
+    raw = path.read_bytes()
+    protocol = Protocol(path.parent.name)
+    assert observe(protocol, [raw], Limits()) == _without_fast_paths(protocol, raw, [raw])
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=mutated())
+def test_fast_paths_change_nothing_on_mutated_fixtures(case: tuple[Protocol, bytes]) -> None:
+    protocol, raw = case
+    assert observe(protocol, [raw], Limits()) == _without_fast_paths(protocol, raw, [raw])
