@@ -409,3 +409,23 @@ def test_observe_body_bug_never_breaks_the_flow(tctx: Any, monkeypatch: pytest.M
     f.response = tutils.tresp(content=CHAT_JSON)
     a.response(f)
     assert f.response.content == CHAT_JSON
+
+
+def test_flow_state_is_released_when_the_flow_ends(tctx: Any) -> None:
+    import gc
+    import weakref
+
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response()
+    _stream(a, f, CHAT_TEXT)
+    g = _flow()
+    a.request(g)
+    g.error = tflow.terr("gone")  # type: ignore[attr-defined]
+    a.error(g)
+    assert len(a.flows) == 0
+    ref = weakref.ref(f)
+    del f
+    gc.collect()
+    assert ref() is None

@@ -337,7 +337,9 @@ class ProxAI:
 
     @_safe()
     def response(self, flow: http.HTTPFlow) -> None:
-        state = self.flows.get(flow)
+        # The flow is done: forget its state (the carrier and its hooks reference the flow, so a
+        # kept entry would keep the flow alive through the weak dictionary's value).
+        state = self.flows.pop(flow, None)
         if state is None or flow.response is None:
             return
         now = self.clock()
@@ -379,7 +381,7 @@ class ProxAI:
 
     @_safe()
     def error(self, flow: http.HTTPFlow) -> None:
-        state = self.flows.get(flow)
+        state = self.flows.pop(flow, None)
         if state is None:
             return
         now = self.clock()
