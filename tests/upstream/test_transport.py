@@ -208,6 +208,10 @@ def test_bad_requests(upstream: FakeUpstream) -> None:
         assert client.get(upstream.url + "/v1/messages").status_code == 405
         assert client.post(upstream.url + "/v1/messages", content=b"{not json").status_code == 400
         assert client.get(upstream.url + "/healthz").json() == {"status": "ok"}
+        models = client.get(upstream.url + "/v1/models").json()["data"]
+        assert [m["id"] for m in models] == [n for n, _ in list_scenarios()]
+        r = client.post(upstream.url + "/v1/messages/count_tokens", json={"model": "x", "messages": []})
+        assert r.json() == {"input_tokens": 25}
 
 
 def test_request_body_cap() -> None:

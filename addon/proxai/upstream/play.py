@@ -23,7 +23,7 @@ import orjson
 from . import render_anthropic, render_chat, render_responses
 from .compress import ENCODINGS, Compressor, compress, make_compressor
 from .ops import DEFAULT_EVENTS, DEFAULT_SIZE, Abort, Action, Delay, Params, Respond
-from .scenarios import Scenario, get_scenario
+from .scenarios import SCENARIOS, Scenario, get_scenario
 from .wire import Renderer, json_actions
 
 Headers = list[tuple[str, str]]
@@ -98,6 +98,22 @@ def _int(value: str | None, default: int) -> int:
         return default
 
 
+def _models() -> bytes:
+    """``GET /v1/models``: every scenario as a model (OpenAI list shape, Anthropic fields too)."""
+    data = [
+        {
+            "id": name,
+            "object": "model",
+            "type": "model",
+            "created": 0,
+            "owned_by": "proxai",
+            "display_name": name,
+        }
+        for name in SCENARIOS
+    ]
+    return orjson.dumps({"object": "list", "data": data, "has_more": False})
+
+
 def renderer_for(path: str) -> Callable[[Params], Renderer] | None:
     clean = path.split("?", 1)[0].rstrip("/")
     for suffix, renderer in PATHS:
@@ -125,8 +141,15 @@ async def serve(
         parsed = None
     stats.requests.append(RecordedRequest(method, path, headers, parsed, http_version))
 
-    if method == "GET" and path.split("?", 1)[0] in ("/", "/healthz"):
+    clean = path.split("?", 1)[0].rstrip("/")
+    if method == "GET" and clean in ("", "/healthz"):
         await _respond(sink, Respond(200, b'{"status":"ok"}'))
+        return
+    if method == "GET" and clean.endswith("/models"):
+        await _respond(sink, Respond(200, _models()))
+        return
+    if method == "POST" and clean.endswith("/messages/count_tokens"):
+        await _respond(sink, Respond(200, b'{"input_tokens":25}'))
         return
     renderer_cls = renderer_for(path)
     if renderer_cls is None:
