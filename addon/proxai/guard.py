@@ -15,8 +15,8 @@ Rules (docs/guard.md explains the defaults):
 - tool stall: the started, unfinished tool call being streamed (the one started last) whose arguments
   have not grown for ``tool_stall`` s. Only argument deltas of that call count as its progress
   (``OpenCall.last_progress_at``); pings, keepalive comments and deltas of other blocks do not.
-- abnormal arguments: a call declared done whose arguments are not valid JSON, or a terminal event while
-  a call is still unfinished.
+- abnormal arguments: a call declared done whose arguments are not valid JSON, or a terminal event (or
+  the upstream's end of body) while a call is still unfinished.
 - idle upstream: no byte at all for ``idle_timeout`` s.
 
 A threshold of 0 disables its rule.
@@ -156,6 +156,7 @@ def check(
     open_calls: Sequence[OpenCall],
     calls: Sequence[ClosedCall] = (),
     terminal: bool = False,
+    ended: bool = False,
     last_byte_at: float | None,
     start: float,
     now: float,
@@ -163,8 +164,10 @@ def check(
     """The verdict for this moment, or ``None``.
 
     ``open_calls`` are the started, unfinished calls; ``calls`` every observed call (abnormal-argument
-    rule); ``terminal`` whether the protocol's terminal event was seen; ``last_byte_at`` the time of the
-    last upstream body byte (``None``: none yet, then ``start``, the time the headers arrived, counts).
+    rule); ``terminal`` whether the protocol's terminal event was seen; ``ended`` whether the upstream
+    ended the body (end of message: only the abnormal-argument rule applies then, and a call still open
+    at the end is abnormal); ``last_byte_at`` the time of the last upstream body byte (``None``: none
+    yet, then ``start``, the time the headers arrived, counts).
     Precedence: abnormal arguments, then tool stall (the more specific diagnosis of a silent upstream
     mid-arguments), then idle.
     """
@@ -194,7 +197,20 @@ def check(
                 since_last_delta_s=max(0.0, now - o.last_progress_at),
                 arguments_bytes=o.arguments_bytes,
             )
-    if terminal:
+        if ended and open_calls:
+            o = _current_call(open_calls) or open_calls[0]
+            return Verdict(
+                kind=VerdictKind.ABNORMAL_ARGUMENTS,
+                message=(
+                    f"ProxAI guard: the upstream ended the stream while {_call_label(o.id, o.name)} was "
+                    f"unfinished ({o.arguments_bytes} argument bytes); the stream was closed"
+                ),
+                tool_id=o.id,
+                tool_name=o.name,
+                since_last_delta_s=max(0.0, now - o.last_progress_at),
+                arguments_bytes=o.arguments_bytes,
+            )
+    if terminal or ended:
         return None  # a finished stream is no longer guarded for time
     stalled_call = _current_call(open_calls)
     if config.tool_stall > 0 and stalled_call is not None:

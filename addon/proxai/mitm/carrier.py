@@ -135,6 +135,10 @@ class Carrier:
         self.flow = flow
         self.state = CarrierState.STREAMING
         self.on_chunk: list[ChunkHook] = []
+        # on_chunk hooks also run once at end of message (events of the decoder flush, maybe []),
+        # with ``ending`` True; the guard turns this on.
+        self.at_end_hooks = False
+        self.ending = False
         self.on_end: list[EndHook] = []
         self.close_handlers: list[CloseHandler] = []
         self.injector: Injector | None = None
@@ -266,11 +270,17 @@ class Carrier:
         events = self._observe(rest, now) if rest else []
         if self.translator is not None:
             out.extend(self._translate(events, now))
-            if self.state is CarrierState.STREAMING:
-                try:
-                    out.append(self.translator.finish())
-                except ProxaiError as exc:
-                    out.append(self._translation_failed(exc, now))
+        if self.state is CarrierState.STREAMING and self.at_end_hooks:
+            # The guard's end-of-message check (issue 3): it may inject an error and close.
+            self.ending = True
+            out.extend(self._run_chunk_hooks(events, now))
+            if self.state is not CarrierState.STREAMING:
+                return out
+        if self.translator is not None and self.state is CarrierState.STREAMING:
+            try:
+                out.append(self.translator.finish())
+            except ProxaiError as exc:
+                out.append(self._translation_failed(exc, now))
         self.state = CarrierState.FINISHED
         self.summary = self._observer_finish(now)
         self._run_end_hooks()

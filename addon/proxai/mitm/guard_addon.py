@@ -76,6 +76,7 @@ class FlowGuard:
         if not timer:
             self.timer.cancel()  # data-driven only: a closed timer never arms
         carrier.on_chunk.append(self.on_chunk)
+        carrier.at_end_hooks = True
         carrier.on_end.append(self.on_end)
         carrier.close_handlers.append(self.on_close)
         self.timer.arm(self.deadline())
@@ -91,7 +92,7 @@ class FlowGuard:
             and getattr(c.observer, "failed", None) is None
         )
 
-    def check(self, now: float, *, with_calls: bool) -> Verdict | None:
+    def check(self, now: float, *, with_calls: bool, ended: bool = False) -> Verdict | None:
         obs = self.carrier.observer
         calls = obs.summary().tool_calls if with_calls and self.config.abnormal_arguments else []
         return guard.check(
@@ -99,6 +100,7 @@ class FlowGuard:
             open_calls=obs.open_tool_calls(),
             calls=calls,
             terminal=obs.terminal,
+            ended=ended,
             last_byte_at=obs.last_byte_at,
             start=self.start,
             now=now,
@@ -122,12 +124,16 @@ class FlowGuard:
         if not self._guarding():
             self.timer.cancel()
             return None
-        verdict = self.check(now, with_calls=bool(events))
+        ending = carrier.ending  # the end-of-message check: mitmproxy ends the client stream itself
+        verdict = self.check(now, with_calls=bool(events) or ending, ended=ending)
         if verdict is None:
-            self.timer.arm(self.deadline())
+            if not ending:
+                self.timer.arm(self.deadline())
             return None
-        self.verdict, self.path = verdict, "data"
+        self.verdict, self.path = verdict, "end" if ending else "data"
         self.timer.cancel()
+        if ending:
+            self.end_requested = True  # nothing to end or cancel: the upstream ended the body
         logger.info("proxai: %s", verdict.message)
         return GuardAction(close=True, kind=verdict.error_kind, message=verdict.message)
 
@@ -218,6 +224,15 @@ class GuardAddon:
 
     def running(self) -> None:
         injection.install()
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        """Ask guarded LLM flows for an uncompressed body: an error injected into a gzip/br/zstd
+        pass-through stream would corrupt it. Runs after ``ProxAI.request`` (a child addon), which
+        marks LLM flows with ``flow.metadata["proxai"]``."""
+        if not self.config.enabled or "proxai" not in flow.metadata:
+            return
+        if flow.request.headers.get("accept-encoding", "identity").strip().lower() != "identity":
+            flow.request.headers["accept-encoding"] = "identity"
 
     def setup(self, flow: http.HTTPFlow, carrier: Carrier) -> None:
         """``ProxAI.carrier_setup`` hook: guard this streamed flow."""
