@@ -429,3 +429,18 @@ def test_flow_state_is_released_when_the_flow_ends(tctx: Any) -> None:
     del f
     gc.collect()
     assert ref() is None
+
+
+def test_replayed_sse_body_is_observed_whole(tctx: Any) -> None:
+    """Server replay: mitmproxy emulates responseheaders for a complete response, never streams it."""
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.response = tutils.tresp(
+        status_code=200, headers=http.Headers(content_type="text/event-stream"), content=CHAT_TEXT
+    )
+    a.responseheaders(f)
+    assert not f.response.stream
+    a.response(f)
+    m = f.metadata["proxai"]
+    assert m["outcome"] == "completed" and m["usage"]["total_tokens"] == 14 and "carrier" not in m

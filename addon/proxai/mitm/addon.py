@@ -307,6 +307,10 @@ class ProxAI:
         state.headers_at = self.clock()
         if not _is_sse(flow.response) or flow.response.stream:
             return  # buffered: observed whole in the response hook
+        if flow.response.raw_content is not None:
+            # A response set by an addon (server replay): mitmproxy emulates this hook, then sends
+            # the whole body without streaming it. The response hook observes it whole.
+            return
         observer = self.new_observer(state)
         observer.headers(flow.response.status_code, state.headers_at)
         decoder: Decoder | None = None
@@ -344,6 +348,9 @@ class ProxAI:
             return
         now = self.clock()
         carrier = state.carrier
+        if carrier is not None and carrier.summary is None and carrier.upstream_bytes == 0:
+            # The carrier was installed but never called: mitmproxy sent the body whole.
+            state.carrier = carrier = None
         if carrier is not None:
             summary = carrier.summary
             if summary is None:  # the carrier never saw the end (a bug): take a snapshot
