@@ -1,0 +1,209 @@
+"""The mitm side of routing under ``mitmproxy.test.taddons`` (issue 4): the ``proxai_routes``
+option, request rewrite, a rejection answered locally in the client's shape, JSON/error/SSE
+replies translated back, and metadata without keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from mitmproxy import exceptions, http
+from mitmproxy.test import taddons, tflow, tutils
+
+from proxai.mitm.addon import ProxAI
+from proxai.mitm.routing import Routing
+
+ROUTES = """
+[[route]]
+name = "claude-on-chat"
+match = { path = "/v1/messages" }
+upstream = "http://127.0.0.1:9000/v1"
+protocol = "openai_chat"
+model = "local-model"
+
+[[route]]
+name = "chat-on-claude"
+match = { path = "/v1/chat/completions" }
+upstream = "https://api.anthropic.com"
+protocol = "anthropic_messages"
+auth = { env = "PROXAI_TEST_MITM_KEY" }
+"""
+
+CHAT_REPLY = {
+    "id": "chatcmpl-9",
+    "object": "chat.completion",
+    "created": 5,
+    "model": "local-model",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hi!"}}],
+    "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9},
+}
+
+
+@pytest.fixture
+def tctx(tmp_path: Path) -> Any:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(ROUTES)
+    a = ProxAI()
+    with taddons.context(a) as ctx:  # type: ignore[no-untyped-call]
+        ctx.configure(a, proxai_diagnostics_dir=str(tmp_path / "diag"), proxai_routes=str(routes))
+        ctx.addon = a
+        yield ctx
+
+
+def _flow(path: str, body: dict[str, Any], **headers: str) -> http.HTTPFlow:
+    req = tutils.treq(method=b"POST", path=path.encode(), content=orjson.dumps(body))
+    req.headers["content-type"] = "application/json"
+    for k, v in headers.items():
+        req.headers[k.replace("_", "-")] = v
+    return tflow.tflow(req=req)
+
+
+def test_bad_routes_file_is_an_options_error(tctx: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[route]]\nupstream = "http://x/v1"\nprotocol = "chat"\n')
+    with pytest.raises(exceptions.OptionsError, match=r"line 3, field route\[0\]\.protocol"):
+        tctx.configure(tctx.addon, proxai_routes=str(bad))
+
+
+def test_anthropic_request_rewritten_and_reply_translated(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow(
+        "/v1/messages",
+        {
+            "model": "claude-x",
+            "max_tokens": 50,
+            "system": "Be brief.",
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+        x_api_key="sk-client-secret",
+        anthropic_version="2023-06-01",
+        anthropic_beta="x",
+        host="api.anthropic.com",
+    )
+    original = f.request.pretty_url
+    a.request(f)
+    assert f.response is None
+    assert f.request.url == "http://127.0.0.1:9000/v1/chat/completions"
+    assert f.request.host_header == "127.0.0.1:9000"
+    assert f.request.headers["authorization"] == "Bearer sk-client-secret"
+    for gone in ("x-api-key", "anthropic-version", "anthropic-beta"):
+        assert gone not in f.request.headers
+    sent = json.loads(f.request.content or b"")
+    assert sent == {
+        "model": "local-model",
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+        "max_tokens": 50,
+    }
+    f.response = tutils.tresp(
+        status_code=200,
+        headers=http.Headers(content_type="application/json"),
+        content=orjson.dumps(CHAT_REPLY),
+    )
+    a.responseheaders(f)
+    a.response(f)
+    got = json.loads(f.response.content or b"")
+    assert got["type"] == "message" and got["content"] == [{"type": "text", "text": "Hi!"}]
+    assert got["stop_reason"] == "end_turn"
+    assert got["usage"]["input_tokens"] == 7 and got["usage"]["output_tokens"] == 2
+    meta = f.metadata["proxai"]
+    assert meta["route"]["name"] == "claude-on-chat"
+    assert meta["route"]["original_url"] == original.split("?")[0]
+    assert meta["route"]["model"] == {"client": "claude-x", "upstream": "local-model"}
+    assert meta["protocol"] == "openai_chat" and meta["client_protocol"] == "anthropic_messages"
+    assert meta["outcome"] == "completed"
+    assert "sk-client-secret" not in json.dumps(meta)
+
+
+def test_rejection_answered_locally_in_client_shape(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow(
+        "/v1/messages",
+        {"model": "m", "max_tokens": 5, "top_k": 3, "messages": [{"role": "user", "content": "hi"}]},
+    )
+    url = f.request.url
+    a.request(f)
+    assert f.response is not None and f.response.status_code == 400
+    assert f.request.url == url  # not rewritten: nothing goes upstream
+    body = json.loads(f.response.content or b"")
+    assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+    assert "top_k" in body["error"]["message"]
+    a.responseheaders(f)
+    a.response(f)
+    assert json.loads(f.response.content or b"") == body  # not translated a second time
+    assert f.metadata["proxai"]["route"]["rejected"]["field"] == "top_k"
+
+
+def test_env_key_missing_is_answered_as_authentication(tctx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROXAI_TEST_MITM_KEY", raising=False)
+    a: ProxAI = tctx.addon
+    f = _flow("/v1/chat/completions", {"model": "gpt", "messages": [{"role": "user", "content": "hi"}]})
+    a.request(f)
+    assert f.response is not None and f.response.status_code == 401
+    err = json.loads(f.response.content or b"")["error"]
+    assert "PROXAI_TEST_MITM_KEY" in err["message"] and err["type"] == "authentication_error"
+
+
+def test_env_key_and_upstream_error_translated(tctx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROXAI_TEST_MITM_KEY", "sk-ant-from-env")
+    a: ProxAI = tctx.addon
+    f = _flow(
+        "/v1/chat/completions",
+        {"model": "gpt", "messages": [{"role": "user", "content": "hi"}]},
+        authorization="Bearer sk-client",
+        OpenAI_Organization="org-1",
+    )
+    a.request(f)
+    assert f.request.url == "https://api.anthropic.com/v1/messages"
+    assert f.request.headers["x-api-key"] == "sk-ant-from-env"
+    assert "authorization" not in f.request.headers and "openai-organization" not in f.request.headers
+    assert f.request.headers["anthropic-version"] == "2023-06-01"
+    err = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    f.response = tutils.tresp(
+        status_code=529, headers=http.Headers(content_type="application/json"), content=orjson.dumps(err)
+    )
+    a.responseheaders(f)
+    a.response(f)
+    assert f.response.status_code == 503
+    assert json.loads(f.response.content or b"")["error"]["message"] == "Overloaded"
+    meta = f.metadata["proxai"]
+    assert meta["route"]["upstream_error"]["kind"] == "overloaded"
+    assert "sk-ant-from-env" not in json.dumps(meta)
+
+
+def test_multi_choice_reply_is_a_clear_502(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow(
+        "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    a.request(f)
+    reply = dict(CHAT_REPLY)
+    reply["choices"] = [
+        *CHAT_REPLY["choices"],
+        {"index": 1, "finish_reason": "stop", "message": {"content": "B"}},
+    ]  # type: ignore[list-item]
+    f.response = tutils.tresp(
+        status_code=200, headers=http.Headers(content_type="application/json"), content=orjson.dumps(reply)
+    )
+    a.responseheaders(f)
+    a.response(f)
+    assert f.response.status_code == 502
+    body = json.loads(f.response.content or b"")
+    assert body["type"] == "error" and "2 choices" in body["error"]["message"]
+
+
+def test_unmatched_flow_untouched(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow("/v1/responses", {"model": "m", "input": "hi"}, authorization="Bearer k")
+    url, content = f.request.url, f.request.content
+    a.request(f)
+    assert f.request.url == url and f.request.content == content
+    assert "route" not in f.metadata["proxai"]
+
+
+def test_routing_without_table_is_inert() -> None:
+    r = Routing()
+    r.configure("")
+    assert r.table is None
