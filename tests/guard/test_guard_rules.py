@@ -195,3 +195,21 @@ def test_an_earlier_open_call_is_not_judged_while_a_later_one_streams() -> None:
     assert guard.check(CFG, open_calls=calls, last_byte_at=29.0, start=0.0, now=30.0) is None
     v = guard.check(CFG, open_calls=calls, last_byte_at=29.5, start=0.0, now=39.0)
     assert v is not None and (v.tool_id, v.arguments_bytes) == ("call_1", 300)
+
+
+def test_end_of_body_inside_a_call_is_abnormal_and_stops_time_rules() -> None:
+    calls = [Open("toolu_9", "write", 0.0, 1.0, 21)]
+    v = guard.check(CFG, open_calls=calls, ended=True, last_byte_at=1.0, start=0.0, now=1.5)
+    assert v == Verdict(
+        kind=VerdictKind.ABNORMAL_ARGUMENTS,
+        message=(
+            "ProxAI guard: the upstream ended the stream while tool call 'write' (id toolu_9) was unfinished "
+            "(21 argument bytes); the stream was closed"
+        ),
+        tool_id="toolu_9",
+        tool_name="write",
+        since_last_delta_s=0.5,
+        arguments_bytes=21,
+    )
+    # no open call: an ended stream is never judged for time, however long ago the last byte was
+    assert guard.check(CFG, open_calls=[], ended=True, last_byte_at=0.0, start=0.0, now=1e6) is None
