@@ -360,3 +360,21 @@ def test_ids_agree_between_delta_done_and_terminal_snapshot() -> None:
     assert ids_in_deltas == set(fin.ids)
     final = SDKS[R](out)
     assert [it.id for it in final.output] == fin.ids
+
+
+@pytest.mark.parametrize("up", [A, C, R])
+@pytest.mark.parametrize("client", [A, C, R])
+def test_lost_argument_fragment_is_never_a_successful_tool_call(up: Protocol, client: Protocol) -> None:
+    """Found by hypothesis: an upstream that drops one argument fragment must not hand the client
+    a 'complete' call with broken JSON (seed 003: invalid argument JSON is rejected)."""
+    raw, _ = render(up, "parallel_tools")
+    frag = {A: b'"partial_json":"\\": \\"Pa"', C: b'"arguments":"\\": \\"Pa"', R: b'"delta":"\\": \\"Pa"'}[up]
+    blocks = raw.split(b"\n\n")
+    kept = b"\n\n".join(blk for blk in blocks if frag not in blk)
+    assert len(kept) < len(raw)
+    out, t = translate(up, client, kept)
+    fin = VALIDATORS[client.value](out)
+    assert fin.error is not None
+    # Responses repeats the whole arguments in .done: the gap shows as a contradiction first
+    assert "not valid JSON" in fin.error["message"] or (up is R and "contradicts" in fin.error["message"])
+    assert t.error is not None

@@ -342,7 +342,8 @@ def validate_responses(body: bytes) -> Final:
             state = "streaming"
             continue
         if t in ("response.created", "response.in_progress") or t in _R_TERMINAL:
-            _check(obj["response"]["id"] == fin.id, n, "response.id changed across lifecycle events")
+            if fin.id is not None:  # (an error before response.created: the SDK raised already)
+                _check(obj["response"]["id"] == fin.id, n, "response.id changed across lifecycle events")
             _check(t != "response.created", n, "second response.created")
         if state == "error":
             _check(t == "response.failed", n, "only response.failed may follow an error event")

@@ -32,7 +32,7 @@ from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKind, Sink, Stop, TokenUsage
 
-from .common import as_dict, as_int, as_str, classify, load_object
+from .common import ToolArgs, as_dict, as_int, as_str, classify, load_object
 
 _DELTA_BLOCK: dict[str, BlockKind] = {
     "text_delta": "text",
@@ -70,7 +70,17 @@ def usage_in(u: dict[str, Any], into: TokenUsage) -> None:
 class AnthropicSource:
     protocol_name = "Anthropic"
 
-    __slots__ = ("_blocks", "_lifecycle_free", "_saw_data", "_seen", "_stop_raw", "_usage", "life", "sink")
+    __slots__ = (
+        "_args",
+        "_blocks",
+        "_lifecycle_free",
+        "_saw_data",
+        "_seen",
+        "_stop_raw",
+        "_usage",
+        "life",
+        "sink",
+    )
 
     def __init__(self, sink: Sink, *, lifecycle_free: bool = False) -> None:
         self.sink = sink
@@ -81,6 +91,7 @@ class AnthropicSource:
         self._usage = TokenUsage()
         self._stop_raw: str | None = None
         self._saw_data = False
+        self._args = ToolArgs()
 
     # -- events -----------------------------------------------------------------------------
 
@@ -185,7 +196,9 @@ class AnthropicSource:
             sink.block_start(idx, "tool", id=tid, name=name)
             initial = block.get("input")
             if isinstance(initial, dict) and initial:
-                sink.delta(idx, "args", orjson.dumps(initial).decode())
+                encoded = orjson.dumps(initial).decode()
+                self._args.add(idx, encoded)
+                sink.delta(idx, "args", encoded)
         elif kind == "redacted_thinking":
             sink.block_start(idx, kind, data=as_str(block.get("data")) or "")
         elif kind == "thinking":
@@ -240,6 +253,7 @@ class AnthropicSource:
             if not isinstance(part, str):
                 raise UpstreamProtocolError(f"input_json_delta without partial_json (index {idx})")
             if part:
+                self._args.add(idx, part)
                 self.sink.delta(idx, "args", part)
         elif dtype == "thinking_delta":
             text = delta.get("thinking")
@@ -263,7 +277,11 @@ class AnthropicSource:
             if idx in self._seen:
                 raise SemanticStreamError(f"duplicate content_block_stop for index {idx}")
             raise SemanticStreamError(f"content_block_stop without content_block_start (index {idx})")
-        del self._blocks[idx]
+        self._close(idx)
+
+    def _close(self, idx: int) -> None:
+        if self._blocks.pop(idx) == "tool":
+            self._args.close(idx, f"tool_use block {idx}")
         self.sink.block_stop(idx)
 
     def _message_delta(self, obj: dict[str, Any]) -> None:
@@ -277,8 +295,7 @@ class AnthropicSource:
         if isinstance(usage, dict):
             usage_in(usage, self._usage)  # cumulative totals overwrite (CLIENTS.md)
         for idx in list(self._blocks):  # a provider that never closed its blocks
-            del self._blocks[idx]
-            self.sink.block_stop(idx)
+            self._close(idx)
         self.life.terminal()
 
     def _message_stop(self) -> None:

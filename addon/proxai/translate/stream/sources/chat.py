@@ -30,7 +30,7 @@ from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, BlockKind, Sink, Stop, TokenUsage
 
-from .common import as_dict, as_int, as_str, classify, load_object
+from .common import ToolArgs, as_dict, as_int, as_str, classify, load_object
 
 TEXT_KEY = "text"
 REFUSAL_KEY = "refusal"
@@ -52,6 +52,7 @@ class ChatSource:
     protocol_name = "Chat Completions"
 
     __slots__ = (
+        "_args",
         "_final_usage",
         "_finish",
         "_interim_usage",
@@ -75,6 +76,7 @@ class ChatSource:
         self._interim_usage: TokenUsage | None = None
         self._refusal = False
         self._saw_data = False
+        self._args = ToolArgs()
 
     def event(self, ev: SseEvent) -> None:
         data = ev.data
@@ -134,6 +136,8 @@ class ChatSource:
             self._finish = finish
             sink = self.sink
             for key in self._open:
+                if isinstance(key, int):
+                    self._args.close(key, f"tool call {self._tools[key]!r}")
                 sink.block_stop(key)
             self._open.clear()
             self.life.terminal()
@@ -200,6 +204,7 @@ class ChatSource:
         if args:
             if not isinstance(args, str):
                 raise UpstreamProtocolError(f"tool call {idx} arguments are not a string")
+            self._args.add(key, args)
             self.sink.delta(key, "args", args)
 
     def _usage_only(self, obj: dict[str, Any]) -> None:

@@ -43,3 +43,41 @@ def as_str(value: object) -> str | None:
 
 def as_dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+DEFAULT_MAX_TOOL_ARGS = 8 * 1024 * 1024  # per call, as observe.Limits.max_tool_args
+
+
+class ToolArgs:
+    """Tool-call argument fragments, kept (bounded) until the call ends, when the whole must be
+    valid JSON: seed 003 rejects invalid argument JSON instead of passing it on (or substituting
+    ``{}``), and an upstream that lost a fragment must not reach the client as a success."""
+
+    __slots__ = ("_parts", "_sizes", "max_bytes")
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_TOOL_ARGS) -> None:
+        self.max_bytes = max_bytes
+        self._parts: dict[object, list[str]] = {}
+        self._sizes: dict[object, int] = {}
+
+    def add(self, key: object, text: str) -> None:
+        parts = self._parts.get(key)
+        if parts is None:
+            parts = self._parts[key] = []
+            self._sizes[key] = 0
+        size = self._sizes[key] + len(text)
+        if size > self.max_bytes:
+            raise UpstreamProtocolError(f"tool call arguments exceed the limit of {self.max_bytes} bytes")
+        self._sizes[key] = size
+        parts.append(text)
+
+    def close(self, key: object, what: str) -> None:
+        parts = self._parts.pop(key, None)
+        self._sizes.pop(key, None)
+        if not parts:
+            return  # no arguments at all: an empty object
+        raw = "".join(parts)
+        try:
+            orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise UpstreamProtocolError(f"{what}: the streamed arguments are not valid JSON") from None

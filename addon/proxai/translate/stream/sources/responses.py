@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
 from proxai.sse import SseEvent
 from proxai.translate.stream import stops
@@ -344,6 +346,14 @@ class ResponsesSource:
         elif item.kind == "function_call":
             if (args := as_str(data.get("arguments"))) is not None:
                 self._catch_up(item_id, item.acc, args, "response.output_item.done")
+            raw = "".join(item.acc)
+            if raw:
+                try:
+                    orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    raise UpstreamProtocolError(
+                        f"function_call {item_id!r}: the streamed arguments are not valid JSON"
+                    ) from None
             sink.block_stop(item_id)
         else:
             encrypted = as_str(data.get("encrypted_content"))

@@ -1,0 +1,117 @@
+"""hypothesis: arbitrary and mutated event sequences raise nothing but our typed errors, and
+whatever happens the client receives a well-formed stream of its own protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from proxai.errors import ProxaiError
+from proxai.model import ErrorKind, Protocol
+from proxai.sse import SseEvent
+from proxai.translate.stream import make_stream_translator
+
+from .harness import A, C, R, render
+from .validators import VALIDATORS, scan
+
+ROUTES = [(A, C), (A, R), (C, A), (C, R), (R, A), (R, C), (A, A), (C, C), (R, R)]
+SCENARIOS = [
+    "text",
+    "parallel_tools",
+    "thinking",
+    "redacted_thinking",
+    "refusal",
+    "args_in_done",
+    "max_tokens",
+]
+_EVENTS = {p: {s: scan(render(p, s)[0]) for s in SCENARIOS} for p in (A, C, R)}
+
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-3, 5), st.text(max_size=6))
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+NAMES = [
+    "message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
+    "message_stop", "error", "ping", "message", "response.created", "response.output_item.added",
+    "response.content_part.added", "response.output_text.delta", "response.function_call_arguments.delta",
+    "response.output_item.done", "response.completed", "response.incomplete", "response.failed",
+]  # fmt: skip
+
+
+def run(up: Protocol, client: Protocol, events: list[SseEvent]) -> bytes:
+    """Feed event by event like a carrier; the output must always be a valid client stream."""
+    t = make_stream_translator(up, client, normalize=up is client)
+    out: list[bytes] = []
+    try:
+        for ev in events:
+            out.append(t.feed([ev]))
+        out.append(t.finish())
+    except ProxaiError as exc:  # the only thing allowed to escape
+        out.append(t.fail(ErrorKind.UPSTREAM_PROTOCOL, str(exc)))
+    return b"".join(out)
+
+
+def mutated_payload(data: str, rnd: Any) -> str:
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return data
+    if isinstance(obj, dict) and obj:
+        key = rnd.choice(sorted(obj))
+        obj[key] = rnd.choice([None, 7, "x", [], {}, {"type": "text_delta"}])
+    return orjson.dumps(obj).decode()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    route=st.sampled_from(ROUTES),
+    raw=st.lists(
+        st.tuples(
+            st.sampled_from(NAMES),
+            st.one_of(json_value.map(lambda v: orjson.dumps(v).decode()), st.text(max_size=20)),
+        ),
+        max_size=12,
+    ),
+)
+def test_arbitrary_events_only_typed_errors(
+    route: tuple[Protocol, Protocol], raw: list[tuple[str, str]]
+) -> None:
+    up, client = route
+    events = [SseEvent(name, data, "") for name, data in raw]
+    out = run(up, client, events)
+    VALIDATORS[client.value](out)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(route=st.sampled_from(ROUTES), scenario=st.sampled_from(SCENARIOS), data=st.data())
+def test_mutated_streams_only_typed_errors(
+    route: tuple[Protocol, Protocol], scenario: str, data: st.DataObject
+) -> None:
+    up, client = route
+    events = list(_EVENTS[up][scenario])
+    rnd = data.draw(st.randoms(use_true_random=False))
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = rnd.randrange(len(events))
+        op = data.draw(st.sampled_from(["drop", "dup", "swap", "mutate", "truncate"]))
+        if op == "drop":
+            del events[i]
+        elif op == "dup":
+            events.insert(i, events[i])
+        elif op == "swap" and i + 1 < len(events):
+            events[i], events[i + 1] = events[i + 1], events[i]
+        elif op == "mutate":
+            ev = events[i]
+            events[i] = SseEvent(ev.event, mutated_payload(ev.data, rnd), ev.id)
+        elif op == "truncate":
+            events = events[:i]
+        if not events:
+            break
+    out = run(up, client, events)
+    VALIDATORS[client.value](out)
