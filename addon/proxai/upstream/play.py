@@ -28,6 +28,7 @@ from .wire import Renderer, json_actions
 
 Headers = list[tuple[str, str]]
 MIN_SLEEP = 0.001  # shorter per-byte delays only yield to the loop
+COALESCE = 32 * 1024  # undelayed events are written together up to this many bytes
 
 PATHS: tuple[tuple[str, Callable[[Params], Renderer]], ...] = (
     ("/messages", render_anthropic.AnthropicRenderer),
@@ -294,17 +295,40 @@ async def _play_stream(
         elif data:
             await sink.write(data)
 
+    # Events with no delay between them leave in one write (as a real server's buffer would),
+    # up to COALESCE bytes; any real delay flushes first, so paced events stay separate writes.
+    pending: list[bytes] = []
+    pending_size = 0
+
+    async def flush() -> None:
+        nonlocal pending_size
+        if pending:
+            data = b"".join(pending)
+            pending.clear()
+            pending_size = 0
+            await write(data)
+
     for action in actions:
         match action:
             case bytes():
-                await write(action)
+                if byte_delay > 0:
+                    await write(action)
+                    continue
+                pending.append(action)
+                pending_size += len(action)
+                if pending_size >= COALESCE:
+                    await flush()
             case Delay():
-                await timing.sleep(action, write)
+                if timing.seconds(action) > 0:
+                    await flush()
+                    await timing.sleep(action, write)
             case Abort():
+                await flush()
                 await sink.abort()
                 return
             case Respond():
                 pass
+    await flush()
     if compressor is not None:
         tail = compressor.finish()
         if tail:
