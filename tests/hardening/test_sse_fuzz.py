@@ -8,6 +8,7 @@ and ``retry`` for any input and any chunking, and must raise nothing but ``SseLi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -121,7 +122,8 @@ def test_scanner_stays_errored() -> None:
         pass
     else:  # pragma: no cover
         raise AssertionError("no limit error")
-    for call in (lambda: sc.feed(b"\n\n"), sc.close):
+    calls: list[Callable[[], list[SseEvent]]] = [lambda: sc.feed(b"\n\n"), sc.close]
+    for call in calls:
         try:
             call()
         except ProxaiError as exc:
