@@ -179,11 +179,8 @@ def test_multi_choice_reply_is_a_clear_502(tctx: Any) -> None:
         "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
     )
     a.request(f)
-    reply = dict(CHAT_REPLY)
-    reply["choices"] = [
-        *CHAT_REPLY["choices"],
-        {"index": 1, "finish_reason": "stop", "message": {"content": "B"}},
-    ]  # type: ignore[list-item]
+    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "A"}}
+    reply = {**CHAT_REPLY, "choices": [choice, {**choice, "index": 1}]}
     f.response = tutils.tresp(
         status_code=200, headers=http.Headers(content_type="application/json"), content=orjson.dumps(reply)
     )
