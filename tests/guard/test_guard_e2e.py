@@ -202,6 +202,9 @@ def test_timer_path_reverse_http1(protocol: str, g_reverse: Mitmdump, g_upstream
     exc = sdk_error(protocol, g_reverse, t, "total_stall")
     check_tool_stall(protocol, g_reverse, t, exc, path="timer", call=1, arg_bytes=18)
     wait_closed_early(g_upstream, before)
+    # guarded flows ask for an uncompressed body (an error cannot be injected into gzip bytes)
+    seen = [r for r in g_upstream.requests if r.headers.get("x-proxai-test") == t]
+    assert len(seen) == 1 and seen[0].headers["accept-encoding"] == "identity"
     no_tracebacks(g_reverse)
 
 
