@@ -582,10 +582,14 @@ def flow_request_lines(meta: Mapping[str, Any] | None, upstream_protocol: str, b
     client = client_protocol(meta) if meta is not None else None
     extra: list[str] = []
     if meta is not None:
-        for key in ("original_url", "route"):
-            if meta.get(key) is not None:
-                v = meta[key]
-                extra.append(f"{key}: {v if isinstance(v, str) else _compact(v)}")
+        if isinstance(meta.get("original_url"), str):
+            extra.append(f"original_url: {meta['original_url']}")
+        route = meta.get("route")
+        if isinstance(route, Mapping):
+            target = f" -> {route['target_url']}" if route.get("target_url") else ""
+            extra.append(f"route: {_dash(route.get('name'))}{target}")
+        elif route is not None:
+            extra.append(f"route: {route if isinstance(route, str) else _compact(route)}")
     if not client or client == upstream_protocol:
         return request_lines(upstream_protocol or None, body) + extra
     lines = [

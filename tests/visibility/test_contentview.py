@@ -112,6 +112,14 @@ def test_translated_flow_shows_both_sides(tctx: taddons.context) -> None:
     meta["client_protocol"] = "anthropic_messages"
     meta["original_url"] = "http://127.0.0.1:8080/v1/messages"
     meta["client_request"] = request_body(Protocol.ANTHROPIC_MESSAGES, True)
+    meta["route"] = {
+        "name": "claude-on-vllm",
+        "client_protocol": "anthropic_messages",
+        "upstream_protocol": "openai_chat",
+        "target_url": "http://127.0.0.1:8000/v1/chat/completions",
+        "normalize": False,
+        "stream": True,
+    }
     f.metadata["proxai"] = meta
     assert f.response is not None
     res = contentviews.prettify_message(f.response, f)
