@@ -153,3 +153,36 @@ def async_openai_client(md: Mitmdump, test_tag: str, http_client: Any, **extra: 
         default_headers=headers(test_tag, **extra),
         max_retries=0,
     )
+
+
+@pytest.fixture(scope="session")
+def g_translating(g_upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
+    """Reverse mode with routes: every client protocol is served by ANOTHER upstream protocol."""
+    work = tmp_path_factory.mktemp("g-translate")
+    routes = work / "routes.toml"
+    routes.write_text(
+        f"""
+[[route]]
+name = "anthropic-on-chat"
+match = {{ path = "/v1/messages" }}
+upstream = "{g_upstream.url}/v1"
+protocol = "openai_chat"
+
+[[route]]
+name = "responses-on-anthropic"
+match = {{ path = "/v1/responses" }}
+upstream = "{g_upstream.url}"
+protocol = "anthropic_messages"
+
+[[route]]
+name = "chat-on-responses"
+match = {{ path = "/v1/chat/completions" }}
+upstream = "{g_upstream.url}/v1"
+protocol = "openai_responses"
+"""
+    )
+    md = start_mitmdump(
+        g_upstream.url, mode="reverse", workdir=work, options={**GUARD_OPTIONS, "proxai_routes": str(routes)}
+    )
+    yield md
+    md.stop()

@@ -448,3 +448,37 @@ def _raw_headers(test_tag: str) -> dict[str, str]:
     from .conftest import headers
 
     return {**headers(test_tag), "x-api-key": "sk-ant-proxai-test-not-a-secret"}
+
+
+# -- translated flows: the error is in the CLIENT's protocol ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("protocol", "upstream_protocol"),
+    [("anthropic", "openai_chat"), ("responses", "anthropic_messages"), ("chat", "openai_responses")],
+)
+def test_translated_flow_gets_the_error_in_the_client_protocol(
+    protocol: str, upstream_protocol: str, g_translating: Mitmdump, g_upstream: Any
+) -> None:
+    t = tag()
+    before = g_upstream.closed_early
+    exc = sdk_error(protocol, g_translating, t, "total_stall")
+    message = error_message(protocol, exc)  # the client SDK's own error type and shape
+    m = STALL_RE.fullmatch(message)
+    assert m is not None, message
+    assert int(m["n"]) == 18
+    flow, meta, guard = guard_meta(g_translating, t)
+    assert meta["protocol"] == upstream_protocol
+    assert (
+        meta["client_protocol"]
+        == {"anthropic": "anthropic_messages", "chat": "openai_chat", "responses": "openai_responses"}[
+            protocol
+        ]
+    )
+    assert meta["outcome"] == "unfinished_tool"
+    assert guard["kind"] == "tool_stall" and guard["injected"] is True and guard["path"] == "timer"
+    assert guard["tool_id"] == m["id"] == meta["tool_calls"][0]["id"]
+    assert Path(meta["diagnostics"]).exists()
+    assert flow.request.headers["accept-encoding"] == "identity"
+    wait_closed_early(g_upstream, before)
+    no_tracebacks(g_translating)
