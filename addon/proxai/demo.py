@@ -99,7 +99,11 @@ def _call_anthropic(base_url: str, tag: str, scenario: str, streamed: bool) -> s
     import anthropic
 
     client = anthropic.Anthropic(
-        base_url=base_url, api_key="demo-no-key", max_retries=0, default_headers={DEMO_HEADER: tag}
+        base_url=base_url,
+        api_key="demo-no-key",
+        max_retries=0,
+        default_headers={DEMO_HEADER: tag},
+        http_client=anthropic.DefaultHttpxClient(trust_env=False),  # loopback: never via a proxy
     )
     messages: Any = [{"role": "user", "content": "What's the weather in Paris and Tokyo?"}]
     if not streamed:
@@ -115,7 +119,11 @@ def _call_chat(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
     import openai
 
     client = openai.OpenAI(
-        base_url=base_url + "/v1", api_key="demo-no-key", max_retries=0, default_headers={DEMO_HEADER: tag}
+        base_url=base_url + "/v1",
+        api_key="demo-no-key",
+        max_retries=0,
+        default_headers={DEMO_HEADER: tag},
+        http_client=openai.DefaultHttpxClient(trust_env=False),  # loopback: never via a proxy
     )
     messages: Any = [{"role": "user", "content": "What's the weather in Paris and Tokyo?"}]
     if not streamed:
@@ -134,7 +142,11 @@ def _call_responses(base_url: str, tag: str, scenario: str, streamed: bool) -> s
     import openai
 
     client = openai.OpenAI(
-        base_url=base_url + "/v1", api_key="demo-no-key", max_retries=0, default_headers={DEMO_HEADER: tag}
+        base_url=base_url + "/v1",
+        api_key="demo-no-key",
+        max_retries=0,
+        default_headers={DEMO_HEADER: tag},
+        http_client=openai.DefaultHttpxClient(trust_env=False),  # loopback: never via a proxy
     )
     prompt = "What's the weather in Paris and Tokyo?"
     if not streamed:

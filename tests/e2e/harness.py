@@ -104,6 +104,7 @@ class Mitmdump:
         if self.mode == "regular":
             kw.setdefault("proxy", self.proxy_url)
             kw.setdefault("verify", ssl.create_default_context(cafile=str(self.ca_path)))
+        kw.setdefault("trust_env", False)  # explicit proxy only; ignore HTTP(S)_PROXY/NO_PROXY
         kw.setdefault("timeout", httpx.Timeout(60.0, connect=10.0))
         return httpx.Client(**kw)
 
@@ -114,6 +115,7 @@ class Mitmdump:
         if self.mode == "regular":
             kw.setdefault("proxy", self.proxy_url)
             kw.setdefault("verify", ssl.create_default_context(cafile=str(self.ca_path)))
+        kw.setdefault("trust_env", False)  # explicit proxy only; ignore HTTP(S)_PROXY/NO_PROXY
         kw.setdefault("timeout", httpx2.Timeout(60.0, connect=10.0))
         return httpx2.Client(**kw)
 
@@ -121,6 +123,7 @@ class Mitmdump:
         if self.mode == "regular":
             kw.setdefault("proxy", self.proxy_url)
             kw.setdefault("verify", ssl.create_default_context(cafile=str(self.ca_path)))
+        kw.setdefault("trust_env", False)  # explicit proxy only; ignore HTTP(S)_PROXY/NO_PROXY
         kw.setdefault("timeout", httpx.Timeout(60.0, connect=10.0))
         return httpx.AsyncClient(**kw)
 
