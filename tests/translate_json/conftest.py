@@ -28,7 +28,7 @@ DIRECTIONS = {
 }
 
 
-def routes_toml(upstream_url: str) -> str:
+def routes_toml(upstream_url: str, plain_url: str | None = None) -> str:
     out = [
         # env-var auth + model mapping, checked by the upstream's recorded request
         f"""[[route]]
@@ -47,6 +47,16 @@ name = "{client}-to-{target}"
 match = {{ path = "{path}", model = "{glob}" }}
 upstream = "{upstream_url}{suffix}"
 protocol = "{target}"
+"""
+        )
+    if plain_url is not None:
+        # regular mode: an HTTPS (CONNECT) client request rerouted to another, plain-HTTP host
+        out.append(
+            f"""[[route]]
+name = "to-plain-host"
+match = {{ path = "/v1/messages", model = "via-plain*" }}
+upstream = "{plain_url}/v1"
+protocol = "openai_chat"
 """
         )
     return "\n".join(out)
@@ -68,9 +78,9 @@ def tr_upstream_tls() -> Iterator[Any]:
         yield up
 
 
-def _start(upstream_url: str, mode: str, workdir: Path) -> Mitmdump:
+def _start(upstream_url: str, mode: str, workdir: Path, plain_url: str | None = None) -> Mitmdump:
     routes = workdir / "routes.toml"
-    routes.write_text(routes_toml(upstream_url))
+    routes.write_text(routes_toml(upstream_url, plain_url))
     os.environ[ENV_KEY_VAR] = ENV_KEY_VALUE  # inherited by the mitmdump subprocess
     return start_mitmdump(upstream_url, mode=mode, workdir=workdir, options={"proxai_routes": str(routes)})
 
@@ -85,8 +95,10 @@ def tr_mitm(tr_upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 @pytest.fixture(scope="session")
-def tr_mitm_regular(tr_upstream_tls: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
-    md = _start(tr_upstream_tls.url, "regular", tmp_path_factory.mktemp("translate-regular"))
+def tr_mitm_regular(
+    tr_upstream_tls: Any, tr_upstream: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Mitmdump]:
+    md = _start(tr_upstream_tls.url, "regular", tmp_path_factory.mktemp("translate-regular"), tr_upstream.url)
     try:
         yield md
     finally:

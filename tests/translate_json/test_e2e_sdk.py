@@ -325,3 +325,18 @@ def test_regular_mode(tr_mitm_regular: Mitmdump, client: str, target: str) -> No
     meta = proxai_meta(tr_mitm_regular.wait_flow(t))
     assert meta["route"]["name"] == f"{client}-to-{target}"
     assert meta["route"]["original_url"].startswith("https://127.0.0.1:")
+
+
+def test_regular_mode_reroute_to_another_host(tr_mitm_regular: Mitmdump, tr_upstream: Any) -> None:
+    """The client talks HTTPS through CONNECT to one host; the route sends it to a plain-HTTP one."""
+    t = tag()
+    m = anthropic_sdk(tr_mitm_regular, t).messages.create(
+        model="via-plain", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert m.content[0].type == "text" and m.content[0].text == TEXT
+    rec = next(r for r in reversed(tr_upstream.requests) if r.headers.get(TEST_HEADER) == t)
+    assert rec.path == "/v1/chat/completions"
+    meta = proxai_meta(tr_mitm_regular.wait_flow(t))
+    assert meta["route"]["name"] == "to-plain-host"
+    assert meta["route"]["original_url"] == tr_mitm_regular.upstream_url + "/v1/messages"
+    assert meta["route"]["target_url"] == tr_upstream.url + "/v1/chat/completions"

@@ -42,21 +42,21 @@ values = st.recursive(
 bodies = st.dictionaries(st.sampled_from(KEYS), values, max_size=8)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=bodies, pair=st.sampled_from(PAIRS))
 def test_requests_raise_only_typed_errors(body: dict[str, Any], pair: tuple[Protocol, Protocol]) -> None:
     with contextlib.suppress(ProxaiError):
         translate_request(body, pair[0], pair[1])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=bodies, pair=st.sampled_from(PAIRS))
 def test_responses_raise_only_typed_errors(body: dict[str, Any], pair: tuple[Protocol, Protocol]) -> None:
     with contextlib.suppress(ProxaiError):
         translate_response(body, pair[0], pair[1])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(raw=st.binary(max_size=200), status=st.integers(100, 599), client=st.sampled_from(list(Protocol)))
 def test_bytes_raise_only_typed_errors(raw: bytes, status: int, client: Protocol) -> None:
     for fn in (parse_body, load_json):

@@ -143,9 +143,11 @@ class Routing:
             req.headers[name] = value
         query = req.url.split("?", 1)[1] if "?" in req.url and client is route.protocol else ""
         req.url = route.target_url(query)
-        if "content-encoding" in req.headers:
-            del req.headers["content-encoding"]
-        req.content = orjson.dumps(translated.body)
+        if translated.body is not body or opts.model is not None:
+            # a new body (translated, or the model mapped); a plain reroute keeps the client's bytes
+            if "content-encoding" in req.headers:
+                del req.headers["content-encoding"]
+            req.content = orjson.dumps(translated.body)
         if "content-type" not in req.headers:
             req.headers["content-type"] = JSON
 

@@ -92,7 +92,7 @@ class _ToolChoice(_Loose):
     disable_parallel_tool_use: bool | None = None
 
 
-class _Thinking_Config(_Loose):
+class _ThinkingConfig(_Loose):
     type: str
     budget_tokens: int | None = None
 
@@ -119,7 +119,6 @@ _HANDLED = frozenset(
         "stream", "tools", "tool_choice", "thinking", "metadata",
     }
 )  # fmt: skip
-_HINTS = frozenset({"service_tier", "cache_control", "inference_geo"})
 _REJECT = {
     "container": "containers",
     "mcp_servers": "MCP servers",
@@ -138,7 +137,6 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
     if req.top_k is not None:
         raise TranslationError("top_k has no equivalent in OpenAI APIs", "top_k")
     ignored = tuple(sorted(k for k in body if k not in _HANDLED))
-    _ = _HINTS
     system = _system(req.system)
     messages = tuple(_message(m, i) for i, m in enumerate(req.messages))
     tools = tuple(_tool(t, i) for i, t in enumerate(req.tools or []))
@@ -273,14 +271,15 @@ def _tool_choice(raw: dict[str, Any] | None) -> tuple[ir.ToolChoice | None, bool
         if not tc.name:
             raise TranslationError("tool_choice of type tool needs a name", "tool_choice.name")
         return ir.ToolChoice("tool", "tool_choice", tc.name), parallel
-    mode: Literal["auto", "none", "required"] = {"auto": "auto", "any": "required", "none": "none"}[tc.type]  # type: ignore[assignment]
-    return ir.ToolChoice(mode, "tool_choice"), parallel
+    if tc.type == "any":
+        return ir.ToolChoice("required", "tool_choice"), parallel
+    return ir.ToolChoice(tc.type, "tool_choice"), parallel
 
 
 def _reasoning(raw: dict[str, Any] | None) -> ir.Reasoning | None:
     if raw is None:
         return None
-    t = validate(_Thinking_Config, raw, "thinking")
+    t = validate(_ThinkingConfig, raw, "thinking")
     if t.type == "disabled":
         return ir.Reasoning("thinking", enabled=False)
     if t.type == "enabled":

@@ -69,10 +69,8 @@ def translate_request(
     """The target-protocol body for a client-protocol body."""
     opts = opts or ir.RequestOptions()
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    if client is target:
-        out = dict(body)
-        if opts.model is not None:
-            out["model"] = opts.model
+    if client is target:  # a plain reroute: the body is the client's, with the model mapped
+        out = body if opts.model is None else {**body, "model": opts.model}
         return TranslatedRequest(out, bool(body.get("stream")), model)
     parsed = _PARSERS[client](body)
     dropped: dict[str, int] = {}
