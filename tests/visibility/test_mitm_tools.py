@@ -169,3 +169,121 @@ def test_mitmdump_flow_detail_3(flow_file: Path) -> None:
         # mitmdump indents the view by four spaces.
         indented = "\n".join(("    " + line) if line else "" for line in expected.rstrip("\n").splitlines())
         assert indented in out, f"{case_id(protocol, scenario, stream)} not shown as in the golden text"
+
+
+@pytest.fixture(scope="module")
+def live_mitmweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], int]]:
+    """mitmweb with the product addon (``-s addon/proxai.py``) in reverse mode before the fake upstream."""
+    from proxai.upstream import FakeUpstream
+
+    workdir = tmp_path_factory.mktemp("live-web")
+    web_port, proxy_port = free_port(), free_port()
+    with FakeUpstream(time_scale=0.02) as up:
+        log = workdir / "mitmweb.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                [
+                    str(BIN / "mitmweb"),
+                    "--no-web-open-browser",
+                    "--web-port",
+                    str(web_port),
+                    "--listen-host",
+                    "127.0.0.1",
+                    "--listen-port",
+                    str(proxy_port),
+                    "--mode",
+                    f"reverse:{up.url}",
+                    "--set",
+                    f"web_password={TOKEN}",
+                    "--set",
+                    "store_streamed_bodies=true",
+                    "--set",
+                    f"proxai_diagnostics_dir={workdir / 'diagnostics'}",
+                    "--set",
+                    f"confdir={workdir / 'conf'}",
+                    "-s",
+                    str(Path(__file__).resolve().parents[2] / "addon" / "proxai.py"),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=workdir,
+            )
+        base = f"http://127.0.0.1:{web_port}"
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None, log.read_text()
+                try:
+                    if httpx.get(f"{base}/flows.json", headers=headers, timeout=5).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            yield base, headers, proxy_port
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def test_live_flow_in_mitmweb_with_the_addon(live_mitmweb: tuple[str, dict[str, str], int]) -> None:
+    """A real streamed Chat request through mitmweb + ProxAI: the flow list carries the comment, and the
+    web API renders the response and the request in the ProxAI view."""
+    import openai
+
+    base, headers, proxy_port = live_mitmweb
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{proxy_port}/v1", api_key="sk-test-visibility")
+    stream = client.chat.completions.create(
+        model="parallel_tools",
+        messages=[{"role": "user", "content": "Weather in Paris and Tokyo?"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    assert chunks[-1].usage is not None
+    deadline = time.monotonic() + 30
+    while True:
+        flows = [
+            f
+            for f in web_flows((base, headers))
+            if f["request"]["path"] == "/v1/chat/completions" and f["comment"]
+        ]
+        if flows:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    (flow,) = flows
+    assert flow["comment"] == (
+        "proxai openai_chat: completed, stop tool_calls, tokens 25 in/26 out, 2 tool calls"
+    )
+    assert flow["marked"] == ""
+    resp = httpx.get(
+        f"{base}/flows/{flow['id']}/response/content/auto.json", headers=headers, timeout=30
+    ).json()
+    assert resp["view_name"] == "ProxAI"
+    text = resp["text"]
+    assert text.startswith("ProxAI · openai_chat · streamed · outcome: completed\n")
+    for line in [
+        "stop: tool_calls (tool_use)",
+        "usage: input 25 · output 26 · total 51 · cache read 0 · cache write -",
+        "── text ──",
+        "I'll look up the weather in both cities at once.",
+        "── tool call 2: get_weather · id call_000102fakecall · complete, valid JSON · 47 bytes ──",
+        '  "city": "Tokyo",',
+    ]:
+        assert line in text.splitlines(), line
+    req = httpx.get(
+        f"{base}/flows/{flow['id']}/request/content/auto.json", headers=headers, timeout=30
+    ).json()
+    assert req["view_name"] == "ProxAI"
+    assert req["text"].splitlines()[:4] == [
+        "ProxAI request · openai_chat",
+        "model: parallel_tools · stream: true",
+        "── messages (1) ──",
+        "[1] user:",
+    ]
