@@ -16,10 +16,12 @@ import socket
 import struct
 
 import h11
+import orjson
 
 from .play import Headers, Stats, serve
 
 READ_SIZE = 65536
+DISCARD_LIMIT = 64 * 1024 * 1024
 SERVER_HEADER = ("server", "proxai-fake-upstream")
 
 
@@ -64,6 +66,28 @@ def reset(writer: asyncio.StreamWriter) -> None:
     writer.transport.abort()
 
 
+async def _refuse(sink: H1Sink, status: int, message: str) -> None:
+    msg = orjson.dumps({"error": {"message": message, "type": "invalid_request_error"}})
+    await sink.start(status, [("content-type", "application/json"), ("content-length", str(len(msg)))])
+    await sink.write(msg)
+    await sink.end()
+
+
+async def _discard(conn: h11.Connection, reader: asyncio.StreamReader) -> None:
+    """Read (and drop) the rest of a refused body, up to DISCARD_LIMIT, so the client sees our answer."""
+    left = DISCARD_LIMIT
+    while left > 0:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            data = await reader.read(READ_SIZE)
+            if not data:
+                return
+            left -= len(data)
+            conn.receive_data(data)
+        elif not isinstance(event, h11.Data):
+            return
+
+
 async def handle_h1(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
@@ -79,32 +103,33 @@ async def handle_h1(
     while True:
         request: h11.Request | None = None
         body = bytearray()
-        too_big = False
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                data = await reader.read(READ_SIZE)
-                conn.receive_data(data)
-                continue
-            if isinstance(event, h11.Request):
-                request = event
-            elif isinstance(event, h11.Data):
-                if len(body) + len(event.data) > max_body:
-                    too_big = True
-                else:
-                    body += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                break
-            else:  # ConnectionClosed, PAUSED
-                return
-        assert request is not None
         sink = H1Sink(conn, writer)
-        if too_big:
-            msg = b'{"error":{"message":"Request body too large","type":"invalid_request_error"}}'
-            await sink.start(413, [("content-type", "application/json"), ("content-length", str(len(msg)))])
-            await sink.write(msg)
-            await sink.end()
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    if conn.they_are_waiting_for_100_continue:
+                        writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
+                    data = await reader.read(READ_SIZE)
+                    conn.receive_data(data)
+                    continue
+                if isinstance(event, h11.Request):
+                    request = event
+                elif isinstance(event, h11.Data):
+                    if len(body) + len(event.data) > max_body:
+                        await _refuse(sink, 413, "Request body too large")
+                        await _discard(conn, reader)
+                        return
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                else:  # ConnectionClosed, PAUSED
+                    return
+        except h11.RemoteProtocolError as e:
+            if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                await _refuse(sink, e.error_status_hint, "Malformed HTTP request")
             return
+        assert request is not None
         headers: dict[str, str] = {}
         for name, value in request.headers:
             key = name.decode("latin-1").lower()
