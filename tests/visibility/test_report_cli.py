@@ -158,3 +158,34 @@ def test_report_command_logs_the_table(tmp_path: Path, caplog: pytest.LogCapture
     assert lines[1:3] == expected[:2]
     assert lines[-1] != ""
     assert any(line.startswith("total: 13 flows") for line in lines)
+
+
+def test_report_command_uses_the_view(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """In mitmproxy / mitmweb the table covers the flows in view (here: filtered to errors)."""
+    from mitmproxy.addons.view import View
+
+    view, vis = View(), Visibility()
+    flows = demo_flows(tmp_path)
+    with taddons.context(view, vis) as tctx:
+        view.add(flows)
+        tctx.configure(view, view_filter="~s & ~c 429")
+        assert len(view) == 1
+        with caplog.at_level(logging.INFO):
+            tctx.master.commands.call("proxai.report")
+    (msg,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("proxai.report:")]
+    lines = msg.splitlines()
+    assert lines[3].split() == [
+        "1",
+        "chat",
+        "-",
+        "429",
+        "error",
+        "(rate_limited)",
+        "-",
+        "-",
+        "-",
+        "-",
+        "-",
+        "1.50s",
+    ]
+    assert lines[4] == "total: 1 flow (1 error) · tokens 0 in / 0 out · 0 tool calls"
