@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxai.redact import (
     REDACTED,
@@ -198,3 +200,33 @@ def test_large_inputs_are_linear_enough() -> None:
     # A megabyte-scale base64-like run and many short words: must finish (regex stays linear).
     big = "A" * 2_000_000 + " " + "ab=c " * 200_000
     assert redact_text(big) == big
+
+
+CONTENT_TYPES = [
+    "application/json",
+    "text/event-stream",
+    "application/x-www-form-urlencoded",
+    "text/plain",
+    None,
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=2000), ct=st.sampled_from(CONTENT_TYPES))
+def test_arbitrary_bodies_never_raise(data: bytes, ct: str | None) -> None:
+    assert isinstance(redact_body(data, ct).data, bytes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    prefix=st.text(max_size=200),
+    suffix=st.text(max_size=200),
+    ct=st.sampled_from(CONTENT_TYPES),
+)
+def test_a_key_anywhere_in_text_is_removed(prefix: str, suffix: str, ct: str | None) -> None:
+    secret = "sk-ant-api03-PLNTprop0123456789"
+    # The key as a JSON string value, and as raw text between arbitrary characters.
+    body = orjson.dumps({"messages": [{"role": "user", "content": prefix + " " + secret + " " + suffix}]})
+    assert b"PLNTprop" not in redact_body(body, ct).data
+    raw = (prefix + " " + secret + " " + suffix).encode()
+    assert b"PLNTprop" not in redact_body(raw, ct).data
