@@ -66,10 +66,19 @@ _DELTA_FIELDS = {
 }
 
 
+_DELTA_HEADS = {
+    kind: (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":',
+        b',"delta":{"type":"' + dtype.encode() + b'","' + field.encode() + b'":',
+    )
+    for kind, (dtype, field) in _DELTA_FIELDS.items()
+}
+
+
 def block_delta(index: int, kind: str, text: str) -> bytes:
-    dtype, field = _DELTA_FIELDS[kind]
-    payload = {"type": "content_block_delta", "index": index, "delta": {"type": dtype, field: text}}
-    return _event(b"content_block_delta", orjson.dumps(payload))
+    """Hot path: serializes only the index and the text."""
+    head, mid = _DELTA_HEADS[kind]
+    return head + str(index).encode() + mid + orjson.dumps(text) + b"}}\n\n"
 
 
 def block_stop(index: int) -> bytes:

@@ -25,6 +25,34 @@ def chunk(prefix: bytes, delta: dict[str, Any], finish_reason: str | None = None
     return b"data: " + prefix + b'"choices":[' + orjson.dumps(choice) + b"]}\n\n"
 
 
+_CHOICE_TAIL = b'},"logprobs":null,"finish_reason":null}]}\n\n'
+
+
+def content_chunk(prefix: bytes, field: bytes, text: str) -> bytes:
+    """Hot path: a ``content`` / ``refusal`` delta chunk, serializing only the text."""
+    return (
+        b"data: "
+        + prefix
+        + b'"choices":[{"index":0,"delta":{"'
+        + field
+        + b'":'
+        + orjson.dumps(text)
+        + _CHOICE_TAIL
+    )
+
+
+def args_chunk(prefix: bytes, index: int, fragment: str) -> bytes:
+    """Hot path: a tool-call argument fragment (``function`` on every tool delta, CLIENTS.md)."""
+    return (
+        b"data: "
+        + prefix
+        + b'"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":' % index
+        + orjson.dumps(fragment)
+        + b"}}]"
+        + _CHOICE_TAIL
+    )
+
+
 def usage_chunk(prefix: bytes, usage: TokenUsage) -> bytes:
     body: dict[str, Any] = {
         "prompt_tokens": usage.input or 0,
@@ -48,7 +76,3 @@ def tool_start_delta(index: int, id: str, name: str) -> dict[str, Any]:
             {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}
         ]
     }
-
-
-def tool_args_delta(index: int, fragment: str) -> dict[str, Any]:
-    return {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}

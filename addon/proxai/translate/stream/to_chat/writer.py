@@ -54,10 +54,10 @@ class ChatWriter:
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
         st = self.st
         if kind == "text":
-            field = "refusal" if st.kinds[key] == "refusal" else "content"
-            self.out.append(output.chunk(st.prefix, {field: text}))
+            field = b"refusal" if st.kinds[key] == "refusal" else b"content"
+            self.out.append(output.content_chunk(st.prefix, field, text))
         elif kind == "args":
-            self.out.append(output.chunk(st.prefix, output.tool_args_delta(st.tool_index[key], text)))
+            self.out.append(output.args_chunk(st.prefix, st.tool_index[key], text))
         elif kind == "thinking":
             st.dropped.thinking_chars += len(text)
         else:

@@ -22,6 +22,18 @@ def event(etype: str, seq: int, fields: dict[str, Any]) -> bytes:
     return b"event: " + etype.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
+def delta_frame(etype: str, item: Item) -> tuple[bytes, bytes, bytes]:
+    """The constant parts of an item's delta events: ``head + seq + mid + json(delta) + tail``
+    (the hot path serializes only the sequence number and the delta text)."""
+    e = etype.encode()
+    head = b"event: " + e + b'\ndata: {"type":"' + e + b'","sequence_number":'
+    mid = b',"item_id":' + orjson.dumps(item.item_id) + b',"output_index":%d' % item.output_index
+    if item.kind != "tool":
+        mid += b',"content_index":0'
+    tail = b',"logprobs":[]}\n\n' if item.kind == "text" else b"}\n\n"
+    return head, mid + b',"delta":', tail
+
+
 def usage_out(usage: TokenUsage) -> dict[str, Any]:
     return {
         "input_tokens": usage.input or 0,

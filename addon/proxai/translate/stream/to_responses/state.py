@@ -39,6 +39,7 @@ class Item:
     signature: str | None = None  # thinking: encrypted_content
     data: str | None = None  # redacted thinking: encrypted_content
     done: bool = False
+    frame: tuple[bytes, bytes, bytes] = (b"", b"", b"")  # pre-serialized delta event around seq / delta
 
 
 @dataclass(slots=True)

@@ -11,6 +11,8 @@ emits ``error`` + ``response.failed`` (error_shapes); never ``[DONE]``.
 
 from __future__ import annotations
 
+import orjson
+
 from proxai.error_shapes import error_event
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
@@ -66,6 +68,10 @@ class ResponsesWriter:
         data: str | None = None,
     ) -> None:
         item = self.st.add(key, kind, id, name, data)
+        if kind == "tool":
+            item.frame = output.delta_frame("response.function_call_arguments.delta", item)
+        elif kind in _DELTA_EVENTS:
+            item.frame = output.delta_frame(_DELTA_EVENTS[kind], item)
         self._emit(
             "response.output_item.added", output_index=item.output_index, item=output.item_json(item, False)
         )
@@ -84,24 +90,8 @@ class ResponsesWriter:
             item.signature = (item.signature or "") + text
             return
         item.parts.append(text)
-        if kind == "args":
-            self._emit(
-                "response.function_call_arguments.delta",
-                item_id=item.item_id,
-                output_index=item.output_index,
-                delta=text,
-            )
-            return
-        etype = _DELTA_EVENTS[item.kind]
-        fields: dict[str, object] = {
-            "item_id": item.item_id,
-            "output_index": item.output_index,
-            "content_index": 0,
-        }
-        fields["delta"] = text
-        if item.kind == "text":
-            fields["logprobs"] = []
-        self.out.append(output.event(etype, self.st.next_seq(), fields))
+        head, mid, tail = item.frame
+        self.out.append(head + str(self.st.next_seq()).encode() + mid + orjson.dumps(text) + tail)
 
     def block_stop(self, key: BlockKey) -> None:
         self._finish(self.st.by_key[key])
