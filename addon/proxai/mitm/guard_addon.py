@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,23 @@ if TYPE_CHECKING:
     from mitmproxy import http
 
 logger = logging.getLogger(__name__)
+
+# Events after which a call's arguments are declared done (or the stream is over), per protocol.
+_CLOSING_EVENTS = frozenset(
+    {
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "response.function_call_arguments.done",
+        "response.custom_tool_call_input.done",
+        "response.mcp_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+        "response.incomplete",
+        "response.failed",
+    }
+)
+_CHAT_FINISH = re.compile(r'"finish_reason"\s*:\s*"')
 
 
 def parse_seconds(name: str, value: str) -> float:
@@ -71,6 +89,7 @@ class FlowGuard:
         self.verdict: Verdict | None = None
         self.path: str | None = None  # "data" | "timer"
         self.end_requested = False
+        self._open_count = 0
         self._end_stream = end_stream
         self.timer = injection.GuardTimer(self.on_timer, carrier.clock)
         if not timer:
@@ -92,12 +111,21 @@ class FlowGuard:
             and getattr(c.observer, "failed", None) is None
         )
 
-    def check(self, now: float, *, with_calls: bool, ended: bool = False) -> Verdict | None:
+    def check(self, now: float, *, with_calls: bool, ended: bool = False) -> tuple[Verdict | None, list[Any]]:
+        """The verdict now, and the open calls it was judged on (reused for the deadline).
+
+        ``with_calls``: also judge the observed calls' arguments (builds a summary: only when a call
+        may have closed). Calls past ``max_tool_args`` are not judged: their JSON was not kept.
+        """
         obs = self.carrier.observer
-        calls = obs.summary().tool_calls if with_calls and self.config.abnormal_arguments else []
-        return guard.check(
+        open_calls: list[Any] = obs.open_tool_calls()
+        calls: list[Any] = []
+        if with_calls and self.config.abnormal_arguments:
+            limit = getattr(getattr(obs, "limits", None), "max_tool_args", None)
+            calls = [c for c in obs.summary().tool_calls if limit is None or c.arguments_bytes <= limit]
+        verdict = guard.check(
             self.config,
-            open_calls=obs.open_tool_calls(),
+            open_calls=open_calls,
             calls=calls,
             terminal=obs.terminal,
             ended=ended,
@@ -105,18 +133,29 @@ class FlowGuard:
             start=self.start,
             now=now,
         )
+        return verdict, open_calls
 
-    def deadline(self) -> float | None:
+    def deadline(self, open_calls: list[Any] | None = None) -> float | None:
         if not self._guarding():
             return None
         obs = self.carrier.observer
         return guard.next_deadline(
             self.config,
-            open_calls=obs.open_tool_calls(),
+            open_calls=obs.open_tool_calls() if open_calls is None else open_calls,
             terminal=obs.terminal,
             last_byte_at=obs.last_byte_at,
             start=self.start,
         )
+
+    def _calls_may_have_closed(self, events: list[SseEvent]) -> bool:
+        """Cheap trigger for the abnormal-argument rule (a summary per chunk would cost 5x the
+        observer): an event that closes calls in some protocol, or the terminal event."""
+        for e in events:
+            if e.event in _CLOSING_EVENTS:
+                return True
+            if "finish_reason" in e.data and _CHAT_FINISH.search(e.data) is not None:
+                return True
+        return self.carrier.observer.terminal
 
     # -- carrier hooks ----------------------------------------------------------------------------
 
@@ -125,10 +164,15 @@ class FlowGuard:
             self.timer.cancel()
             return None
         ending = carrier.ending  # the end-of-message check: mitmproxy ends the client stream itself
-        verdict = self.check(now, with_calls=bool(events) or ending, ended=ending)
+        open_before = self._open_count
+        with_calls = ending or (bool(events) and self._calls_may_have_closed(events))
+        verdict, open_calls = self.check(now, with_calls=with_calls, ended=ending)
+        self._open_count = len(open_calls)
+        if verdict is None and not with_calls and self._open_count < open_before:
+            verdict, open_calls = self.check(now, with_calls=True)  # a call closed another way
         if verdict is None:
             if not ending:
-                self.timer.arm(self.deadline())
+                self.timer.arm(self.deadline(open_calls))
             return None
         self.verdict, self.path = verdict, "end" if ending else "data"
         self.timer.cancel()
@@ -141,9 +185,9 @@ class FlowGuard:
         if not self._guarding():
             return
         now = self.carrier.clock()
-        verdict = self.check(now, with_calls=False)
+        verdict, open_calls = self.check(now, with_calls=False)
         if verdict is None:
-            self.timer.arm(self.deadline())
+            self.timer.arm(self.deadline(open_calls))
             return
         self.verdict, self.path = verdict, "timer"
         logger.info("proxai: %s", verdict.message)
