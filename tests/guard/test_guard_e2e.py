@@ -482,3 +482,49 @@ def test_translated_flow_gets_the_error_in_the_client_protocol(
     assert flow.request.headers["accept-encoding"] == "identity"
     wait_closed_early(g_upstream, before)
     no_tracebacks(g_translating)
+
+
+# -- no false positives: every fake-upstream scenario, pauses below the thresholds -------------------
+
+
+def test_no_verdict_on_any_scenario_whose_pauses_stay_below_the_thresholds(g_reverse: Mitmdump) -> None:
+    """At time scale 0.01 every pause of the fake upstream (stalls 0.6 s, reasoning 0.2 s) stays under
+    the 1 s / 1.5 s limits: no scenario, broken ones included, may get a guard verdict."""
+    import httpx2
+
+    from proxai.upstream import list_scenarios
+
+    paths = {"anthropic": "/v1/messages", "chat": "/v1/chat/completions", "responses": "/v1/responses"}
+    tags: dict[str, tuple[str, str]] = {}
+    with httpx2.Client(timeout=30) as hc:
+        for name, _ in list_scenarios():
+            if name in ("big_stream", "slowloris", "huge_line"):
+                continue  # transport stress, covered by the hardening tests
+            for protocol, path in paths.items():
+                t = tag()
+                tags[t] = (name, protocol)
+                body: dict[str, Any] = {"model": name, "stream": True, "max_tokens": 64}
+                if protocol == "responses":
+                    body["input"] = "hi"
+                else:
+                    body["messages"] = MESSAGES
+                hdrs = {"x-proxai-test": t, "x-proxai-time-scale": "0.01", "anthropic-version": "2023-06-01"}
+                try:
+                    with hc.stream("POST", g_reverse.url + path, json=body, headers=hdrs) as resp:
+                        resp.read()
+                except httpx2.HTTPError:
+                    pass  # the reset scenario
+    deadline = time.monotonic() + 30
+    while True:  # read the flow file once per round, not once per tag
+        flows = {f.request.headers.get("x-proxai-test"): f for f in g_reverse.read_flows()}
+        if all(t in flows for t in tags) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert sorted(t for t in tags if t not in flows) == []
+    verdicts = {
+        what: proxai_meta(flows[t])["extra"]["guard"]["message"]
+        for t, what in tags.items()
+        if "guard" in proxai_meta(flows[t]).get("extra", {})
+    }
+    assert verdicts == {}
+    no_tracebacks(g_reverse)
