@@ -52,6 +52,11 @@ def test_openai_client_to_anthropic_target() -> None:
     assert out == {"x-api-key": "sk-openai", "anthropic-version": "2023-06-01"}
 
 
+def test_azure_key_header() -> None:
+    out = _apply({"api-key": "azure-key", "OpenAI-Project": "p"}, C, A)
+    assert out == {"x-api-key": "azure-key", "anthropic-version": "2023-06-01"}
+
+
 def test_anthropic_client_to_anthropic_keeps_version_and_beta() -> None:
     out = _apply({"x-api-key": "k", "anthropic-version": "2024-01-01", "anthropic-beta": "b"}, A, A)
     assert out == {"x-api-key": "k", "anthropic-version": "2024-01-01", "anthropic-beta": "b"}

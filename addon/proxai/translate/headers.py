@@ -4,9 +4,9 @@
 targets get an ``anthropic-version`` (the client's when it speaks Anthropic, else the route's);
 ``anthropic-beta`` is forwarded only to Anthropic. Provider-specific headers never reach the
 other provider: ``anthropic-*`` / ``x-api-key`` are removed for OpenAI targets and
-``openai-*`` / ``Authorization`` for Anthropic targets. The key itself comes from the client
-(auth "pass") or from the environment variable the route names; it is never logged or put in
-metadata. Pure: the caller applies the returned plan to the real headers.
+``openai-*`` / ``Authorization`` / Azure's ``api-key`` for Anthropic targets. The key itself
+comes from the client (auth "pass") or from the environment variable the route names; it is
+never logged or put in metadata. Pure: the caller applies the returned plan to the real headers.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ class HeaderPlan:
 def client_key(headers: Mapping[str, str]) -> str | None:
     """The API key the client sent, in either provider's header."""
     lower = {k.lower(): v for k, v in headers.items()}
-    if lower.get("x-api-key"):
-        return lower["x-api-key"]
+    for name in ("x-api-key", "api-key"):  # Anthropic; Azure OpenAI
+        if lower.get(name):
+            return lower[name]
     auth = lower.get("authorization", "")
     scheme, _, token = auth.partition(" ")
     if scheme.lower() == "bearer" and token.strip():
@@ -53,7 +54,7 @@ def plan_headers(
     remove: list[str] = ["content-length"]
     sets: list[tuple[str, str]] = []
     if target is Protocol.ANTHROPIC_MESSAGES:
-        remove += [k for k in lower if k.startswith("openai-") or k == "authorization"]
+        remove += [k for k in lower if k.startswith("openai-") or k in ("authorization", "api-key")]
         if client is not Protocol.ANTHROPIC_MESSAGES:
             remove += [k for k in lower if k.startswith("anthropic-")]
         if key is None:
