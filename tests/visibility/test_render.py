@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from proxai import render
+from proxai import render, report
 from proxai.model import Outcome, Protocol, StreamSummary, ToolCallInfo, Usage
 
 
@@ -130,3 +132,51 @@ def test_invalid_tool_arguments_are_shown_raw() -> None:
         "{oops",
         "(arguments are not valid JSON; shown as received)",
     ]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=12), kids, max_size=4),
+    max_leaves=20,
+)
+KEYS = st.sampled_from(
+    [
+        "protocol",
+        "outcome",
+        "usage",
+        "tool_calls",
+        "error",
+        "timing",
+        "counts",
+        "extra",
+        "route",
+        "client_protocol",
+        "messages",
+        "input",
+        "system",
+        "instructions",
+        "tools",
+        "content",
+        "role",
+        "type",
+        "model",
+        "stream",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    meta=st.dictionaries(KEYS, JSON, max_size=8),
+    proto=st.sampled_from(["anthropic_messages", "openai_chat", "openai_responses", ""]),
+)
+def test_rendering_never_raises_on_odd_metadata_or_bodies(meta: dict[str, Any], proto: str) -> None:
+    assert isinstance(render.comment_line(meta), str)
+    assert all(isinstance(line, str) for line in render.flow_response_lines(meta, None, proto))
+    assert all(isinstance(line, str) for line in render.flow_request_lines(meta, proto, meta))
+    assert all(isinstance(line, str) for line in render.request_lines(proto, meta))
+    diag = report.diagnostics_from(meta, None, b"tail")
+    row = report.make_row(
+        meta, index=1, flow_id="f", method="POST", url="http://h/v1/x?key=k", status=200, diagnostics=diag
+    )
+    assert all(isinstance(line, str) for line in report.table_lines([row]))
