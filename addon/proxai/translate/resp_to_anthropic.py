@@ -20,7 +20,8 @@ from proxai.translate import ir, stop_reasons
 def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     refusal: list[str] = []
-    for p in resp.parts:
+    parts = [p for p in resp.parts if not (isinstance(p, ir.TextPart) and not p.text)] or resp.parts
+    for p in parts:
         match p:
             case ir.TextPart():
                 content.append({"type": "text", "text": p.text})

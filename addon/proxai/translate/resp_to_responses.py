@@ -33,7 +33,8 @@ def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:
     item_status = "completed" if status == "completed" else "incomplete"
     output: list[dict[str, Any]] = []
     message: dict[str, Any] | None = None
-    for p in resp.parts:
+    parts = [p for p in resp.parts if not (isinstance(p, ir.TextPart) and not p.text)] or resp.parts
+    for p in parts:
         if isinstance(p, ir.TextPart | ir.RefusalPart):
             if message is None:
                 message = {
