@@ -378,3 +378,23 @@ def test_lost_argument_fragment_is_never_a_successful_tool_call(up: Protocol, cl
     # Responses repeats the whole arguments in .done: the gap shows as a contradiction first
     assert "not valid JSON" in fin.error["message"] or (up is R and "contradicts" in fin.error["message"])
     assert t.error is not None
+
+
+def test_responses_failed_carries_the_output_so_far() -> None:
+    raw, _ = render(A, "error_midstream")
+    out, _ = translate(A, R, raw)
+    failed = [ln for ln in out.split(b"\n") if ln.startswith(b'data: {"type":"response.failed"')]
+    assert len(failed) == 1
+    resp = orjson.loads(failed[0][6:])["response"]
+    assert resp["status"] == "failed" and resp["error"]["message"]
+    assert resp["output"] and resp["output"][0]["type"] == "message"
+    assert resp["output"][0]["content"][0]["text"]  # the text streamed before the error
+
+
+def test_chat_target_without_include_usage_has_no_usage_chunk() -> None:
+    raw, _ = render(A, "text")
+    t = make_stream_translator(A, C, include_usage=False)
+    sc = SseScanner()
+    out = t.feed(sc.feed(raw) + sc.close()) + t.finish()
+    fin = validate_chat(out)
+    assert fin.usage is None and fin.stop == "stop" and b'"choices":[]' not in out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import orjson
 
-from proxai.error_shapes import error_event
+from proxai.error_shapes import error_event, openai_error_object
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
@@ -128,19 +128,33 @@ class ResponsesWriter:
         self.fail(kind, message)
 
     def fail(self, kind: ErrorKind, message: str) -> None:
+        """``error`` (a top-level ``error`` object: the Python SDK raises at once) and, once the
+        response exists, ``response.failed`` carrying the output so far (unfinished items are
+        ``incomplete``). Before ``response.created`` the shared shape is used as is."""
         st = self.st
-        self.out.append(
-            error_event(
-                Protocol.OPENAI_RESPONSES,
-                kind,
-                message,
-                response_id=st.response_id or None,
-                model=st.model or None,
-                sequence_number=st.seq,
-                created_at=self.created_at,
+        if not st.response_id:
+            self.out.append(
+                error_event(
+                    Protocol.OPENAI_RESPONSES,
+                    kind,
+                    message,
+                    sequence_number=st.seq,
+                    created_at=self.created_at,
+                )
             )
-        )
-        st.seq += 2
+            st.seq += 2
+            return
+        err = openai_error_object(kind, message)
+        self._emit("error", code=err["code"], message=message, param=None, error=err)
+        items = []
+        for item in st.items:
+            snap = output.item_json(item, True)
+            if not item.done:
+                snap["status"] = "incomplete"
+            items.append(snap)
+        snap_resp = output.response(st.response_id, st.model, self.created_at, "failed", items)
+        snap_resp["error"] = {"code": err["code"], "message": message}
+        self._emit("response.failed", response=snap_resp)
 
     def metadata(self) -> dict[str, object]:
         return {}
