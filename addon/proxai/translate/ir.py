@@ -159,6 +159,7 @@ class RequestIR:
     user: str | None = None
     json_schema: dict[str, object] | None = None  # {"name", "schema", "strict"} structured output
     json_schema_at: str = "response_format"
+    json_object: bool = False  # JSON mode without a schema (Chat json_object, Responses json_object)
     ignored: tuple[str, ...] = ()  # client fields that are hints with no target meaning
 
 

@@ -218,6 +218,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         reasoning=reasoning,
         user=req.user,
         json_schema=_response_format(req.response_format),
+        json_object=req.response_format is not None and req.response_format.get("type") == "json_object",
         json_schema_at="response_format",
         ignored=tuple(sorted(k for k in body if k not in _HANDLED and k not in _REJECT_IF_SET)),
     )
@@ -344,7 +345,7 @@ def _tool_choice(raw: str | dict[str, Any] | None) -> ir.ToolChoice | None:
 
 
 def _response_format(raw: dict[str, Any] | None) -> dict[str, object] | None:
-    if raw is None or raw.get("type") == "text":
+    if raw is None or raw.get("type") in ("text", "json_object"):
         return None
     if raw.get("type") == "json_schema" and isinstance(raw.get("json_schema"), dict):
         return dict(raw["json_schema"])

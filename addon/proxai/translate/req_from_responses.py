@@ -174,6 +174,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         reasoning=reasoning,
         user=req.user,
         json_schema=_text_format(req.text),
+        json_object=_json_object(req.text),
         json_schema_at="text.format",
         ignored=tuple(sorted(k for k in body if k not in _HANDLED and k not in _REJECT_IF_SET)),
     )
@@ -318,9 +319,14 @@ def _text_format(raw: dict[str, Any] | None) -> dict[str, object] | None:
     if raw is None:
         return None
     fmt = raw.get("format")
-    if fmt is None or (isinstance(fmt, dict) and fmt.get("type") == "text"):
+    if fmt is None or (isinstance(fmt, dict) and fmt.get("type") in ("text", "json_object")):
         return None
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         return {k: v for k, v in fmt.items() if k in ("name", "schema", "strict", "description")}
     kind = fmt.get("type") if isinstance(fmt, dict) else fmt
     raise TranslationError(f"text format {kind!r} cannot be translated", "text.format.type")
+
+
+def _json_object(raw: dict[str, Any] | None) -> bool:
+    fmt = raw.get("format") if raw is not None else None
+    return isinstance(fmt, dict) and fmt.get("type") == "json_object"

@@ -44,7 +44,7 @@ def render_request(req: ir.RequestIR, opts: ir.RequestOptions, dropped: dict[str
         body["stop_sequences"] = list(req.stop)
     if req.stream:
         body["stream"] = True
-    if req.json_schema is not None:
+    if req.json_schema is not None or req.json_object:
         raise TranslationError("Anthropic Messages has no structured output format", req.json_schema_at)
     if req.tools:
         body["tools"] = [_tool(t) for t in req.tools]

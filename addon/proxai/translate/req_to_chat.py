@@ -54,6 +54,8 @@ def render_request(req: ir.RequestIR, opts: ir.RequestOptions, dropped: dict[str
         body["reasoning_effort"] = r.effort if r.effort is not None else budget_to_effort(r.budget)
     if req.json_schema is not None:
         body["response_format"] = {"type": "json_schema", "json_schema": req.json_schema}
+    elif req.json_object:
+        body["response_format"] = {"type": "json_object"}
     if req.user:
         body["user"] = req.user
     return body

@@ -66,6 +66,8 @@ def render_request(req: ir.RequestIR, opts: ir.RequestOptions, dropped: dict[str
         body["reasoning"] = reasoning
     if req.json_schema is not None:
         body["text"] = {"format": {"type": "json_schema", **req.json_schema}}
+    elif req.json_object:
+        body["text"] = {"format": {"type": "json_object"}}
     if req.user:
         body["user"] = req.user
     return body
