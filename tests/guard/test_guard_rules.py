@@ -213,3 +213,43 @@ def test_end_of_body_inside_a_call_is_abnormal_and_stops_time_rules() -> None:
     )
     # no open call: an ended stream is never judged for time, however long ago the last byte was
     assert guard.check(CFG, open_calls=[], ended=True, last_byte_at=0.0, start=0.0, now=1e6) is None
+
+
+ERR = b'event: error\ndata: {"type":"error","error":{"type":"timeout_error","message":"m"}}\n\n'
+
+
+@pytest.mark.parametrize(
+    ("sent", "prefix", "last_before_ours"),
+    [
+        (b"", b"", None),
+        (b'event: a\ndata: {"x":1}\n\n', b"", ("a", '{"x":1}')),
+        (b'event: a\r\ndata: {"x":1}\r\n\r\n', b"", ("a", '{"x":1}')),
+        (b'data: {"x":1}\r\r', b"", ("message", '{"x":1}')),
+        (b'event: a\ndata: {"x":1}\n\n: keepalive\n', b"", ("a", '{"x":1}')),  # comment: no data
+        (
+            b'data: {"x":1}\n\nevent: content_block_delta\n',
+            b"",
+            ("message", '{"x":1}'),
+        ),  # ours replaces the type
+        (b'data: {"x":1}\n\nevent: content_blo', b"\n", ("message", '{"x":1}')),
+        (
+            b'data: {"x":1}\n\ndata: {"y":2}\n',
+            b"\n",
+            ("message", '{"y":2}'),
+        ),  # complete lines: dispatched whole
+        (b'data: {"x":1}\n\ndata: {"y":2}\r', b"\r", ("message", '{"y":2}')),  # a CR must not become CRLF
+        (b'data: {"x":1}\n\ndata: {"y"', b"\n\n", ("message", '{"y"')),  # mid-line: truncated (documented)
+    ],
+)
+def test_resume_prefix_makes_the_injected_event_parse_on_its_own(
+    sent: bytes, prefix: bytes, last_before_ours: tuple[str, str] | None
+) -> None:
+    from proxai.sse import SseScanner
+
+    assert guard.resume_prefix(sent) == prefix
+    for split in range(len(sent) + 1):  # wherever the client's reads fell
+        scanner = SseScanner()
+        events = scanner.feed(sent[:split]) + scanner.feed(sent[split:] + prefix + ERR)
+        assert (events[-1].event, events[-1].data) == ("error", ERR.split(b"data: ")[1].strip().decode())
+        before = events[-2] if len(events) > 1 else None
+        assert (None if before is None else (before.event, before.data)) == last_before_ours

@@ -179,7 +179,9 @@ class FlowGuard:
         if ending:
             self.end_requested = True  # nothing to end or cancel: the upstream ended the body
         logger.info("proxai: %s", verdict.message)
-        return GuardAction(close=True, kind=verdict.error_kind, message=verdict.message)
+        return GuardAction(
+            close=True, inject=self.error_bytes(verdict), kind=verdict.error_kind, message=verdict.message
+        )
 
     def on_timer(self) -> None:
         if not self._guarding():
@@ -193,8 +195,19 @@ class FlowGuard:
         logger.info("proxai: %s", verdict.message)
         # The carrier keeps the error pending; ending the stream makes mitmproxy call the carrier with
         # its end of message, which delivers it. Without the internals it goes out with the next chunk.
-        self.carrier.inject_and_close(verdict.error_kind, verdict.message, now)
+        self.carrier.inject_and_close(
+            verdict.error_kind, verdict.message, now, data=self.error_bytes(verdict)
+        )
         self.request_end()
+
+    def error_bytes(self, verdict: Verdict) -> bytes:
+        """The client-protocol error, preceded by what makes it an event of its own when the client
+        holds part of an upstream event (plain pass-through only: translated output is whole events)."""
+        c = self.carrier
+        data = c.error_bytes(verdict.error_kind, verdict.message)
+        if c.translator is None and c.decoder is None:
+            data = guard.resume_prefix(bytes(c.observer.tail)) + data
+        return data
 
     def on_close(self, carrier: Carrier) -> None:
         """The carrier closed the client stream inside the callable: end it and close the upstream."""
