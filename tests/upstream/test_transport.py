@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import brotli  # type: ignore[import-untyped]
 import h2.config
@@ -19,7 +19,9 @@ import httpx
 import pytest
 import zstandard
 
-from proxai.upstream import FakeUpstream, list_scenarios
+from proxai.upstream import SCENARIOS, FakeUpstream, list_scenarios
+from proxai.upstream.ops import Op, Params, Start
+from proxai.upstream.scenarios import Scenario
 
 from .test_wire import PATHS, post, request_body, verify
 from .validators import check_anthropic, check_chat, check_responses, scan
@@ -295,3 +297,20 @@ def test_oversized_body_refused_early() -> None:
     with FakeUpstream(time_scale=0.0, max_body=1000) as up:
         head = b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 100000000\r\n\r\n"
         assert _raw_exchange(up, head + b"x" * 5000).startswith(b"HTTP/1.1 413 ")
+
+
+def _broken_script(params: Params) -> Iterator[Op]:
+    yield Start()
+    raise ValueError("scripted bug")
+
+
+@pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
+def test_a_bug_is_a_500_or_a_reset_never_a_hang(monkeypatch: pytest.MonkeyPatch, http2: bool) -> None:
+    monkeypatch.setitem(SCENARIOS, "broken", Scenario("broken", "raises", _broken_script))
+    with FakeUpstream(tls=http2, http2=http2, time_scale=0.0) as up:
+        r = post(up, "chat", "broken", stream=False)  # fails before the headers
+        assert r.status_code == 500
+        assert "scripted bug" in r.json()["error"]["message"]
+        with pytest.raises(httpx.TransportError):
+            post(up, "chat", "broken", stream=True)  # fails after the headers
+        check_chat(post(up, "chat", "text").content)  # the server is fine

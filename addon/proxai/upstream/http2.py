@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import h2.config
@@ -37,34 +38,48 @@ class _Stream:
     finished: bool = False
 
 
+@contextlib.contextmanager
+def _stream_errors() -> Iterator[None]:
+    """A write on a stream the peer closed is a connection-level event for the scenario player."""
+    try:
+        yield
+    except h2.exceptions.StreamClosedError as e:
+        raise ConnectionResetError(f"HTTP/2 stream closed: {e}") from e
+
+
 class H2Sink:
     def __init__(self, server: H2Server, stream_id: int) -> None:
         self.server = server
         self.stream_id = stream_id
 
     async def start(self, status: int, headers: Headers) -> None:
-        self.server.conn.send_headers(self.stream_id, [(":status", str(status)), *headers])
+        with _stream_errors():
+            self.server.conn.send_headers(self.stream_id, [(":status", str(status)), *headers])
         await self.server.flush()
 
     async def write(self, data: bytes) -> None:
         conn = self.server.conn
         view = memoryview(data)
         while view:
-            window = min(conn.local_flow_control_window(self.stream_id), conn.max_outbound_frame_size)
+            with _stream_errors():
+                window = min(conn.local_flow_control_window(self.stream_id), conn.max_outbound_frame_size)
             if window <= 0:
                 self.server.window_open.clear()
                 await self.server.window_open.wait()
                 continue
-            conn.send_data(self.stream_id, bytes(view[:window]))
+            with _stream_errors():
+                conn.send_data(self.stream_id, bytes(view[:window]))
             view = view[window:]
             await self.server.flush()
 
     async def end(self) -> None:
-        self.server.conn.end_stream(self.stream_id)
+        with _stream_errors():
+            self.server.conn.end_stream(self.stream_id)
         await self.server.flush()
 
     async def abort(self) -> None:
-        self.server.conn.reset_stream(self.stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+        with _stream_errors():
+            self.server.conn.reset_stream(self.stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
         await self.server.flush()
 
 
@@ -117,8 +132,9 @@ class H2Server:
                 if not data:
                     return
         finally:
-            for stream_id in list(self.streams):
-                await self._cancel(stream_id)
+            tasks = [t for t in (self._cancel(sid) for sid in list(self.streams)) if t is not None]
+            if tasks:
+                await asyncio.wait(tasks, timeout=5)
 
     def _on_event(self, event: h2.events.Event) -> bool:
         match event:
@@ -144,8 +160,7 @@ class H2Server:
                 if st is not None and st.task is None:
                     self._dispatch(event.stream_id)
             case h2.events.StreamReset():
-                task = asyncio.ensure_future(self._cancel(event.stream_id))
-                task.add_done_callback(lambda _t: None)
+                self._cancel(event.stream_id)
             case h2.events.WindowUpdated():
                 self.window_open.set()
             case h2.events.ConnectionTerminated():
@@ -182,22 +197,22 @@ class H2Server:
                 )
             st.finished = True
             self.stats.completed += 1
-        except (h2.exceptions.StreamClosedError, ConnectionError, OSError):
-            pass
+        except (ConnectionError, OSError):
+            pass  # the client reset the stream or left: _cancel counted it
         finally:
             if st.finished:
                 self.streams.pop(stream_id, None)
 
-    async def _cancel(self, stream_id: int) -> None:
+    def _cancel(self, stream_id: int) -> asyncio.Task[None] | None:
+        """The client reset the stream or left: stop its scenario now, count it if unfinished."""
         st = self.streams.pop(stream_id, None)
         if st is None or st.finished:
-            return
+            return None
+        self.stats.closed_early += 1
         if st.task is not None and not st.task.done():
             st.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await st.task
-        if not st.finished:
-            self.stats.closed_early += 1
+            return st.task
+        return None
 
 
 async def handle_h2(

@@ -12,6 +12,7 @@ Per-request headers: ``x-proxai-encoding``, ``x-proxai-stall`` (seconds, NOT sca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from collections.abc import Callable, Iterator
@@ -134,7 +135,57 @@ async def serve(
     stats: Stats,
     time_scale: float,
 ) -> None:
-    """Answer one request completely (or abort it, as the scenario says)."""
+    """Answer one request completely (or abort it, as the scenario says).
+
+    A bug in a scenario or renderer never hangs the client: before the headers it becomes an
+    HTTP 500 naming the exception, after them a reset. Transport errors (the client left)
+    propagate to the transport, which counts them.
+    """
+    tracked = _TrackedSink(sink)
+    try:
+        await _serve(method, path, headers, body, http_version, tracked, stats, time_scale)
+    except (ConnectionError, OSError):
+        raise
+    except Exception as e:
+        with contextlib.suppress(Exception):
+            if tracked.started:
+                await sink.abort()
+            else:
+                err = {"error": {"message": f"fake upstream bug: {e!r}", "type": "server_error"}}
+                await _respond(sink, Respond(500, orjson.dumps(err)))
+
+
+class _TrackedSink:
+    """A Sink that remembers whether the response headers went out."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.started = False
+
+    async def start(self, status: int, headers: Headers) -> None:
+        self.started = True
+        await self.sink.start(status, headers)
+
+    async def write(self, data: bytes) -> None:
+        await self.sink.write(data)
+
+    async def end(self) -> None:
+        await self.sink.end()
+
+    async def abort(self) -> None:
+        await self.sink.abort()
+
+
+async def _serve(  # noqa: PLR0917 - internal, called once
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: bytes,
+    http_version: str,
+    sink: Sink,
+    stats: Stats,
+    time_scale: float,
+) -> None:
     parsed: Any = None
     try:
         parsed = orjson.loads(body) if body else None
