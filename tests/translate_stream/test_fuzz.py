@@ -14,7 +14,7 @@ from proxai.model import ErrorKind, Protocol
 from proxai.sse import SseEvent
 from proxai.translate.stream import make_stream_translator
 
-from .harness import A, C, R, render
+from .harness import A, C, R, carry, render, translate
 from .validators import VALIDATORS, scan
 
 ROUTES = [(A, C), (A, R), (C, A), (C, R), (R, A), (R, C), (A, A), (C, C), (R, R)]
@@ -115,3 +115,21 @@ def test_mutated_streams_only_typed_errors(
             break
     out = run(up, client, events)
     VALIDATORS[client.value](out)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    route=st.sampled_from(ROUTES),
+    scenario=st.sampled_from(SCENARIOS),
+    cuts=st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=40),
+)
+def test_chunking_never_changes_the_output(
+    route: tuple[Protocol, Protocol], scenario: str, cuts: list[int]
+) -> None:
+    up, client = route
+    raw = render(up, scenario)[0]
+    points = sorted({c % (len(raw) + 1) for c in cuts})
+    pieces = [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True)]
+    whole, _ = translate(up, client, raw)
+    t = make_stream_translator(up, client, normalize=up is client, created=1_767_225_600)
+    assert carry(t, pieces) == whole
