@@ -100,7 +100,7 @@ def sdk_http_client(md: Mitmdump, *, h2: bool = False, asynchronous: bool = Fals
     kw: dict[str, Any] = {"timeout": httpx2.Timeout(60.0, connect=10.0)}
     if md.mode == "regular":
         kw["proxy"] = md.proxy_url
-        kw["verify"] = ca_context(md)
+        kw["verify"] = ca_context(md, h2=h2)
     elif h2:
         kw["verify"] = ca_context(md, h2=True)
     if h2:
@@ -109,7 +109,10 @@ def sdk_http_client(md: Mitmdump, *, h2: bool = False, asynchronous: bool = Fals
     return httpx2.AsyncClient(**kw) if asynchronous else httpx2.Client(**kw)
 
 
-def base_url(md: Mitmdump, *, h2: bool = False, prefix: str = "") -> str:
+def base_url(md: Mitmdump, *, h2: bool = False, prefix: str = "", upstream: str | None = None) -> str:
+    """``upstream``: in regular mode, the origin the SDK talks to through the proxy."""
+    if md.mode == "regular" and upstream is not None:
+        return upstream + prefix
     if md.mode == "reverse" and h2:
         return f"https://127.0.0.1:{md.port}{prefix}"
     return md.base_url(prefix)
@@ -119,11 +122,13 @@ def headers(test_tag: str, **extra: str) -> dict[str, str]:
     return {TEST_HEADER: test_tag, "x-proxai-stall": UPSTREAM_STALL, **extra}
 
 
-def anthropic_client(md: Mitmdump, test_tag: str, *, h2: bool = False, **extra: str) -> Any:
+def anthropic_client(
+    md: Mitmdump, test_tag: str, *, h2: bool = False, upstream: str | None = None, **extra: str
+) -> Any:
     import anthropic
 
     return anthropic.Anthropic(
-        base_url=base_url(md, h2=h2),
+        base_url=base_url(md, h2=h2, upstream=upstream),
         api_key="sk-ant-proxai-test-not-a-secret",
         http_client=sdk_http_client(md, h2=h2),
         default_headers=headers(test_tag, **extra),
@@ -131,11 +136,13 @@ def anthropic_client(md: Mitmdump, test_tag: str, *, h2: bool = False, **extra: 
     )
 
 
-def openai_client(md: Mitmdump, test_tag: str, *, h2: bool = False, **extra: str) -> Any:
+def openai_client(
+    md: Mitmdump, test_tag: str, *, h2: bool = False, upstream: str | None = None, **extra: str
+) -> Any:
     import openai
 
     return openai.OpenAI(
-        base_url=base_url(md, h2=h2, prefix="/v1"),
+        base_url=base_url(md, h2=h2, prefix="/v1", upstream=upstream),
         api_key="sk-proxai-test-not-a-secret",
         http_client=sdk_http_client(md, h2=h2),
         default_headers=headers(test_tag, **extra),

@@ -47,15 +47,23 @@ IDLE_RE = re.compile(
 )
 
 
-def stream_with_sdk(protocol: str, md: Mitmdump, test_tag: str, scenario: str, *, h2: bool = False) -> Any:
+def stream_with_sdk(
+    protocol: str,
+    md: Mitmdump,
+    test_tag: str,
+    scenario: str,
+    *,
+    h2: bool = False,
+    upstream: str | None = None,
+) -> Any:
     """Consume a whole stream with the SDK's stream helper; returns the final object."""
     if protocol == "anthropic":
-        ac = anthropic_client(md, test_tag, h2=h2)
+        ac = anthropic_client(md, test_tag, h2=h2, upstream=upstream)
         with ac.messages.stream(model=scenario, max_tokens=256, messages=MESSAGES) as s:
             for _ in s:
                 pass
             return s.get_final_message()
-    oc = openai_client(md, test_tag, h2=h2)
+    oc = openai_client(md, test_tag, h2=h2, upstream=upstream)
     if protocol == "chat":
         with oc.chat.completions.stream(model=scenario, messages=MESSAGES) as cs:
             for _ in cs:
@@ -67,10 +75,18 @@ def stream_with_sdk(protocol: str, md: Mitmdump, test_tag: str, scenario: str, *
         return rs.get_final_response()
 
 
-def sdk_error(protocol: str, md: Mitmdump, test_tag: str, scenario: str, *, h2: bool = False) -> Exception:
+def sdk_error(
+    protocol: str,
+    md: Mitmdump,
+    test_tag: str,
+    scenario: str,
+    *,
+    h2: bool = False,
+    upstream: str | None = None,
+) -> Exception:
     """The exception the real SDK raised; fails the test if the stream completed."""
     try:
-        final = stream_with_sdk(protocol, md, test_tag, scenario, h2=h2)
+        final = stream_with_sdk(protocol, md, test_tag, scenario, h2=h2, upstream=upstream)
     except (anthropic.APIError, openai.APIError) as exc:
         return exc
     raise AssertionError(f"the SDK did not raise; final object: {final!r}")
@@ -242,6 +258,22 @@ def test_timer_path_regular_mode_connect(protocol: str, g_regular: Mitmdump, g_u
     exc = sdk_error(protocol, g_regular, t, "total_stall")
     check_tool_stall(protocol, g_regular, t, exc, path="timer", call=1, arg_bytes=18)
     wait_closed_early(g_upstream_tls, before)
+    no_tracebacks(g_regular)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_timer_path_regular_mode_connect_http2_both_legs(
+    protocol: str, g_regular: Mitmdump, g_upstream_h2: Any
+) -> None:
+    """CONNECT tunnel, then HTTP/2 inside it to mitmproxy and from mitmproxy to the upstream."""
+    t = tag()
+    before = g_upstream_h2.closed_early
+    exc = sdk_error(protocol, g_regular, t, "total_stall", h2=True, upstream=g_upstream_h2.url)
+    check_tool_stall(protocol, g_regular, t, exc, path="timer", call=1, arg_bytes=18)
+    flow = g_regular.wait_flow(t)
+    assert flow.request.http_version == "HTTP/2.0"
+    assert flow.server_conn.alpn == b"h2"
+    wait_closed_early(g_upstream_h2, before)
     no_tracebacks(g_regular)
 
 
