@@ -24,8 +24,13 @@ _STATUS = re.compile(r"^http_(\d{3})")
 
 
 def fixture_cases() -> list[Path]:
-    out = [p for p in FIXTURES.glob("*/*.sse")]
-    out += [p for p in FIXTURES.glob("*/*.json") if not p.name.endswith(".expected.json")]
+    """Every observer fixture: ``tests/fixtures/<protocol>/*.sse`` and ``*.json`` (other folders
+    under tests/fixtures belong to other test suites)."""
+    out: list[Path] = []
+    for protocol in Protocol:
+        folder = FIXTURES / str(protocol)
+        out += folder.glob("*.sse")
+        out += [p for p in folder.glob("*.json") if not p.name.endswith(".expected.json")]
     return sorted(out)
 
 
