@@ -295,4 +295,5 @@ class GuardAddon:
         """``ProxAI.carrier_setup`` hook: guard this streamed flow."""
         if not self.config.enabled:
             return
+        injection.install()  # idempotent; normally done at `running` (a reloaded script may miss it)
         FlowGuard(self.config, flow, carrier, start=carrier.clock(), timer=self.use_timer)
