@@ -239,3 +239,26 @@ def test_http2_tls(upstream_h2: FakeUpstream, protocol: str) -> None:
         exp = STREAMED[scenario]
         seen = check(protocol, r.content, exp.end)
         assert [json.loads(a) for _, _, a in seen.tools] == exp.tools
+
+
+KEEPALIVE = {"anthropic": b"event: ping\n", "chat": b": keepalive\n", "responses": b": keepalive\n"}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_tool_stall_is_inside_the_second_call(upstream: FakeUpstream, protocol: str) -> None:
+    """Keepalives flow only while the SECOND call is open, after the first call's arguments finished."""
+    body = post(upstream, protocol, "tool_stall").content
+    start = body.index(KEEPALIVE[protocol], body.index(b"get_weather"))  # a keepalive after the calls began
+    before, after = body[:start], body[body.rindex(KEEPALIVE[protocol]) :]
+    first, second = check(protocol, body, "complete").tools
+    if protocol == "anthropic":
+        assert b'"type":"content_block_stop","index":1' in before  # first call closed
+        assert b'"type":"content_block_stop","index":2' in after
+        assert b'"index":2,"delta":{"type":"input_json_delta"' in after
+    elif protocol == "chat":
+        assert b'"index":1,"function":{"arguments"' in after
+        assert b'"finish_reason":"tool_calls"' in after
+    else:
+        first_done = b'"type":"response.function_call_arguments.done","sequence_number"'
+        assert before.count(first_done) == 1 and after.count(first_done) == 1
+    assert json.loads(first[2]) == PARIS and json.loads(second[2]) == TOKYO

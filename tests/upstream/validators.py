@@ -205,6 +205,14 @@ _R_DELTA_ITEM = {
     "response.reasoning_summary_text.delta": "reasoning",
     "response.function_call_arguments.delta": "function_call",
 }
+_R_ITEM_EVENTS = {
+    "response.output_text.done",
+    "response.refusal.done",
+    "response.content_part.done",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_summary_part.done",
+    "response.function_call_arguments.done",
+}
 _R_TERMINAL = {
     "response.completed": "complete",
     "response.incomplete": "complete",
@@ -293,9 +301,9 @@ def check_responses(body: bytes, end: End = "complete") -> Seen:
                 elif t == "response.function_call_arguments.delta":
                     args[iid] += data["delta"]
             case _:
-                iid = data.get("item_id")
-                if iid is not None:
-                    assert iid in items and iid not in done, f"{etype} for an item not open"
+                assert etype in _R_ITEM_EVENTS, f"unknown event type {etype} (the Node SDK raises)"
+                iid = data["item_id"]
+                assert iid in items and iid not in done, f"{etype} for an item not open"
     if seen.ended == "open" and errored:
         seen.ended = "error"
     assert seen.ended == end, f"stream ended {seen.ended}, expected {end}"
