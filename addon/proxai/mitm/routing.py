@@ -228,9 +228,7 @@ class Routing:
             self._replace(resp, 502, error_body(client, ErrorKind.UPSTREAM_PROTOCOL, message))
             return
         if out.dropped:
-            dropped = info.setdefault("dropped", {})
-            for k, v in out.dropped.items():
-                dropped[f"response_{k}"] = dropped.get(f"response_{k}", 0) + v
+            info["response_dropped"] = dict(out.dropped)
         self._replace(resp, resp.status_code, out.to_bytes())
 
     def _error(

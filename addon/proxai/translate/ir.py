@@ -196,3 +196,14 @@ class RequestOptions:
     model: str | None = None  # the (mapped) model to send; None keeps the client's
     default_max_tokens: int = 4096  # Anthropic requires max_tokens; used when the client gave none
     chat_max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+
+
+def count_dropped(dropped: dict[str, int], part: Part) -> None:
+    """Count a thinking part the target has no slot for, with the stream translator's keys
+    (``thinking_blocks``, ``thinking_chars``, ``signature_chars``, ``redacted_thinking_blocks``)."""
+    if isinstance(part, ThinkingPart):
+        dropped["thinking_blocks"] = dropped.get("thinking_blocks", 0) + 1
+        dropped["thinking_chars"] = dropped.get("thinking_chars", 0) + len(part.text)
+        dropped["signature_chars"] = dropped.get("signature_chars", 0) + len(part.signature or "")
+    elif isinstance(part, RedactedThinkingPart):
+        dropped["redacted_thinking_blocks"] = dropped.get("redacted_thinking_blocks", 0) + 1

@@ -116,7 +116,7 @@ def _block(p: ir.Part, dropped: dict[str, int]) -> dict[str, Any] | None:
             return block
         case ir.ThinkingPart():
             if not p.signature:
-                dropped["thinking"] = dropped.get("thinking", 0) + 1
+                ir.count_dropped(dropped, p)
                 return None
             return {"type": "thinking", "thinking": p.text, "signature": p.signature}
         case ir.RedactedThinkingPart():

@@ -5,7 +5,7 @@
 - user-side tool results -> separate ``role: tool`` messages, placed before the rest of that
   user turn; ``is_error`` is dropped, the error text stays in the content (seed 003);
 - assistant tool calls -> ``tool_calls[]`` with compact argument JSON;
-- thinking has no slot in Chat: it is dropped and counted (``dropped["thinking"]``);
+- thinking has no slot in Chat: it is dropped and counted (``dropped["thinking_blocks"]``, ...);
 - ``stream: true`` always asks for ``stream_options.include_usage`` so usage is never lost;
 - rejected: images or documents inside tool results (Chat tool messages carry text only),
   Anthropic file ids, documents by URL.
@@ -105,7 +105,7 @@ def _assistant(msg: dict[str, Any], parts: tuple[ir.Part, ...], dropped: dict[st
                     }
                 msg.setdefault("tool_calls", []).append(call)
             case ir.ThinkingPart() | ir.RedactedThinkingPart():
-                dropped["thinking"] = dropped.get("thinking", 0) + 1
+                ir.count_dropped(dropped, p)
             case _:
                 raise TranslationError("Chat assistant messages carry text and tool calls only", p.at)
 

@@ -110,7 +110,7 @@ def _items(m: ir.Message, custom_calls: set[str], dropped: dict[str, int]) -> li
                         {"type": "function_call", "call_id": p.id, "name": p.name, "arguments": p.arguments}
                     )
             case ir.ThinkingPart() | ir.RedactedThinkingPart():
-                dropped["thinking"] = dropped.get("thinking", 0) + 1
+                ir.count_dropped(dropped, p)
             case _:
                 raise TranslationError("assistant turns carry text, refusals and tool calls only", p.at)
     flush()

@@ -45,7 +45,7 @@ class TranslatedRequest:
     body: dict[str, Any]
     stream: bool
     client_model: str | None  # the model the client asked for
-    dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"thinking": 2}
+    dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"thinking_blocks": 2, ...}
     ignored: tuple[str, ...] = ()  # client fields with no meaning for the target (hints)
 
     def to_bytes(self) -> bytes:

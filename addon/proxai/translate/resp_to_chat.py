@@ -2,10 +2,10 @@
 
 One choice. Text -> ``message.content``; refusal text -> ``message.refusal`` (finish reason
 ``stop``, as OpenAI sends it); tool calls -> ``tool_calls`` with the argument JSON text.
-Chat has no slot for thinking: it is dropped and counted in ``dropped["thinking"]`` (the mitm
-layer puts the count in the metadata). Usage: ``prompt_tokens`` includes cached tokens; a
-cache write goes into ``prompt_tokens_details.cache_write_tokens`` (OpenRouter's convention)
-so it is not lost.
+Chat has no slot for thinking: it is dropped and counted in ``dropped`` with the stream
+translator's keys (the mitm layer puts the counts in the metadata). Usage: ``prompt_tokens``
+includes cached tokens; a cache write goes into
+``prompt_tokens_details.cache_write_tokens`` (OpenRouter's convention) so it is not lost.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:
                         }
                     )
             case ir.ThinkingPart() | ir.RedactedThinkingPart():
-                resp.dropped["thinking"] = resp.dropped.get("thinking", 0) + 1
+                ir.count_dropped(resp.dropped, p)
             case _:
                 pass
     message: dict[str, Any] = {

@@ -46,7 +46,7 @@ _RENDERERS: dict[Protocol, Callable[[ir.ResponseIR, int], dict[str, Any]]] = {
 class TranslatedResponse:
     body: dict[str, Any]
     stop: StopClass
-    dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"thinking": 1}
+    dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"thinking_blocks": 1, ...}
 
     def to_bytes(self) -> bytes:
         return orjson.dumps(self.body)
