@@ -139,3 +139,44 @@ def test_chat_request_round_trip(body: dict[str, Any], target: Protocol) -> None
     there = translate_request(body, Protocol.OPENAI_CHAT, target).body
     back = translate_request(there, target, Protocol.OPENAI_CHAT).body
     assert chat_essence(back) == chat_essence(body)
+
+
+@st.composite
+def anthropic_conversations(draw: st.DrawFn) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    pending: list[str] = []
+    n = 0
+    for _ in range(draw(st.integers(1, 3))):
+        user: list[dict[str, Any]] = [
+            {"type": "tool_result", "tool_use_id": i, "content": draw(text)} for i in pending
+        ]
+        user.append({"type": "text", "text": draw(text)})
+        messages.append({"role": "user", "content": user})
+        pending = []
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": draw(text)}]
+        for _ in range(draw(st.integers(0, 2))):
+            n += 1
+            pending.append(f"toolu_{n}")
+            blocks.append(
+                {"type": "tool_use", "id": f"toolu_{n}", "name": draw(names), "input": draw(json_object)}
+            )
+        messages.append({"role": "assistant", "content": blocks})
+    return {"model": "m", "max_tokens": 100, "system": draw(text), "messages": messages}
+
+
+def anthropic_essence(body: dict[str, Any]) -> list[Any]:
+    out: list[Any] = [body.get("system")]
+    for m in body["messages"]:
+        content = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
+        out.append((m["role"], [{k: v for k, v in b.items() if k != "is_error"} for b in content]))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    body=anthropic_conversations(), target=st.sampled_from([Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES])
+)
+def test_anthropic_request_round_trip(body: dict[str, Any], target: Protocol) -> None:
+    there = translate_request(body, Protocol.ANTHROPIC_MESSAGES, target).body
+    back = translate_request(there, target, Protocol.ANTHROPIC_MESSAGES).body
+    assert anthropic_essence(back) == anthropic_essence(body)
