@@ -15,14 +15,10 @@ from proxai.errors import ConfigError
 from proxai.model import ErrorKind, Protocol
 from proxai.sse import SseEvent
 
-from .driver import Source, StreamTranslatorImpl, Writer
+from .driver import StreamTranslatorImpl
 from .lifecycle import Lifecycle, Phase, StreamIdentity
-from .sources.anthropic import AnthropicSource
-from .sources.chat import ChatSource
-from .sources.responses import ResponsesSource
-from .to_anthropic.writer import AnthropicWriter
-from .to_chat.writer import ChatWriter
-from .to_responses.writer import ResponsesWriter
+from .pairs import REGISTRY
+from .pairs import normalize as normalize_pair
 
 __all__ = [
     "PAIRS",
@@ -45,10 +41,8 @@ class StreamTranslator(TypingProtocol):
     def fail(self, kind: ErrorKind, message: str) -> bytes: ...
 
 
-A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
-
-#: The six translated pairs (upstream, client).
-PAIRS: tuple[tuple[Protocol, Protocol], ...] = ((A, C), (A, R), (C, A), (C, R), (R, A), (R, C))
+#: The six translated pairs (upstream, client), one module each in ``pairs/``.
+PAIRS: tuple[tuple[Protocol, Protocol], ...] = tuple(REGISTRY)
 
 
 def make_stream_translator(
@@ -70,18 +64,6 @@ def make_stream_translator(
         if normalize:
             raise ConfigError("normalize needs the same protocol on both sides")
         raise ConfigError(f"same protocol on both sides ({upstream}) needs normalize = true")
-    writer: Writer
-    if client is A:
-        writer = AnthropicWriter()
-    elif client is C:
-        writer = ChatWriter(created=created, include_usage=include_usage)
-    else:
-        writer = ResponsesWriter(created_at=created)
-    source: Source
-    if upstream is A:
-        source = AnthropicSource(writer, lifecycle_free=normalize)
-    elif upstream is C:
-        source = ChatSource(writer, normalize=normalize)
-    else:
-        source = ResponsesSource(writer)
-    return StreamTranslatorImpl(source, writer, upstream, normalize=normalize)
+    if normalize:
+        return normalize_pair.build(upstream, created=created, include_usage=include_usage)
+    return REGISTRY[(upstream, client)](created=created, include_usage=include_usage)

@@ -1,0 +1,30 @@
+"""Normalize mode: the same protocol in and out (seed 001 "Anthropic-compatible normalization"
+and its OpenAI-compatible twin). The lenient source wrapper (lifecycle-free deltas accepted,
+seed 004; Chat usage fallback and EOF after ``finish_reason``) drives the strict writer of the
+same protocol, so the client sees a stream that satisfies CLIENTS.md whatever the provider sent."""
+
+from __future__ import annotations
+
+from proxai.model import Protocol
+from proxai.translate.stream.driver import Source, StreamTranslatorImpl, Writer
+from proxai.translate.stream.sources.anthropic import AnthropicSource
+from proxai.translate.stream.sources.chat import ChatSource
+from proxai.translate.stream.sources.responses import ResponsesSource
+from proxai.translate.stream.to_anthropic.writer import AnthropicWriter
+from proxai.translate.stream.to_chat.writer import ChatWriter
+from proxai.translate.stream.to_responses.writer import ResponsesWriter
+
+
+def build(protocol: Protocol, *, created: int = 0, include_usage: bool = True) -> StreamTranslatorImpl:
+    writer: Writer
+    source: Source
+    if protocol is Protocol.ANTHROPIC_MESSAGES:
+        writer = AnthropicWriter()
+        source = AnthropicSource(writer, lifecycle_free=True)
+    elif protocol is Protocol.OPENAI_CHAT:
+        writer = ChatWriter(created=created, include_usage=include_usage)
+        source = ChatSource(writer, normalize=True)
+    else:
+        writer = ResponsesWriter(created_at=created)
+        source = ResponsesSource(writer)
+    return StreamTranslatorImpl(source, writer, protocol, normalize=True)
