@@ -403,6 +403,10 @@ def _part_lines(part: Any) -> list[str]:
     return [f"[{t}] {_compact(part)}"]
 
 
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
 def _indent(lines: list[str], by: str = "  ") -> list[str]:
     return [by + line for line in lines]
 
@@ -413,7 +417,7 @@ def _chat_message(msg: Mapping[str, Any]) -> list[str]:
     if role == "tool":
         head = f"tool (tool_call_id={msg.get('tool_call_id')}):"
     body = _content_text(msg.get("content"))
-    for tc in msg.get("tool_calls") or []:
+    for tc in _list(msg.get("tool_calls")):
         if isinstance(tc, Mapping):
             fn: Mapping[str, Any] = tc["function"] if isinstance(tc.get("function"), Mapping) else {}
             body.append(f"[tool_call {fn.get('name')} id={tc.get('id')}] {fn.get('arguments', '')}")
@@ -436,7 +440,7 @@ def _responses_item(item: Any) -> list[str]:
         out = item.get("output")
         return [f"[function_call_output call_id={item.get('call_id')}]", *_indent(_content_text(out))]
     if t == "reasoning":
-        summ = [s.get("text", "") for s in item.get("summary") or [] if isinstance(s, Mapping)]
+        summ = [str(s.get("text", "")) for s in _list(item.get("summary")) if isinstance(s, Mapping)]
         return ["[reasoning]", *_indent([line for s in summ for line in s.splitlines()])]
     return [f"[{t}] {_compact(item)}"]
 
@@ -500,7 +504,7 @@ def request_lines(protocol: str | None, body: Any, meta: Mapping[str, Any] | Non
         items = [inp] if isinstance(inp, str) else (inp if isinstance(inp, list) else [])
         messages = [_responses_item(it) for it in items]
     else:
-        for m in body.get("messages") or []:
+        for m in _list(body.get("messages")):
             if not isinstance(m, Mapping):
                 messages.append([_compact(m)])
             elif protocol == "anthropic_messages":
