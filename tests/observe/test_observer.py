@@ -703,3 +703,17 @@ def test_metadata_is_plain_json() -> None:
         s, _ = run_stream(protocol, [fixture(protocol, name)])
         md = s.to_metadata()
         assert orjson.loads(orjson.dumps(md)) == md
+
+
+def test_chat_empty_finish_reason_means_not_yet() -> None:
+    call = {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a":'}}
+    body = (
+        chat({"tool_calls": [call]}, "")
+        + chat({"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}, "")
+        + chat({}, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+    s, _ = run_stream(C, [body], capture=True)
+    assert (s.outcome, s.stop_reason) == (Outcome.COMPLETED, "tool_calls")
+    assert [(t.arguments, t.arguments_valid_json) for t in s.tool_calls] == [('{"a":1}', True)]
+    assert "notes" not in s.extra

@@ -204,7 +204,7 @@ class ChatObserver(ObserverBase):
                 for pos, tc in enumerate(as_list(tool_calls)):
                     self._tool_delta(cidx, pos, as_dict(tc), now)
         reason = choice.get("finish_reason")
-        if reason is None:
+        if reason is None or reason == "":  # some compatible servers send "" for "not yet"
             return False
         if type(reason) is not str:
             raise UpstreamProtocolError(f"openai_chat: finish_reason {reason!r} is not a string")
@@ -282,7 +282,7 @@ class ChatObserver(ObserverBase):
                     "custom" if custom else "function",
                     args if type(args) is str else "",
                 )
-            reason = as_str(c.get("finish_reason"))
+            reason = as_str(c.get("finish_reason")) or None
             if reason is not None and (cidx == 0 or acc.stop_reason is None):
                 acc.stop(reason, STOP_CLASSES)
         u = obj.get("usage")
