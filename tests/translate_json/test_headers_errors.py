@@ -39,6 +39,7 @@ def test_anthropic_client_to_openai_target() -> None:
     assert out == {
         "authorization": "Bearer sk-ant-client",
         "content-type": "application/json",
+        "content-length": "10",  # recomputed by mitmproxy when the body is replaced
         "x-proxai-test": "t",
     }
 

@@ -30,6 +30,12 @@ match = { path = "/v1/chat/completions" }
 upstream = "https://api.anthropic.com"
 protocol = "anthropic_messages"
 auth = { env = "PROXAI_TEST_MITM_KEY" }
+
+[[route]]
+name = "reroute"
+match = { path = "/v1/responses", host = "reroute.test" }
+upstream = "http://127.0.0.1:9100/v1"
+protocol = "openai_responses"
 """
 
 CHAT_REPLY = {
@@ -204,3 +210,18 @@ def test_routing_without_table_is_inert() -> None:
     r = Routing()
     r.configure("")
     assert r.table is None
+
+
+def test_plain_reroute_keeps_the_body_bytes(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow(
+        "/v1/responses?x=1", {"model": "m", "input": "hi"}, host="reroute.test", authorization="Bearer k"
+    )
+    f.request.host = "reroute.test"
+    f.request.content = b'{ "model" : "m", "input": "hi" }'
+    a.request(f)
+    assert f.request.url == "http://127.0.0.1:9100/v1/responses?x=1"  # same protocol: the query stays
+    assert f.request.content == b'{ "model" : "m", "input": "hi" }'
+    assert f.request.headers["content-length"] == str(len(f.request.content))
+    assert f.request.headers["authorization"] == "Bearer k"
+    assert f.metadata["proxai"]["route"]["name"] == "reroute"

@@ -51,7 +51,7 @@ def plan_headers(
     leaves auth headers as they are when both sides speak the same provider family.
     """
     lower = {k.lower(): v for k, v in headers.items()}
-    remove: list[str] = ["content-length"]
+    remove: list[str] = []  # content-length: mitmproxy recomputes it when the body is replaced
     sets: list[tuple[str, str]] = []
     if target is Protocol.ANTHROPIC_MESSAGES:
         remove += [k for k in lower if k.startswith("openai-") or k in ("authorization", "api-key")]
