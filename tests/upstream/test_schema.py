@@ -33,7 +33,7 @@ BODY_TYPES: dict[str, pydantic.TypeAdapter[Any]] = {
     "chat": pydantic.TypeAdapter(ChatCompletion),
     "responses": pydantic.TypeAdapter(Response),
 }
-NOT_JSON = {"huge_line", "malformed_json", "reset", "rate_limit", "prompt_too_long", "html_500"}
+NOT_JSON = {"huge_line", "malformed_json", "reset", "dropped", "rate_limit", "prompt_too_long", "html_500"}
 SCENARIOS = [name for name, _ in list_scenarios() if name not in NOT_JSON]
 
 

@@ -154,6 +154,8 @@ def test_anthropic_errors(a_client: anthropic.Anthropic) -> None:
             call(a_client, "malformed_json")
         with pytest.raises(CONNECTION_ERRORS):
             call(a_client, "reset")
+        with pytest.raises(CONNECTION_ERRORS):
+            call(a_client, "dropped")
     # truncated: the SDK tolerates a missing message_stop (CLIENTS.md "T"): no stop reason
     msg = a_stream(a_client, "truncated")
     assert (msg.stop_reason, a_content(msg)) == (None, (FIRST6, []))
@@ -237,6 +239,8 @@ def test_chat_errors(o_client: openai.OpenAI) -> None:
             call(o_client, "malformed_json")
         with pytest.raises(CONNECTION_ERRORS):
             call(o_client, "reset")
+        with pytest.raises(CONNECTION_ERRORS):
+            call(o_client, "dropped")
     completion = c_stream(o_client, "truncated")  # tolerated: no finish_reason
     assert completion.choices[0].finish_reason is None
     assert c_content(completion) == (FIRST6, [])
@@ -322,6 +326,8 @@ def test_responses_errors(o_client: openai.OpenAI) -> None:
             call(o_client, "malformed_json")
         with pytest.raises(CONNECTION_ERRORS):
             call(o_client, "reset")
+        with pytest.raises(CONNECTION_ERRORS):
+            call(o_client, "dropped")
     with pytest.raises(RuntimeError, match=r"response\.completed"):
         r_stream(o_client, "truncated")
     with pytest.raises(RuntimeError, match=r"response\.completed"):

@@ -87,7 +87,7 @@ STREAMED: dict[str, Expect] = {
     "gzip": Expect(),
 }
 HTTP_ERRORS = {"rate_limit": 429, "prompt_too_long": 400, "html_500": 502}
-SPECIAL = {"reset", "malformed_json", "huge_line", "big_stream"}
+SPECIAL = {"reset", "dropped", "malformed_json", "huge_line", "big_stream"}
 PROTOCOLS = ["anthropic", "chat", "responses"]
 
 
@@ -191,6 +191,30 @@ def test_reset_mid_stream(upstream: FakeUpstream, protocol: str) -> None:
         chunks.extend(r.iter_raw())
     body = b"".join(chunks)
     assert scan(body)  # some events arrived before the reset
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
+def test_dropped_mid_body(
+    upstream: FakeUpstream, upstream_h2: FakeUpstream, protocol: str, http2: bool
+) -> None:
+    up = upstream_h2 if http2 else upstream
+    chunks: list[bytes] = []
+    with (
+        pytest.raises(httpx.RemoteProtocolError) as info,
+        httpx.Client(http2=http2, verify=verify(up)) as client,
+        client.stream("POST", up.url + PATHS[protocol], json=request_body(protocol, "dropped")) as r,
+    ):
+        chunks.extend(r.iter_raw())
+    if http2:
+        assert "error_code:8" in str(info.value)  # RST_STREAM CANCEL
+    else:
+        assert "incomplete chunked read" in str(info.value) or "peer closed" in str(info.value)
+    seen_text = "".join(
+        json.loads(e.data).get("delta", {}).get("text", "") if protocol == "anthropic" else ""
+        for e in scan(b"".join(chunks))
+    )
+    assert protocol != "anthropic" or seen_text == FIRST6
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -23,6 +23,7 @@ refusal                      a refusal
 error_midstream              some text, then an overloaded error event
 truncated                    some text, then a clean end without terminal event
 reset                        some text, then a connection / stream reset
+dropped                      some text, then the connection closes mid-body
 rate_limit                   HTTP 429 + retry-after
 prompt_too_long              HTTP 400 with the protocol's wording
 slow_tokens                  0.3 s between tokens (healthy)

@@ -52,9 +52,12 @@ class H1Sink:
         await self._send(h11.EndOfMessage())
         self.ended = True
 
-    async def abort(self) -> None:
+    async def abort(self, drop: bool = False) -> None:
         self.aborted = True
-        reset(self.writer)
+        if drop:
+            self.writer.close()  # FIN after the bytes already written; the body stays unfinished
+        else:
+            reset(self.writer)
 
 
 def reset(writer: asyncio.StreamWriter) -> None:

@@ -77,9 +77,10 @@ class H2Sink:
             self.server.conn.end_stream(self.stream_id)
         await self.server.flush()
 
-    async def abort(self) -> None:
+    async def abort(self, drop: bool = False) -> None:
+        code = h2.errors.ErrorCodes.CANCEL if drop else h2.errors.ErrorCodes.INTERNAL_ERROR
         with _stream_errors():
-            self.server.conn.reset_stream(self.stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+            self.server.conn.reset_stream(self.stream_id, code)
         await self.server.flush()
 
 

@@ -95,7 +95,13 @@ class Fail:
 
 @dataclass(frozen=True, slots=True)
 class Reset:
-    """The connection (HTTP/1.1) or the stream (HTTP/2) is reset here."""
+    """The connection (HTTP/1.1) or the stream (HTTP/2) is reset here.
+
+    ``drop=True``: the connection is closed instead, without finishing the body (HTTP/1.1: a
+    FIN with no last chunk; HTTP/2: RST_STREAM CANCEL) - an upstream process dying.
+    """
+
+    drop: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +134,9 @@ class Delay:
 
 @dataclass(frozen=True, slots=True)
 class Abort:
-    """Reset the connection / stream now."""
+    """Reset (``drop``: close) the connection / stream now."""
+
+    drop: bool = False
 
 
 @dataclass(frozen=True, slots=True)

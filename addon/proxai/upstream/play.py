@@ -68,7 +68,7 @@ class Sink(Protocol):
 
     async def end(self) -> None: ...
 
-    async def abort(self) -> None: ...
+    async def abort(self, drop: bool = False) -> None: ...
 
 
 @dataclass(slots=True)
@@ -172,8 +172,8 @@ class _TrackedSink:
     async def end(self) -> None:
         await self.sink.end()
 
-    async def abort(self) -> None:
-        await self.sink.abort()
+    async def abort(self, drop: bool = False) -> None:
+        await self.sink.abort(drop)
 
 
 async def _serve(  # noqa: PLR0917 - internal, called once
@@ -293,7 +293,7 @@ async def _respond(sink: Sink, resp: Respond, encoding: str | None = None) -> No
     await sink.start(resp.status, headers)
     if resp.cut:
         await sink.write(body[: resp.cut])
-        await sink.abort()
+        await sink.abort(drop=True)
         return
     if body:
         await sink.write(body)
@@ -306,7 +306,7 @@ async def _play_json(actions: Iterator[Action], sink: Sink, encoding: str | None
             case Delay():
                 await timing.sleep(action)
             case Abort():
-                await sink.abort()
+                await sink.abort(action.drop)
                 return
             case Respond():
                 await _respond(sink, action, encoding)
@@ -375,7 +375,7 @@ async def _play_stream(
                     await timing.sleep(action, write)
             case Abort():
                 await flush()
-                await sink.abort()
+                await sink.abort(action.drop)
                 return
             case Respond():
                 pass

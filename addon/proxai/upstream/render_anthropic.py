@@ -187,7 +187,7 @@ class AnthropicRenderer:
                 case Fail():
                     yield sse(self._error(op.error)[1], "error")
                 case Reset():
-                    yield Abort()
+                    yield Abort(op.drop)
                     return
                 case Malformed():
                     yield b'event: content_block_delta\ndata: {"type":"content_block_delta","ind\n\n'

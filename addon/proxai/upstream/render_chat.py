@@ -191,7 +191,7 @@ class ChatRenderer:
                 case Fail():
                     yield sse({"error": _ERRORS[op.error][1]})
                 case Reset():
-                    yield Abort()
+                    yield Abort(op.drop)
                     return
                 case Malformed():
                     yield (

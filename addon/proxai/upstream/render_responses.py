@@ -277,7 +277,7 @@ class ResponsesRenderer:
                     failed["error"] = {"code": err["code"], "message": err["message"]}
                     yield self.ev("response.failed", response=failed)
                 case Reset():
-                    yield Abort()
+                    yield Abort(op.drop)
                     return
                 case Malformed():
                     yield (

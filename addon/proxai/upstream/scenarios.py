@@ -218,6 +218,14 @@ def s_reset(params: Params) -> Iterator[Op]:
     yield Reset()
 
 
+def s_dropped(params: Params) -> Iterator[Op]:
+    yield Start()
+    yield Wait(FIRST_TOKEN)
+    yield BlockStart(0, "text")
+    yield from stream_pieces(0, tokens(TEXT)[:6], TOKEN_GAP)
+    yield Reset(drop=True)
+
+
 def s_slow_tokens(params: Params) -> Iterator[Op]:
     yield Start()
     yield Wait(FIRST_TOKEN)
@@ -371,6 +379,11 @@ _ALL = [
     ),
     Scenario("truncated", "Some text, then the body ends cleanly without a terminal event.", s_truncated),
     Scenario("reset", "Some text, then the connection (HTTP/2: the stream) is reset.", s_reset),
+    Scenario(
+        "dropped",
+        "Some text, then the connection closes mid-body (HTTP/1.1: FIN, no last chunk; HTTP/2: CANCEL).",
+        s_dropped,
+    ),
     Scenario("rate_limit", "HTTP 429 with the protocol's error body and retry-after.", s_text, "rate_limit"),
     Scenario(
         "prompt_too_long",

@@ -63,7 +63,7 @@ def json_actions(renderer: Renderer, ops: Iterable[Op]) -> Iterator[Action]:
             case Wait():
                 yield Delay(op.seconds, stall=op.stall)
             case Reset():
-                yield Abort()
+                yield Abort(op.drop)
                 return
             case Fail():
                 yield renderer.error_response(op.error)
