@@ -340,3 +340,49 @@ def test_regular_mode_reroute_to_another_host(tr_mitm_regular: Mitmdump, tr_upst
     assert meta["route"]["name"] == "to-plain-host"
     assert meta["route"]["original_url"] == tr_mitm_regular.upstream_url + "/v1/messages"
     assert meta["route"]["target_url"] == tr_upstream.url + "/v1/chat/completions"
+
+
+def test_thinking_maps_between_anthropic_and_responses(tr_mitm: Mitmdump) -> None:
+    from proxai.upstream.scenarios import REDACTED, SIGNATURE, THINKING
+
+    t = tag()
+    r = openai_sdk(tr_mitm, t).responses.create(
+        model="via-anthropic", input="hi", extra_headers={"x-proxai-scenario": "thinking"}
+    )
+    reasoning = [i for i in r.output if i.type == "reasoning"]
+    assert len(reasoning) == 1 and reasoning[0].encrypted_content == SIGNATURE
+    assert [c.text for c in reasoning[0].content or []] == [THINKING]
+    assert r.output_text == TEXT
+    m = anthropic_sdk(tr_mitm, t).messages.create(
+        model="via-responses",
+        max_tokens=10,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"x-proxai-scenario": "thinking"},
+    )
+    assert m.content[0].type == "thinking"
+    assert m.content[0].thinking == THINKING and m.content[0].signature == SIGNATURE
+    m = anthropic_sdk(tr_mitm, t).messages.create(
+        model="via-responses",
+        max_tokens=10,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"x-proxai-scenario": "redacted_thinking"},
+    )
+    assert m.content[0].type == "redacted_thinking" and m.content[0].data == REDACTED
+
+
+def test_thinking_dropped_for_chat_clients_is_counted(tr_mitm: Mitmdump) -> None:
+    from proxai.upstream.scenarios import SIGNATURE, THINKING
+
+    t = tag()
+    c = openai_sdk(tr_mitm, t).chat.completions.create(
+        model="via-anthropic",
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"x-proxai-scenario": "thinking"},
+    )
+    assert c.choices[0].message.content == TEXT
+    meta = proxai_meta(tr_mitm.wait_flow(t))
+    assert meta["route"]["response_dropped"] == {
+        "thinking_blocks": 1,
+        "thinking_chars": len(THINKING),
+        "signature_chars": len(SIGNATURE),
+    }
