@@ -119,10 +119,11 @@ _HANDLED = frozenset(
         "stream", "tools", "tool_choice", "thinking", "metadata",
     }
 )  # fmt: skip
+# ``context_management`` (server-side clearing of old tool results) is a context-size
+# optimization, not a change of what the model is asked: it is ignored (listed in ``ignored``).
 _REJECT = {
     "container": "containers",
     "mcp_servers": "MCP servers",
-    "context_management": "context management",
     "output_format": "structured output formats",
     "output_config": "output configuration",
 }
