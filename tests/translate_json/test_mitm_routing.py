@@ -225,3 +225,22 @@ def test_plain_reroute_keeps_the_body_bytes(tctx: Any) -> None:
     assert f.request.headers["content-length"] == str(len(f.request.content))
     assert f.request.headers["authorization"] == "Bearer k"
     assert f.metadata["proxai"]["route"]["name"] == "reroute"
+
+
+def test_error_object_with_status_200(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    f = _flow(
+        "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    a.request(f)
+    err = {
+        "error": {"message": "Rate limit exceeded", "type": "rate_limit_error", "code": "rate_limit_exceeded"}
+    }
+    f.response = tutils.tresp(
+        status_code=200, headers=http.Headers(content_type="application/json"), content=orjson.dumps(err)
+    )
+    a.responseheaders(f)
+    a.response(f)
+    assert f.response.status_code == 429
+    body = json.loads(f.response.content or b"")
+    assert body == {"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limit exceeded"}}

@@ -34,7 +34,7 @@ from proxai.model import ErrorKind, Protocol
 from proxai.routes import Route, RouteTable, load_routes
 from proxai.sse import SseScanner
 from proxai.translate import ir
-from proxai.translate.errors import is_failed_body, translate_error
+from proxai.translate.errors import is_error_body, is_failed_body, translate_error
 from proxai.translate.headers import env_key, plan_headers
 from proxai.translate.request import parse_body, translate_request
 from proxai.translate.response import load_json, translate_response
@@ -220,6 +220,9 @@ class Routing:
             if is_failed_body(upstream, body):
                 err = body.get("error")
                 self._error(resp, orjson.dumps({"error": err}), 502, client, info)
+                return
+            if is_error_body(body):  # an error object sent with 200 (some compatible servers)
+                self._error(resp, raw, 502, client, info)
                 return
             out = translate_response(body, upstream, client, created=int(state.extra.get("created") or 0))
         except (TranslationError, UpstreamProtocolError) as exc:

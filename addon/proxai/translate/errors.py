@@ -38,6 +38,13 @@ def is_failed_body(upstream: Protocol, body: dict[str, Any]) -> bool:
     return upstream is Protocol.OPENAI_RESPONSES and body.get("status") == "failed"
 
 
+def is_error_body(body: dict[str, Any]) -> bool:
+    """A body that carries only an error (no ``choices`` / ``content`` / ``output``)."""
+    if not any(k in body for k in ("choices", "content", "output")):
+        return body.get("type") == "error" or isinstance(body.get("error"), dict | str)
+    return False
+
+
 def extract_error(raw: bytes) -> tuple[str, str | None]:
     """``(message, type-or-code)`` from an upstream error body of any common shape."""
     try:
