@@ -321,10 +321,12 @@ class StreamObserver:
 
 
 def _is_sse(content_type: str | None, body: bytes) -> bool:
-    if content_type is not None:
-        return "text/event-stream" in content_type.lower()
+    """``text/event-stream``, or a body that starts like SSE whatever its label (no JSON
+    document starts with a field name and a colon; some servers label SSE as JSON or not at all)."""
+    if content_type is not None and "text/event-stream" in content_type.lower():
+        return True
     head = body[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head.startswith((b"event:", b"data:", b"id:", b":"))
+    return head.startswith((b"event:", b"data:", b"id:", b"retry:", b":"))
 
 
 def observe_body(
@@ -341,7 +343,7 @@ def observe_body(
 ) -> StreamSummary:
     """A whole body: non-streamed JSON, or a buffered SSE body (``text/event-stream``).
 
-    Without a content type, a body that starts like SSE is read as SSE. JSON bodies: a 2xx
+    A body that starts like SSE is read as SSE whatever its content type says. JSON bodies: a 2xx
     body of the protocol's response shape is ``completed``; an error object or a status
     >= 400 is ``error``; a body that is not JSON is ``error`` / ``upstream_protocol``.
     """

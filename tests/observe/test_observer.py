@@ -629,9 +629,17 @@ def test_observe_body_sse_content_type_equals_streaming() -> None:
     assert s.timing.total_s == 0.5
 
 
-def test_observe_body_sniffs_sse_without_content_type() -> None:
-    s = observe_body(C, fixture(C, "text.sse"), status_code=200, start=0.0, headers_at=0.0, end=1.0)
-    assert s.streaming is True and s.outcome is Outcome.COMPLETED
+@pytest.mark.parametrize("content_type", [None, "application/json", "text/plain; charset=utf-8"])
+def test_observe_body_sniffs_sse_whatever_the_label(content_type: str | None) -> None:
+    for protocol, name in [(A, "text.sse"), (C, "text.sse"), (R, "text.sse")]:
+        data = fixture(protocol, name)
+        s = observe_body(
+            protocol, data, status_code=200, start=0, headers_at=0, end=1, content_type=content_type
+        )
+        assert s.streaming is True and s.outcome is Outcome.COMPLETED
+    # a JSON body is never mistaken for SSE
+    s = observe_body(C, fixture(C, "body_tool_calls.json"), status_code=200, start=0, headers_at=0, end=1)
+    assert s.streaming is False and s.outcome is Outcome.COMPLETED
 
 
 def test_observe_body_json_timing_and_counts() -> None:
