@@ -9,6 +9,7 @@ scanner and the decoder enforce what the options say.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 from mitmproxy import exceptions
@@ -22,6 +23,12 @@ from proxai.model import ErrorKind, Outcome, Protocol
 from proxai.sse import DEFAULT_MAX_EVENT, DEFAULT_MAX_LINE, SseScanner
 
 LIMIT_FIELDS = [f.name for f in dataclasses.fields(observe.Limits)]
+
+
+def context(addon: ProxAI) -> Any:
+    return taddons.context(addon)  # type: ignore[no-untyped-call]
+
+
 MiB = 1024 * 1024
 
 
@@ -33,7 +40,7 @@ def test_limit_fields_are_the_known_ones() -> None:
 @pytest.mark.parametrize("name", LIMIT_FIELDS)
 def test_each_limit_is_an_option_with_the_same_default(name: str) -> None:
     addon = ProxAI()
-    with taddons.context(addon) as tctx:
+    with context(addon) as tctx:
         opt = tctx.options._options[f"proxai_{name}"]
         assert opt.typespec is int
         assert opt.default == getattr(observe.Limits(), name)
@@ -53,19 +60,19 @@ def test_safe_defaults() -> None:
 @pytest.mark.parametrize("value", [0, -1])
 def test_non_positive_limits_are_refused(name: str, value: int) -> None:
     addon = ProxAI()
-    with taddons.context(addon) as tctx, pytest.raises(exceptions.OptionsError):
+    with context(addon) as tctx, pytest.raises(exceptions.OptionsError):
         tctx.configure(addon, **{f"proxai_{name}": value})
 
 
 def test_line_above_event_is_refused() -> None:
     addon = ProxAI()
-    with taddons.context(addon) as tctx, pytest.raises(exceptions.OptionsError):
+    with context(addon) as tctx, pytest.raises(exceptions.OptionsError):
         tctx.configure(addon, proxai_max_line=2048, proxai_max_event=1024)
 
 
 def test_configured_limits_reach_the_observers() -> None:
     addon = ProxAI()
-    with taddons.context(addon) as tctx:
+    with context(addon) as tctx:
         tctx.configure(
             addon, proxai_max_line=100, proxai_max_event=200, proxai_tail_bytes=32, proxai_max_decoded=4096
         )
@@ -100,12 +107,14 @@ def test_decoder_bounds_a_decompression_bomb(encoding: str) -> None:
     import zstandard
 
     bomb = b"\0" * (8 * MiB)
-    packed = {
-        "gzip": lambda: gzip.compress(bomb),
-        "deflate": lambda: zlib.compress(bomb),
-        "br": lambda: brotli.compress(bomb),
-        "zstd": lambda: zstandard.ZstdCompressor().compress(bomb),
-    }[encoding]()
+    if encoding == "gzip":
+        packed = gzip.compress(bomb)
+    elif encoding == "deflate":
+        packed = zlib.compress(bomb)
+    elif encoding == "br":
+        packed = bytes(brotli.compress(bomb))
+    else:
+        packed = zstandard.ZstdCompressor().compress(bomb)
     dec = make_decoder(encoding, 1 * MiB)
     with pytest.raises(DecodeError):
         dec.feed(packed)
