@@ -50,12 +50,6 @@ logger = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
 
-MARKERS: dict[Outcome, str] = {
-    Outcome.ERROR: ":red_circle:",
-    Outcome.CLOSED: ":warning:",
-    Outcome.UNFINISHED_TOOL: ":hourglass:",
-}
-
 _LIMIT_HELP = {
     "max_line": "Largest SSE line ProxAI scans, in bytes; past it the flow records a stream_limit error.",
     "max_event": "Largest SSE event ProxAI scans, in bytes; past it the flow records a stream_limit error.",
@@ -477,24 +471,3 @@ class ProxAI:
 
 def _is_sse(response: http.Response) -> bool:
     return "text/event-stream" in response.headers.get("content-type", "").lower()
-
-
-def comment_line(summary: StreamSummary) -> str:
-    """One line for the flow list: protocol, outcome, stop reason, tokens, tool calls."""
-    parts = [f"proxai {summary.protocol}: {summary.outcome}"]
-    if summary.error is not None:
-        parts.append(
-            f"{summary.error.kind}" + (f" (HTTP {summary.error.status})" if summary.error.status else "")
-        )
-    if summary.stop_reason:
-        parts.append(f"stop {summary.stop_reason}")
-    u = summary.usage
-    if u.input_tokens is not None or u.output_tokens is not None:
-        parts.append(
-            f"tokens {u.input_tokens if u.input_tokens is not None else '?'} in"
-            f"/{u.output_tokens if u.output_tokens is not None else '?'} out"
-        )
-    if summary.tool_calls:
-        n = len(summary.tool_calls)
-        parts.append(f"{n} tool call{'s' if n != 1 else ''}")
-    return ", ".join(parts)
