@@ -386,3 +386,37 @@ def test_thinking_dropped_for_chat_clients_is_counted(tr_mitm: Mitmdump) -> None
         "thinking_chars": len(THINKING),
         "signature_chars": len(SIGNATURE),
     }
+
+
+def test_routed_streams_reach_the_stream_translator(tr_mitm: Mitmdump) -> None:
+    """The routing hands streamed replies to the stream translator (issue 5 owns its rules):
+    each SDK's stream helper assembles the right final object through a translated route."""
+    t = tag()
+    headers = {"x-proxai-scenario": "parallel_tools"}
+    with anthropic_sdk(tr_mitm, t).messages.stream(
+        model="via-chat", max_tokens=100, messages=[{"role": "user", "content": "hi"}], extra_headers=headers
+    ) as s:
+        m = s.get_final_message()
+    assert m.stop_reason == "tool_use"
+    assert [b.type for b in m.content] == ["text", "tool_use", "tool_use"]
+    with openai_sdk(tr_mitm, t).chat.completions.stream(
+        model="via-anthropic",
+        messages=[{"role": "user", "content": "hi"}],
+        stream_options={"include_usage": True},
+        extra_headers=headers,
+    ) as cs:
+        c = cs.get_final_completion()
+    assert c.choices[0].finish_reason == "tool_calls"
+    assert [tc.function.name for tc in c.choices[0].message.tool_calls or []] == [TOOL_NAME, TOOL_NAME]
+    assert c.usage is not None and c.usage.completion_tokens > 0
+    with openai_sdk(tr_mitm, t).responses.stream(model="via-chat", input="hi", extra_headers=headers) as rs:
+        r = rs.get_final_response()
+    assert r.status == "completed"
+    assert [i.type for i in r.output] == ["message", "function_call", "function_call"]
+    flows = tr_mitm.wait_flows(t, 3)
+    assert {proxai_meta(f)["route"]["name"] for f in flows} == {
+        "anthropic_messages-to-openai_chat",
+        "openai_chat-to-anthropic_messages",
+        "openai_responses-to-openai_chat",
+    }
+    assert all(proxai_meta(f)["route"]["stream"] is True for f in flows)
