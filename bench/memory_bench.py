@@ -17,9 +17,9 @@ from typing import Any
 from . import client, procs, streams
 
 
-def _in_process(protocol: str, mb: int) -> dict[str, Any]:
+def _in_process(protocol: str, mb: int, client: str | None = None) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-m", "bench.memory_child", protocol, str(mb)],
+        [sys.executable, "-m", "bench.memory_child", protocol, str(mb), *([client] if client else [])],
         cwd=procs.REPO,
         capture_output=True,
         text=True,
@@ -49,9 +49,16 @@ def _through(addon: bool, up_url: str, mb: int) -> dict[str, Any]:
 
 
 def run(mb: int) -> dict[str, Any]:
-    res: dict[str, Any] = {"mb": mb, "in_process": {}, "addon": {}, "plain": {}}
+    res: dict[str, Any] = {"mb": mb, "in_process": {}, "addon": {}, "plain": {}, "translate": {}}
     for p in streams.PROTOCOLS:
         res["in_process"][p] = _in_process(p, mb)
+    for up in streams.PROTOCOLS:
+        for target in streams.PROTOCOLS:
+            if target != up:
+                try:
+                    res["translate"][f"{up} -> {target}"] = _in_process(up, mb, target)
+                except subprocess.CalledProcessError as exc:
+                    res["translate"][f"{up} -> {target}"] = {"error": exc.stderr.strip()[-200:]}
     up = procs.start_upstream()
     try:
         res["addon"] = _through(True, up.url, mb)
@@ -80,6 +87,18 @@ def report(r: dict[str, Any]) -> list[str]:
             return f"{g:.1f}" + ("" if x.get("reset") else " (peak not reset)")
 
         lines.append(f"| {p} | {growth(ip)} | {ip['outcome']} | {growth(a)} | {growth(pl)} |")
+    lines += [
+        "",
+        "Observe + translate in process (the carrier's path), same streams:",
+        "",
+        "| pair | growth MB | output MB |",
+        "|---|---|---|",
+    ]
+    for name, t in r["translate"].items():
+        if "error" in t:
+            lines.append(f"| {name} | error: {t['error']} | - |")
+        else:
+            lines.append(f"| {name} | {(t['hwm_kb'] - t['rss0_kb']) / 1024:.1f} | {t['out_mb']:.0f} |")
     for k in ("addon", "plain"):
         if "error" in r[k]:
             lines.append(f"\n{k}: {r[k]['error']}")

@@ -1,5 +1,8 @@
 """Child process of the memory benchmark: observe ``MB`` megabytes of one protocol's stream in
-observe-only mode (``StreamObserver`` alone) and print the peak RSS growth as JSON.
+observe-only mode (``StreamObserver`` alone), or also translate it to ``CLIENT``
+(``StreamObserver`` + stream translator, the carrier's path), and print the peak RSS growth.
+
+``python -m bench.memory_child PROTOCOL MB [CLIENT]``
 
 Run in its own process so the peak (VmHWM, reset through /proc/self/clear_refs) belongs to this
 stream only. The stream is generated on the fly (a run of delta events repeated), never held.
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 from proxai.model import Protocol
 from proxai.observe import StreamObserver
@@ -19,6 +23,7 @@ from .upstream import _DELTA_START, blocks
 
 def main() -> None:
     protocol, mb = sys.argv[1], int(sys.argv[2])
+    client = sys.argv[3] if len(sys.argv) > 3 else None
     bl = blocks(protocol, 30000)
     start = _DELTA_START[protocol]
     head, middle, tail = b"".join(bl[:start]), b"".join(bl[start : start + 1000]), b"".join(bl[start:])
@@ -29,24 +34,41 @@ def main() -> None:
     pid = os.getpid()
     obs = StreamObserver(Protocol(protocol), start=0.0)
     obs.headers(200, 0.0)
-    obs.feed(head, 0.0)
+    feed = obs.feed
+    out_bytes = 0
+    if client is not None:
+        from proxai.translate.stream import make_stream_translator
+
+        tr = make_stream_translator(Protocol(protocol), Protocol(client))
+
+        def feed(chunk: bytes, now: float) -> list[Any]:
+            nonlocal out_bytes
+            events = obs.feed(chunk, now)
+            out_bytes += len(tr.feed(events))
+            return events
+
+    feed(head, 0.0)
     rss0 = status_kb(pid, "VmRSS")
     reset_ok = reset_peak_rss(pid)
     total, now = len(head), 0.0
     while total < mb * 1_000_000:
         for m in mids:
             now += 1e-4
-            obs.feed(m, now)
+            feed(m, now)
         total += len(middle)
     for i in range(0, len(tail), chunk):
-        obs.feed(tail[i : i + chunk], now)
+        feed(tail[i : i + chunk], now)
     total += len(tail)
     s = obs.finish(now)
+    if client is not None:
+        out_bytes += len(tr.finish())
     hwm = status_kb(pid, "VmHWM")
     print(
         json.dumps(
             {
                 "protocol": protocol,
+                "client": client,
+                "out_mb": out_bytes / 1e6,
                 "mb": total / 1e6,
                 "rss0_kb": rss0,
                 "hwm_kb": hwm,
