@@ -52,13 +52,13 @@ def run(mb: int) -> dict[str, Any]:
     res: dict[str, Any] = {"mb": mb, "in_process": {}, "addon": {}, "plain": {}, "translate": {}}
     for p in streams.PROTOCOLS:
         res["in_process"][p] = _in_process(p, mb)
-    for up in streams.PROTOCOLS:
+    for src in streams.PROTOCOLS:
         for target in streams.PROTOCOLS:
-            if target != up:
+            if target != src:
                 try:
-                    res["translate"][f"{up} -> {target}"] = _in_process(up, mb, target)
+                    res["translate"][f"{src} -> {target}"] = _in_process(src, mb, target)
                 except subprocess.CalledProcessError as exc:
-                    res["translate"][f"{up} -> {target}"] = {"error": exc.stderr.strip()[-200:]}
+                    res["translate"][f"{src} -> {target}"] = {"error": exc.stderr.strip()[-200:]}
     up = procs.start_upstream()
     try:
         res["addon"] = _through(True, up.url, mb)
