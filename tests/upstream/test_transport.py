@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -314,3 +316,30 @@ def test_a_bug_is_a_500_or_a_reset_never_a_hang(monkeypatch: pytest.MonkeyPatch,
         with pytest.raises(httpx.TransportError):
             post(up, "chat", "broken", stream=True)  # fails after the headers
         check_chat(post(up, "chat", "text").content)  # the server is fine
+
+
+@pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
+def test_stop_mid_stream_leaves_nothing_running(caplog: pytest.LogCaptureFixture, http2: bool) -> None:
+    up = FakeUpstream(tls=http2, http2=http2, time_scale=0.01).start()
+    errors: list[BaseException] = []
+
+    def client() -> None:
+        try:
+            with httpx.Client(http2=http2, verify=verify(up)) as c:
+                c.post(
+                    up.url + PATHS["chat"],
+                    json=request_body("chat", "total_stall"),
+                    headers={"x-proxai-stall": "30"},
+                )
+        except httpx.HTTPError as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    assert up.wait_for(lambda u: len(u.requests) == 1, 10)
+    up.stop()  # in the middle of a 30 s stall
+    thread.join(10)
+    assert not thread.is_alive() and len(errors) == 1  # the client saw the server go
+    gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+    assert up.closed_early == 0  # a server stop is not a client disconnect

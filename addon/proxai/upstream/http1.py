@@ -152,22 +152,31 @@ async def handle_h1(
         )
         pending = b""
         gone = False
-        while not task.done():
-            watcher = asyncio.ensure_future(reader.read(READ_SIZE))
-            await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            if not watcher.done():
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
-                break
-            try:
-                data = watcher.result()
-            except (ConnectionError, OSError):
-                data = b""
-            if not data:
-                gone = True
-                break
-            pending += data  # a pipelined request: handled after this response
+        try:
+            while not task.done():
+                watcher = asyncio.ensure_future(reader.read(READ_SIZE))
+                try:
+                    await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if not watcher.done():
+                        watcher.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await watcher
+                if watcher.cancelled():
+                    break
+                try:
+                    data = watcher.result()
+                except (ConnectionError, OSError):
+                    data = b""
+                if not data:
+                    gone = True
+                    break
+                pending += data  # a pipelined request: handled after this response
+        except asyncio.CancelledError:  # server shutdown: never leave the scenario running
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            raise
         if gone and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

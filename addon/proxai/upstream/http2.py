@@ -112,6 +112,7 @@ class H2Server:
     async def run(self, initial: bytes = b"") -> None:
         self.conn.initiate_connection()
         await self.flush()
+        shutdown = False
         try:
             data = initial
             while True:
@@ -132,8 +133,11 @@ class H2Server:
                     return
                 if not data:
                     return
+        except asyncio.CancelledError:
+            shutdown = True  # the server stops: not the client's doing
+            raise
         finally:
-            tasks = [t for t in (self._cancel(sid) for sid in list(self.streams)) if t is not None]
+            tasks = [t for t in (self._cancel(sid, count=not shutdown) for sid in list(self.streams)) if t]
             if tasks:
                 await asyncio.wait(tasks, timeout=5)
 
@@ -204,12 +208,13 @@ class H2Server:
             if st.finished:
                 self.streams.pop(stream_id, None)
 
-    def _cancel(self, stream_id: int) -> asyncio.Task[None] | None:
+    def _cancel(self, stream_id: int, *, count: bool = True) -> asyncio.Task[None] | None:
         """The client reset the stream or left: stop its scenario now, count it if unfinished."""
         st = self.streams.pop(stream_id, None)
         if st is None or st.finished:
             return None
-        self.stats.closed_early += 1
+        if count:
+            self.stats.closed_early += 1
         if st.task is not None and not st.task.done():
             st.task.cancel()
             return st.task
