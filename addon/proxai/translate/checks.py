@@ -1,4 +1,4 @@
-"""Strict checks shared by the request and response translators (seed 003).
+"""Strict checks shared by the request and response translators (seed 003 (003_ddeb0f29c782f12f.txt)).
 
 - ``validate``: a pydantic model at the trust boundary; a failure becomes
   ``TranslationError`` naming the client's field (``messages[2].content[0].text``).

@@ -1,4 +1,5 @@
-"""The protocol-neutral form of a request and of a non-streamed response (issue 4, seed 003).
+"""The protocol-neutral form of a request and of a non-streamed response (issue 4, seed 003
+(003_ddeb0f29c782f12f.txt)).
 
 Each source protocol is parsed into these types once (``req_from_*``, ``resp_from_*``) and
 each target renders them (``req_to_*``, ``resp_to_*``): six directions from three parsers and

@@ -1,4 +1,5 @@
-"""Parse an Anthropic Messages request body into the neutral ``RequestIR`` (seed 003).
+"""Parse an Anthropic Messages request body into the neutral ``RequestIR`` (seed 003
+(003_ddeb0f29c782f12f.txt)).
 
 The body is validated with pydantic at this trust boundary (unknown top-level fields are
 tolerated like the API tolerates them, and listed in ``ignored``). Top-level ``system`` stays

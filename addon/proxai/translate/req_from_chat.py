@@ -1,4 +1,5 @@
-"""Parse an OpenAI Chat Completions request body into the neutral ``RequestIR`` (seed 003).
+"""Parse an OpenAI Chat Completions request body into the neutral ``RequestIR`` (seed 003
+(003_ddeb0f29c782f12f.txt)).
 
 Seed 003 positions: ``system`` and ``developer`` messages (wherever they stand) are collected
 as the instructions; ``assistant.tool_calls`` become tool-call parts with their argument JSON

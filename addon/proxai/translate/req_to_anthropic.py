@@ -1,4 +1,4 @@
-"""Render a neutral ``RequestIR`` as an Anthropic Messages request body (seed 003).
+"""Render a neutral ``RequestIR`` as an Anthropic Messages request body (seed 003 (003_ddeb0f29c782f12f.txt)).
 
 - instructions -> top-level ``system``: a string for one part, text blocks for several;
 - consecutive turns of one role are merged into one message, and in a user message the

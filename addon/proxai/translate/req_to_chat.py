@@ -1,4 +1,5 @@
-"""Render a neutral ``RequestIR`` as an OpenAI Chat Completions request body (seed 003).
+"""Render a neutral ``RequestIR`` as an OpenAI Chat Completions request body (seed 003
+(003_ddeb0f29c782f12f.txt)).
 
 - instructions -> one leading ``system`` message (parts joined by a blank line: local chat
   templates such as vLLM's and Ollama's accept a single system message most reliably);

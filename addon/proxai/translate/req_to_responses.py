@@ -1,4 +1,4 @@
-"""Render a neutral ``RequestIR`` as an OpenAI Responses request body (seed 003).
+"""Render a neutral ``RequestIR`` as an OpenAI Responses request body (seed 003 (003_ddeb0f29c782f12f.txt)).
 
 - instructions -> ``instructions`` for one part; several parts -> one leading ``system``
   input message with one ``input_text`` per part (boundaries kept);

@@ -1,4 +1,4 @@
-"""Request translation in all six directions: the entry point (issue 4, seed 003).
+"""Request translation in all six directions: the entry point (issue 4, seed 003 (003_ddeb0f29c782f12f.txt)).
 
 ``translate_request(body, client, target, opts)`` parses the client's body (pydantic at the
 trust boundary) into the neutral form and renders it for the target; every rule of seed 003

@@ -1,4 +1,5 @@
-"""Parse a non-streamed Chat Completions response into the neutral ``ResponseIR`` (seed 003).
+"""Parse a non-streamed Chat Completions response into the neutral ``ResponseIR`` (seed 003
+(003_ddeb0f29c782f12f.txt)).
 
 Exactly one choice: ``choices[]`` are alternative answers, not content blocks, so a
 multi-choice response is rejected, never merged and never cut to the first choice (seed 003

@@ -1,4 +1,5 @@
-"""Render a neutral ``ResponseIR`` as a non-streamed Responses ``response`` (seed 003, 000).
+"""Render a neutral ``ResponseIR`` as a non-streamed Responses ``response`` (seeds 003 and 000:
+003_ddeb0f29c782f12f.txt, 000_bfdabbe39bd0a69e.txt).
 
 Output positions (seed 003 "Chat -> Responses output 位置"): consecutive text and refusal parts
 form ONE assistant message item (text parts first, the refusal inside the same message;

@@ -1,4 +1,5 @@
-"""The one stop-reason table shared by JSON and stream translation (issue 4, seed 003).
+"""The one stop-reason table shared by JSON and stream translation (issue 4, seed 003
+(003_ddeb0f29c782f12f.txt)).
 
 Every translator maps a source stop/finish reason to a protocol-neutral ``StopClass``
 (``proxai.model``) and renders that class in the target protocol. Keeping both directions in
