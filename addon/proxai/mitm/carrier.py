@@ -18,7 +18,9 @@ Extension points (guard and translation engineers plug in here, nowhere else):
 - ``Carrier.translator``: a ``StreamTranslator`` (TEAM.md contract). When set, the client gets
   its output instead of the upstream bytes, ``finish()`` at end of message, ``fail()`` on errors.
   ``strip_translated_headers(response)`` drops the upstream's content-encoding/length.
-- ``Carrier.on_chunk``: hooks ``(carrier, events, now) -> GuardAction | None`` run after each chunk.
+- ``Carrier.on_chunk``: hooks ``(carrier, events, now) -> GuardAction | None`` run after each chunk;
+  with ``Carrier.at_end_hooks = True`` they also run once at end of message (``carrier.ending``
+  is then True), before ``translator.finish()``, so the guard can judge a call left open.
 - ``Carrier.on_end``: hooks ``(carrier, summary) -> None`` run once when the stream ends.
 - ``Carrier.inject_and_close(kind, message, now, data=None)``: the out-of-band path (a timer while
   the upstream is silent). It renders the error in the client's protocol, hands it to
