@@ -22,6 +22,7 @@ summary's ``error``:
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,7 @@ class StreamObserver:
         "_stopped",
         "_tail",
         "_tail_bytes",
+        "_tail_len",
         "counts",
         "failed",
         "last_byte_at",
@@ -105,7 +107,8 @@ class StreamObserver:
         self._start = start
         self._scanner = SseScanner(limits.max_line, limits.max_event)
         self._proto = make_protocol_observer(protocol, limits, capture)
-        self._tail = bytearray()
+        self._tail: deque[bytes] = deque()
+        self._tail_len = 0
         self._tail_bytes = limits.tail_bytes
         self.counts = Counts()
         self.last_byte_at: float | None = None
@@ -129,7 +132,8 @@ class StreamObserver:
     @property
     def tail(self) -> bytes:
         """The last ``Limits.tail_bytes`` of stream bytes."""
-        return bytes(self._tail)
+        data = b"".join(self._tail)
+        return data[len(data) - self._tail_bytes :] if len(data) > self._tail_bytes else data
 
     @property
     def next_sequence_number(self) -> int:
@@ -268,15 +272,22 @@ class StreamObserver:
         self._proto.acc.own_error(ErrorKind.STREAM_LIMIT, str(exc))
 
     def _keep_tail(self, chunk: bytes) -> None:
+        """A ring of whole chunks: O(1) per chunk; holds at most ``tail_bytes`` plus one chunk
+        smaller than that (a bigger chunk is cut to its last ``tail_bytes``)."""
         cap = self._tail_bytes
-        tail = self._tail
-        if len(chunk) >= cap:
-            tail[:] = chunk[len(chunk) - cap :] if cap else b""
+        parts = self._tail
+        n = len(chunk)
+        if n >= cap:
+            parts.clear()
+            if cap:
+                parts.append(chunk[n - cap :] if n > cap else chunk)
+            self._tail_len = cap
             return
-        tail += chunk
-        over = len(tail) - cap
-        if over > 0:
-            del tail[:over]
+        parts.append(chunk)
+        size = self._tail_len + n
+        while size - len(parts[0]) >= cap:
+            size -= len(parts.popleft())
+        self._tail_len = size
 
     def _http_error(self) -> None:
         """An HTTP error status decides the outcome; the body says what the error was."""

@@ -196,3 +196,17 @@ def test_fast_paths_change_nothing_on_fixtures(path: Path) -> None:
 def test_fast_paths_change_nothing_on_mutated_fixtures(case: tuple[Protocol, bytes]) -> None:
     protocol, raw = case
     assert observe(protocol, [raw], Limits()) == _without_fast_paths(protocol, raw, [raw])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    chunks=st.lists(st.binary(min_size=1, max_size=300), max_size=40),
+    cap=st.sampled_from([0, 1, 7, 100, 256, 1000]),
+)
+def test_tail_is_the_last_bytes(chunks: list[bytes], cap: int) -> None:
+    obs = StreamObserver(Protocol.OPENAI_CHAT, start=0.0, limits=Limits(tail_bytes=cap))
+    seen = b""
+    for c in chunks:
+        obs.feed(c, 0.0)
+        seen += c
+        assert obs.tail == (seen[-cap:] if cap else b"")
