@@ -6,10 +6,10 @@ Completions, OpenAI Responses), streamed and non-streamed, realistic shapes and 
 docs/upstream.md documents every scenario, the selection rules and the control headers.
 
 Modules: ``server`` (thread + loop + TLS), ``http1`` / ``http2`` (transports), ``play``
-(request -> played response), ``scenarios`` (the scripts), ``ops`` (the script language),
-``transcript`` (accumulated message), ``render_anthropic`` / ``render_chat`` /
-``render_responses`` (one renderer per protocol), ``wire`` (shared framing), ``compress``
-(content-encoding), ``cert`` (throw-away CA).
+(request -> scenario + renderer), ``playback`` (timing, keepalives, compression into a sink),
+``scenarios`` (the scripts), ``ops`` (the script language), ``transcript`` (accumulated
+message), ``render_anthropic`` / ``render_chat`` / ``render_responses`` (one renderer per
+protocol), ``wire`` (shared framing), ``compress`` (content-encoding), ``cert`` (throw-away CA).
 
 Scenarios (``list_scenarios()``; model name or ``x-proxai-scenario`` header):
 

@@ -18,7 +18,8 @@ import struct
 import h11
 import orjson
 
-from .play import Headers, Stats, serve
+from .play import Stats, serve
+from .playback import Headers
 
 READ_SIZE = 65536
 DISCARD_LIMIT = 64 * 1024 * 1024

@@ -20,7 +20,8 @@ import h2.errors
 import h2.events
 import h2.exceptions
 
-from .play import Headers, Stats, serve
+from .play import Stats, serve
+from .playback import Headers
 
 READ_SIZE = 65536
 

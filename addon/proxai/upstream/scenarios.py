@@ -356,7 +356,6 @@ class Scenario:
     content_type: str | None = "text/event-stream"  # streamed bodies; None = header omitted
     encoding: str | None = None  # content-encoding applied to the body
     byte_delay: float = 0.0  # > 0: write the body one byte at a time (slowloris)
-    streamed_only: bool = False  # meaningful only for "stream": true
 
 
 _ALL = [
@@ -429,13 +428,11 @@ _ALL = [
         "A valid SSE body labelled application/json (x-proxai-content-type: none omits it).",
         s_text,
         content_type="application/json",
-        streamed_only=True,
     ),
     Scenario(
         "huge_line",
         "One enormous line without a newline (x-proxai-size bytes, default 32 MiB), then EOF.",
         s_huge_line,
-        streamed_only=True,
     ),
     Scenario(
         "slowloris",
