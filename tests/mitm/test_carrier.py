@@ -256,3 +256,17 @@ def test_pending_delivered_at_end_does_not_call_close_handlers() -> None:
     d.inject_and_close(ErrorKind.IDLE_TIMEOUT, "silent", 200.0)
     d(b"data: x\n\n")
     assert handled == [d]
+
+
+def test_observer_protocol_problem_is_left_to_the_translator() -> None:
+    from proxai.errors import SseLimitError, UpstreamProtocolError
+
+    obs = RecordingObserver()
+    tr = UpperTranslator()
+    c = _carrier(obs, translator=tr)
+    obs.failed = UpstreamProtocolError("one malformed event")  # observing goes on
+    assert c(b"data: a\n\n") == [b"data: A\n\n"]
+    obs.failed = SseLimitError("line", 10)  # observing stopped: translation cannot go on
+    out = c(b"data: b\n\n")
+    assert isinstance(out, list) and out[0].startswith(b"event: error") and c.state is CarrierState.CLOSED
+    assert tr.calls[-1].startswith(f"fail:{ErrorKind.STREAM_LIMIT}:")

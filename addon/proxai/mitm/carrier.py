@@ -324,11 +324,13 @@ class Carrier:
             return [self._translation_failed(exc, now)]
 
     def _observer_failed(self) -> ProxaiError | None:
+        """The observer stopped observing (a size limit): the translator gets no more events.
+        Other typed problems it records are left to the translator, which sees the same events."""
         try:
             failed: Any = getattr(self.observer, "failed", None)
         except Exception:
             return None
-        return failed if isinstance(failed, ProxaiError) else None
+        return failed if isinstance(failed, SseLimitError) else None
 
     def _translation_failed(self, problem: ProxaiError | str, now: float) -> bytes:
         """Translation cannot go on: a well-formed client-protocol error ends the stream."""
