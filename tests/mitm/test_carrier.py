@@ -270,3 +270,18 @@ def test_observer_protocol_problem_is_left_to_the_translator() -> None:
     out = c(b"data: b\n\n")
     assert isinstance(out, list) and out[0].startswith(b"event: error") and c.state is CarrierState.CLOSED
     assert tr.calls[-1].startswith(f"fail:{ErrorKind.STREAM_LIMIT}:")
+
+
+def test_a_repeating_bug_is_logged_once_per_flow(caplog: pytest.LogCaptureFixture) -> None:
+    c = _carrier(RecordingObserver())
+
+    def bad(_c: Carrier, _e: list[SseEvent], _now: float) -> GuardAction | None:
+        raise ValueError("hook bug")
+
+    c.on_chunk.append(bad)
+    with caplog.at_level("WARNING", logger="proxai.mitm.carrier"):
+        for _ in range(5):
+            assert c(b"data: 1\n\n") == [b"data: 1\n\n"]
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "on_chunk hook" in warnings[0].getMessage()
+    assert "ValueError: hook bug" in warnings[0].getMessage() and c.hook_errors == 5

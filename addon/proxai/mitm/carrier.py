@@ -36,6 +36,7 @@ receiving exactly the upstream bytes.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -150,6 +151,7 @@ class Carrier:
         self.observe_error: str | None = decode_error
         self.translate_error: str | None = None
         self.hook_errors = 0
+        self._bugs_logged: set[str] = set()
         self.client_bytes = 0
         self.upstream_bytes = 0
         self._pending_injection: bytes | None = None
@@ -170,7 +172,7 @@ class Carrier:
             out = self._end() if chunk == b"" else self._chunk(chunk)
         except Exception:
             # A bug in our code. Observe-only: the client still gets exactly the upstream bytes.
-            logger.warning("proxai: carrier bug, passing bytes through", exc_info=True)
+            self._bug("internal error in the carrier (bytes pass through)")
             self.observe_error = self.observe_error or "internal error in the carrier"
             if self.translator is not None or self.state is not CarrierState.STREAMING:
                 out = []
@@ -195,7 +197,7 @@ class Carrier:
             try:
                 delivered = self.injector(self, payload)
             except Exception:
-                logger.warning("proxai: injector bug", exc_info=True)
+                self._bug("internal error in the injector")
                 delivered = False
             if delivered:
                 self.client_bytes += len(payload)
@@ -211,7 +213,7 @@ class Carrier:
             try:
                 return self.translator.fail(kind, message)
             except Exception:
-                logger.warning("proxai: translator.fail bug", exc_info=True)
+                self._bug("internal error in translator.fail")
         obs = self.observer
         try:
             snap = obs.summary()
@@ -305,7 +307,7 @@ class Carrier:
         try:
             return self.observer.feed(decoded, now)
         except Exception as exc:
-            logger.warning("proxai: observer bug, observing stops for this flow", exc_info=True)
+            self._bug("internal error in the observer (observing stops for this flow)")
             self.observe_error = f"internal error in the observer: {type(exc).__name__}"
             return []
 
@@ -346,7 +348,7 @@ class Carrier:
         try:
             data = self.translator.fail(kind, message)
         except Exception:
-            logger.warning("proxai: translator.fail bug", exc_info=True)
+            self._bug("internal error in translator.fail")
             data = error_event(self.client_protocol, kind, message)
         self._close(kind, message, now, len(data), out_of_band=False)
         return data
@@ -358,7 +360,7 @@ class Carrier:
                 action = hook(self, events, now)
             except Exception:
                 self.hook_errors += 1
-                logger.warning("proxai: on_chunk hook bug", exc_info=True)
+                self._bug("internal error in an on_chunk hook")
                 continue
             if action is None:
                 continue
@@ -407,13 +409,22 @@ class Carrier:
                     handler(self)
                 except Exception:
                     self.hook_errors += 1
-                    logger.warning("proxai: close handler bug", exc_info=True)
+                    self._bug("internal error in a close handler")
 
     def _observer_finish(self, now: float) -> StreamSummary:
         return self.observer.finish(now)
 
     def _observer_abort(self, message: str, now: float, kind: ErrorKind) -> StreamSummary:
         return self.observer.abort(message, now, kind)
+
+    def _bug(self, what: str) -> None:
+        """A bug in ProxAI (called inside ``except``): one warning line per kind and flow, the
+        traceback at debug level. The flow goes on."""
+        exc = sys.exc_info()[1]
+        if what not in self._bugs_logged:
+            self._bugs_logged.add(what)
+            logger.warning("proxai: %s: %s: %s", what, type(exc).__name__, exc)
+        logger.debug("proxai: traceback of %s", what, exc_info=True)
 
     def _run_end_hooks(self) -> None:
         if self.summary is None:
@@ -423,4 +434,4 @@ class Carrier:
                 hook(self, self.summary)
             except Exception:
                 self.hook_errors += 1
-                logger.warning("proxai: on_end hook bug", exc_info=True)
+                self._bug("internal error in an on_end hook")
