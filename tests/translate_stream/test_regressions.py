@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
+from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
 from proxai.model import ErrorKind, Protocol
 from proxai.sse import SseScanner
 from proxai.translate.stream import make_stream_translator
@@ -398,3 +398,16 @@ def test_chat_target_without_include_usage_has_no_usage_chunk() -> None:
     out = t.feed(sc.feed(raw) + sc.close()) + t.finish()
     fin = validate_chat(out)
     assert fin.usage is None and fin.stop == "stop" and b'"choices":[]' not in out
+
+
+@pytest.mark.parametrize(("up", "client"), [(A, R), (C, R), (R, A), (R, C), (R, R)])
+def test_responses_buffers_are_bounded(up: Protocol, client: Protocol) -> None:
+    """A Responses source / target keeps content (for .done checks and the terminal snapshot):
+    past ``max_buffer`` the translation ends with a typed error, never unbounded memory."""
+    raw, _ = render(up, "text")
+    t = make_stream_translator(up, client, normalize=up is client, max_buffer=40)
+    sc = SseScanner()
+    with pytest.raises(SseLimitError):
+        t.feed(sc.feed(raw) + sc.close())
+    fin = VALIDATORS[client.value](t.fail(ErrorKind.STREAM_LIMIT, "limit"))
+    assert fin.error is not None

@@ -19,6 +19,7 @@ from .driver import StreamTranslatorImpl
 from .lifecycle import Lifecycle, Phase, StreamIdentity
 from .pairs import REGISTRY
 from .pairs import normalize as normalize_pair
+from .sources.common import DEFAULT_MAX_BUFFER
 
 __all__ = [
     "PAIRS",
@@ -52,18 +53,23 @@ def make_stream_translator(
     normalize: bool = False,
     created: int = 0,
     include_usage: bool = True,
+    max_buffer: int = DEFAULT_MAX_BUFFER,
 ) -> StreamTranslatorImpl:
     """A translator from ``upstream``'s stream to ``client``'s.
 
     ``normalize`` (same protocol on both sides only) repairs compatible providers' quirks and
     accepts lifecycle-free deltas (seed 004). ``created`` is the Unix time stamped on Chat chunks
     and Responses snapshots (the core reads no clock). ``include_usage``: emit the Chat
-    usage-only chunk (the client asked for ``stream_options.include_usage``).
+    usage-only chunk (the client asked for ``stream_options.include_usage``). ``max_buffer``: the
+    content a Responses source or target must keep (for ``.done`` checks and the terminal
+    snapshot), per stream; past it a ``SseLimitError`` ends the translation (bounded memory).
     """
     if (upstream is client) != normalize:
         if normalize:
             raise ConfigError("normalize needs the same protocol on both sides")
         raise ConfigError(f"same protocol on both sides ({upstream}) needs normalize = true")
     if normalize:
-        return normalize_pair.build(upstream, created=created, include_usage=include_usage)
-    return REGISTRY[(upstream, client)](created=created, include_usage=include_usage)
+        return normalize_pair.build(
+            upstream, created=created, include_usage=include_usage, max_buffer=max_buffer
+        )
+    return REGISTRY[(upstream, client)](created=created, include_usage=include_usage, max_buffer=max_buffer)

@@ -14,11 +14,14 @@ from __future__ import annotations
 from proxai.model import Protocol
 from proxai.translate.stream.driver import StreamTranslatorImpl
 from proxai.translate.stream.sources.anthropic import AnthropicSource
+from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 from proxai.translate.stream.to_chat.writer import ChatWriter
 
 SOURCE, TARGET = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT
 
 
-def build(*, created: int = 0, include_usage: bool = True) -> StreamTranslatorImpl:
+def build(
+    *, created: int = 0, include_usage: bool = True, max_buffer: int = DEFAULT_MAX_BUFFER
+) -> StreamTranslatorImpl:
     writer = ChatWriter(created=created, include_usage=include_usage)
     return StreamTranslatorImpl(AnthropicSource(writer), writer, SOURCE, normalize=False)

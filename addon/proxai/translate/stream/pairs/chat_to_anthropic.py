@@ -17,11 +17,14 @@ from __future__ import annotations
 from proxai.model import Protocol
 from proxai.translate.stream.driver import StreamTranslatorImpl
 from proxai.translate.stream.sources.chat import ChatSource
+from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 from proxai.translate.stream.to_anthropic.writer import AnthropicWriter
 
 SOURCE, TARGET = Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES
 
 
-def build(*, created: int = 0, include_usage: bool = True) -> StreamTranslatorImpl:
+def build(
+    *, created: int = 0, include_usage: bool = True, max_buffer: int = DEFAULT_MAX_BUFFER
+) -> StreamTranslatorImpl:
     writer = AnthropicWriter()
     return StreamTranslatorImpl(ChatSource(writer), writer, SOURCE, normalize=False)

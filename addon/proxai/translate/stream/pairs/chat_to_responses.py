@@ -14,11 +14,14 @@ from __future__ import annotations
 from proxai.model import Protocol
 from proxai.translate.stream.driver import StreamTranslatorImpl
 from proxai.translate.stream.sources.chat import ChatSource
+from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 from proxai.translate.stream.to_responses.writer import ResponsesWriter
 
 SOURCE, TARGET = Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
 
 
-def build(*, created: int = 0, include_usage: bool = True) -> StreamTranslatorImpl:
-    writer = ResponsesWriter(created_at=created)
+def build(
+    *, created: int = 0, include_usage: bool = True, max_buffer: int = DEFAULT_MAX_BUFFER
+) -> StreamTranslatorImpl:
+    writer = ResponsesWriter(created_at=created, max_buffer=max_buffer)
     return StreamTranslatorImpl(ChatSource(writer), writer, SOURCE, normalize=False)

@@ -9,13 +9,16 @@ from proxai.model import Protocol
 from proxai.translate.stream.driver import Source, StreamTranslatorImpl, Writer
 from proxai.translate.stream.sources.anthropic import AnthropicSource
 from proxai.translate.stream.sources.chat import ChatSource
+from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 from proxai.translate.stream.sources.responses import ResponsesSource
 from proxai.translate.stream.to_anthropic.writer import AnthropicWriter
 from proxai.translate.stream.to_chat.writer import ChatWriter
 from proxai.translate.stream.to_responses.writer import ResponsesWriter
 
 
-def build(protocol: Protocol, *, created: int = 0, include_usage: bool = True) -> StreamTranslatorImpl:
+def build(
+    protocol: Protocol, *, created: int = 0, include_usage: bool = True, max_buffer: int = DEFAULT_MAX_BUFFER
+) -> StreamTranslatorImpl:
     writer: Writer
     source: Source
     if protocol is Protocol.ANTHROPIC_MESSAGES:
@@ -25,6 +28,6 @@ def build(protocol: Protocol, *, created: int = 0, include_usage: bool = True) -
         writer = ChatWriter(created=created, include_usage=include_usage)
         source = ChatSource(writer, normalize=True)
     else:
-        writer = ResponsesWriter(created_at=created)
-        source = ResponsesSource(writer)
+        writer = ResponsesWriter(created_at=created, max_buffer=max_buffer)
+        source = ResponsesSource(writer, max_buffer=max_buffer)
     return StreamTranslatorImpl(source, writer, protocol, normalize=True)

@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from proxai.model import Protocol
 from proxai.translate.stream.driver import StreamTranslatorImpl
+from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 from proxai.translate.stream.sources.responses import ResponsesSource
 from proxai.translate.stream.to_chat.writer import ChatWriter
 
 SOURCE, TARGET = Protocol.OPENAI_RESPONSES, Protocol.OPENAI_CHAT
 
 
-def build(*, created: int = 0, include_usage: bool = True) -> StreamTranslatorImpl:
+def build(
+    *, created: int = 0, include_usage: bool = True, max_buffer: int = DEFAULT_MAX_BUFFER
+) -> StreamTranslatorImpl:
     writer = ChatWriter(created=created, include_usage=include_usage)
-    return StreamTranslatorImpl(ResponsesSource(writer), writer, SOURCE, normalize=False)
+    return StreamTranslatorImpl(
+        ResponsesSource(writer, max_buffer=max_buffer), writer, SOURCE, normalize=False
+    )

@@ -46,6 +46,7 @@ def as_dict(value: object) -> dict[str, Any]:
 
 
 DEFAULT_MAX_TOOL_ARGS = 8 * 1024 * 1024  # per call, as observe.Limits.max_tool_args
+DEFAULT_MAX_BUFFER = 64 * 1024 * 1024  # content a Responses source / target must keep, per stream
 
 
 class ToolArgs:

@@ -22,13 +22,13 @@ from typing import Any
 
 import orjson
 
-from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
+from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
 from proxai.sse import SseEvent
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, DeltaKind, Sink, Stop, TokenUsage
 
-from .common import as_dict, as_int, as_str, classify, load_object
+from .common import DEFAULT_MAX_BUFFER, as_dict, as_int, as_str, classify, load_object
 
 
 def usage_in(u: dict[str, Any]) -> TokenUsage:
@@ -57,9 +57,21 @@ class _Item:
 class ResponsesSource:
     protocol_name = "Responses"
 
-    __slots__ = ("_items", "_open_parts", "_refusal", "_saw_data", "_tools", "life", "sink")
+    __slots__ = (
+        "_items",
+        "_kept",
+        "_open_parts",
+        "_refusal",
+        "_saw_data",
+        "_tools",
+        "life",
+        "max_buffer",
+        "sink",
+    )
 
-    def __init__(self, sink: Sink) -> None:
+    def __init__(self, sink: Sink, *, max_buffer: int = DEFAULT_MAX_BUFFER) -> None:
+        self.max_buffer = max_buffer  # streamed content kept to check the .done events (bounded)
+        self._kept = 0
         self.sink = sink
         self.life = Lifecycle()
         self._items: dict[str, _Item] = {}
@@ -111,6 +123,12 @@ class ResponsesSource:
         elif phase is Phase.WAITING and etype not in ("response.queued", "response.in_progress"):
             raise SemanticStreamError(f"Responses event {etype!r} before response.created")
         # in_progress, annotations, summary/reasoning part and text .done events carry nothing new
+
+    def _keep(self, acc: list[str], text: str) -> None:
+        self._kept += len(text)
+        if self._kept > self.max_buffer:
+            raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
+        acc.append(text)
 
     def eof(self) -> None:
         if self.life.phase is not Phase.STOPPED:
@@ -194,7 +212,7 @@ class ResponsesSource:
             self._tools = True
             self.sink.block_start(item_id, "tool", id=call_id, name=name)
             if args := as_str(item.get("arguments")):
-                rec.acc.append(args)
+                self._keep(rec.acc, args)
                 self.sink.delta(item_id, "args", args)
         elif itype in {"message", "reasoning"}:
             self._items[item_id] = _Item(itype)
@@ -239,7 +257,7 @@ class ResponsesSource:
             )
         self._open_parts[key] = []
         if initial:
-            self._open_parts[key].append(initial)
+            self._keep(self._open_parts[key], initial)
             self.sink.delta(key, "text", initial)
 
     def _part_key(self, obj: dict[str, Any], what: str) -> tuple[str, int]:
@@ -256,7 +274,7 @@ class ResponsesSource:
         if not isinstance(text, str):
             raise UpstreamProtocolError(f"{etype} without a string delta")
         if text:
-            self._open_parts[key].append(text)
+            self._keep(self._open_parts[key], text)
             self.sink.delta(key, "text", text)
 
     def _part_text_done(self, obj: dict[str, Any], field: str) -> None:
@@ -274,7 +292,7 @@ class ResponsesSource:
         if not final.startswith(so_far):
             raise SemanticStreamError(f"{what} contradicts the streamed deltas")
         rest = final[len(so_far) :]
-        acc.append(rest)
+        self._keep(acc, rest)
         kind: DeltaKind = (
             "args" if isinstance(key, str) and self._items[key].kind == "function_call" else "text"
         )
@@ -303,7 +321,7 @@ class ResponsesSource:
         if not isinstance(text, str):
             raise UpstreamProtocolError("function_call_arguments.delta without a string delta")
         if text:
-            item.acc.append(text)
+            self._keep(item.acc, text)
             self.sink.delta(item_id, "args", text)
 
     def _args_done(self, item_id: str, final: str | None) -> None:
@@ -324,7 +342,7 @@ class ResponsesSource:
         if not isinstance(text, str):
             raise UpstreamProtocolError("reasoning delta without a string delta")
         if text:
-            item.acc.append(text)
+            self._keep(item.acc, text)
             self.sink.delta(item_id, "thinking", text)
 
     def _item_done(self, obj: dict[str, Any]) -> None:

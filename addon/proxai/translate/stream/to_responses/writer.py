@@ -14,9 +14,11 @@ from __future__ import annotations
 import orjson
 
 from proxai.error_shapes import error_event, openai_error_object
+from proxai.errors import SseLimitError
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
+from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 
 from . import output
 from .state import Item, ItemIdAllocator, ResponsesState
@@ -36,9 +38,11 @@ _DONE_EVENTS = {
 class ResponsesWriter:
     protocol = Protocol.OPENAI_RESPONSES
 
-    __slots__ = ("created_at", "out", "st")
+    __slots__ = ("created_at", "kept", "max_buffer", "out", "st")
 
-    def __init__(self, *, created_at: int = 0) -> None:
+    def __init__(self, *, created_at: int = 0, max_buffer: int = DEFAULT_MAX_BUFFER) -> None:
+        self.max_buffer = max_buffer  # content kept for the terminal snapshot (bounded memory)
+        self.kept = 0
         self.out: list[bytes] = []
         self.st = ResponsesState()
         self.created_at = created_at
@@ -87,8 +91,12 @@ class ResponsesWriter:
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
         item = self.st.by_key[key]
         if kind == "signature":
+            self.kept += len(text)
             item.signature = (item.signature or "") + text
             return
+        self.kept += len(text)
+        if self.kept > self.max_buffer:
+            raise SseLimitError("Responses output kept for the terminal snapshot", self.max_buffer)
         item.parts.append(text)
         head, mid, tail = item.frame
         self.out.append(head + str(self.st.next_seq()).encode() + mid + orjson.dumps(text) + tail)
