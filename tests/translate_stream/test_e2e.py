@@ -107,6 +107,8 @@ def test_sdk_through_mitmdump(routed: Mitmdump, up: Protocol, client: Protocol, 
     flow = routed.wait_flow(t)
     meta = proxai_meta(flow)
     assert meta["route"]["upstream_protocol"] == up.value
+    assert meta["carrier"]["translated"] is True
+    assert meta["client_protocol"] == client.value
 
 
 @pytest.mark.parametrize("scenario", FAILURE)

@@ -411,3 +411,23 @@ def test_responses_buffers_are_bounded(up: Protocol, client: Protocol) -> None:
         t.feed(sc.feed(raw) + sc.close())
     fin = VALIDATORS[client.value](t.fail(ErrorKind.STREAM_LIMIT, "limit"))
     assert fin.error is not None
+
+
+def test_compatible_chat_reasoning_content_is_kept_where_the_target_has_a_slot() -> None:
+    body = (
+        b.c({"role": "assistant", "reasoning_content": "think "})
+        + b.c({"reasoning_content": "hard"})
+        + b.c({"content": "answer"})
+        + b.c(finish="stop")
+        + b.c_usage()
+        + b.DONE
+    )
+    fa = validate_anthropic(run(C, A, body))
+    assert (fa.thinking, fa.text) == ("think hard", "answer")
+    fr = validate_responses(run(C, R, body))
+    assert (fr.thinking, fr.text) == ("think hard", "answer")
+    t = make_stream_translator(C, C, normalize=True)
+    out = t.feed(SseScanner().feed(body)) + t.finish()
+    assert validate_chat(out).text == "answer"
+    dropped = t.metadata()["dropped"]
+    assert isinstance(dropped, dict) and dropped["thinking_chars"] == len("think hard")

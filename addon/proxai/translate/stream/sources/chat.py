@@ -2,8 +2,10 @@
 
 Chat has no start event: the first chunk with a choice sets the stream identity and every later
 chunk must repeat it (seed 001). Content and refusal open one text/refusal block each on first
-appearance; a tool call opens a tool block at the first appearance of its ``tool_calls[].index``,
-which must carry ``id`` and ``function.name``; later fragments of that index are its arguments.
+appearance (so does ``reasoning_content`` / ``reasoning`` of compatible providers: a thinking
+block, which only a Chat target drops and counts); a tool call opens a tool block at the first
+appearance of its ``tool_calls[].index``, which must carry ``id`` and ``function.name``; later
+fragments of that index are its arguments.
 
 Terminal rules (seed 003):
 - ``finish_reason`` closes every open block (a fragment in the same chunk is applied first);
@@ -28,12 +30,13 @@ from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtoco
 from proxai.sse import SseEvent
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
-from proxai.translate.stream.sink import BlockKey, BlockKind, Sink, Stop, TokenUsage
+from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Sink, Stop, TokenUsage
 
 from .common import ToolArgs, as_dict, as_int, as_str, classify, load_object
 
 TEXT_KEY = "text"
 REFUSAL_KEY = "refusal"
+REASONING_KEY = "reasoning"
 
 
 def usage_in(u: dict[str, Any]) -> TokenUsage:
@@ -150,6 +153,15 @@ class ChatSource:
             raise TranslationError(
                 "legacy function_call deltas cannot be translated", "choices[0].delta.function_call"
             )
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning:
+            # OpenAI-compatible providers (vLLM, DeepSeek, ...) stream reasoning here; a target
+            # that has a slot gets it as thinking instead of losing it silently (seed 003)
+            if not isinstance(reasoning, str):
+                raise TranslationError(
+                    "non-string delta reasoning cannot be translated", "choices[0].delta.reasoning"
+                )
+            self._text(REASONING_KEY, "thinking", reasoning, "thinking")
         content = delta.get("content")
         if content:
             if not isinstance(content, str):
@@ -170,11 +182,11 @@ class ChatSource:
             for call in calls:
                 self._tool(as_dict(call))
 
-    def _text(self, key: str, kind: BlockKind, text: str) -> None:
+    def _text(self, key: str, kind: BlockKind, text: str, delta: DeltaKind = "text") -> None:
         if key not in self._open:
             self._open.append(key)
             self.sink.block_start(key, kind)
-        self.sink.delta(key, "text", text)
+        self.sink.delta(key, delta, text)
 
     def _tool(self, call: dict[str, Any]) -> None:
         idx = as_int(call.get("index"))
