@@ -22,6 +22,7 @@ from proxai.model import Protocol
 from proxai.sse import SseScanner
 from tests.e2e.harness import TEST_HEADER, Mitmdump, proxai_meta, start_mitmdump, tag
 
+from .logcheck import assert_clean_log
 from .mutate import PROTOCOLS
 
 pytestmark = pytest.mark.e2e
@@ -32,14 +33,6 @@ PATHS = {
     Protocol.OPENAI_RESPONSES: "/v1/responses",
 }
 BODY = {"model": "m", "stream": True, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
-# Lines of ours that mean a bug was caught (mitm/addon.py, mitm/carrier.py log these).
-BUG_MARKERS = ("Traceback", "internal error", " bug")
-
-
-def assert_clean_log(md: Mitmdump) -> None:
-    log = md.log_tail(10_000_000)
-    for marker in BUG_MARKERS:
-        assert marker not in log, f"{marker!r} in mitmdump's log:\n{log[-3000:]}"
 
 
 def status_kb(pid: int, key: str) -> int:

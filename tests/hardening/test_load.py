@@ -20,6 +20,7 @@ import pytest
 from proxai.model import Protocol
 from tests.e2e.harness import TEST_HEADER, Mitmdump, proxai_meta, start_mitmdump, tag
 
+from .logcheck import assert_clean_log
 from .mutate import PROTOCOLS
 
 pytestmark = pytest.mark.e2e
@@ -119,8 +120,7 @@ def test_200_concurrent_streams(load_mitm: Mitmdump, capsys: pytest.CaptureFixtu
     assert fd2 <= fd1, f"file descriptors grew from {fd1} to {fd2} over a round of {N} streams"
     assert rss2 - rss1 < 24 * 1024, f"RSS grew {(rss2 - rss1) / 1024:.1f} MB over a round of {N} streams"
     md.check_alive()
-    log = md.log_tail(10_000_000)
-    assert "Traceback" not in log and "internal error" not in log
+    assert_clean_log(md)
     with capsys.disabled():
         print(
             f"\n[load] {N} concurrent streams x 2 rounds: {figures[0]:.0f} and {figures[1]:.0f} streams/s; "

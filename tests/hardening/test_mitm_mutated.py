@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from proxai.model import Outcome, Protocol
 from tests.e2e.harness import TEST_HEADER, Mitmdump, proxai_meta, tag
 
+from .logcheck import assert_clean_log
 from .mutate import PROTOCOLS, fixture_streams, metadata_safe, mutated_stream
 from .replay import Replay
 
@@ -109,4 +110,4 @@ def test_mutated_streams_through_mitmdump(protocol: Protocol, replay: Replay, mi
     hmeta = proxai_meta(md.wait_flow(healthy_tag))
     assert hmeta["outcome"] == "completed"
     assert hmeta["counts"]["bytes"] == len(healthy)
-    assert "Traceback" not in md.log_tail(1_000_000)
+    assert_clean_log(md)

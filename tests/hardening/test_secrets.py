@@ -25,6 +25,8 @@ from proxai.errors import ConfigError
 from proxai.routes import parse_routes
 from tests.e2e.harness import TEST_HEADER, Mitmdump, start_mitmdump, tag
 
+from .logcheck import assert_clean_log
+
 pytestmark = pytest.mark.e2e
 
 ENV_KEY = "PROXAI_HARDENING_UPSTREAM_KEY"
@@ -157,6 +159,7 @@ def test_planted_secrets_never_leak(secret_mitm: Mitmdump, tmp_path: Path) -> No
         if p.is_file():
             assert not leaks(p.read_bytes()), f"{p.name} leaks {leaks(p.read_bytes())}"
 
+    assert_clean_log(md)
     log = md.log_path.read_bytes()
     assert b"] proxai: " in log  # our own lines are there (the guard logged the tool stalls)
     assert not leaks(log), f"mitmdump's log leaks {leaks(log)}"
