@@ -48,7 +48,7 @@ class Timing:
         total = self.seconds(d)
         if total <= 0:
             return
-        every = d.every * self.scale if self.scale > 0 else total
+        every = d.every * self.scale if self.scale > 0 else d.every  # unscaled when only a stall is set
         if not d.keepalive or write is None or every <= 0:
             await asyncio.sleep(total)
             return
