@@ -91,7 +91,7 @@ class Neutral:
     text: str = ""  # visible text, refusal text included
     tools: list[tuple[str, str, Any]] = field(default_factory=list)
     stop: StopClass | None = None
-    usage: tuple[int | None, int | None, int | None] = (None, None, None)  # input total, output, cache read
+    usage: tuple[int | None, ...] = (None, None, None, None)  # input total, output, cache read, cache write
     thinking: str = ""
     signature: str = ""
     redacted: list[str] = field(default_factory=list)
@@ -101,24 +101,19 @@ def stop_bucket(cls: StopClass | None) -> StopClass | None:
     return StopClass.REFUSAL if cls is StopClass.CONTENT_FILTER else cls
 
 
-def neutral_usage(proto: Protocol, u: dict[str, Any] | None) -> tuple[int | None, int | None, int | None]:
+def neutral_usage(proto: Protocol, u: dict[str, Any] | None) -> tuple[int | None, ...]:
+    """(input total, output, cache read, cache write)."""
     if not u:
-        return (None, None, None)
+        return (None, None, None, None)
     if proto is A:
         cr = u.get("cache_read_input_tokens") or 0
         cw = u.get("cache_creation_input_tokens") or 0
-        return (u["input_tokens"] + cr + cw, u["output_tokens"], cr)
+        return (u["input_tokens"] + cr + cw, u["output_tokens"], cr, cw)
+    details = u.get("prompt_tokens_details" if proto is C else "input_tokens_details") or {}
+    cache = (details.get("cached_tokens") or 0, details.get("cache_write_tokens") or 0)
     if proto is C:
-        return (
-            u["prompt_tokens"],
-            u["completion_tokens"],
-            (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
-        )
-    return (
-        u["input_tokens"],
-        u["output_tokens"],
-        (u.get("input_tokens_details") or {}).get("cached_tokens") or 0,
-    )
+        return (u["prompt_tokens"], u["completion_tokens"], *cache)
+    return (u["input_tokens"], u["output_tokens"], *cache)
 
 
 def neutral_of(proto: Protocol, fin: Final) -> Neutral:

@@ -12,7 +12,7 @@ import pytest
 from proxai.model import Protocol, StopClass
 
 from .harness import SDKS, A, C, Neutral, R, neutral_of, render, sdk_neutral, stop_bucket, translate, truth
-from .validators import VALIDATORS
+from .validators import VALIDATORS, validate_typed
 
 ROUTES = [(A, C), (A, R), (C, A), (C, R), (R, A), (R, C), (A, A), (C, C), (R, R)]
 ROUTE_IDS = [f"{u.value}->{c.value}" for u, c in ROUTES]
@@ -37,7 +37,7 @@ def assert_same(expect: Neutral, got: Neutral, up: Protocol, client: Protocol, w
     assert got.text == expect.text, where
     assert got.tools == expect.tools, where
     assert stop_bucket(got.stop) == stop_bucket(expect.stop), where
-    if got.usage != (None, None, None):
+    if got.usage != (None, None, None, None):
         assert got.usage == expect.usage, where
     if up in THINKING_CAPABLE and client in THINKING_CAPABLE:
         assert (got.thinking, got.signature, got.redacted) == (
@@ -59,6 +59,7 @@ def test_success(up: Protocol, client: Protocol, scenario: str) -> None:
             again, _ = translate(up, client, raw, mode, seed=seed)
             assert again == whole, f"{mode} chunking changed the output"
     fin = VALIDATORS[client.value](whole)
+    validate_typed(client.value, whole)
     assert fin.error is None
 
     assert_same(expect, neutral_of(client, fin), up, client, "validator")
@@ -96,6 +97,7 @@ def test_failure(up: Protocol, client: Protocol, scenario: str) -> None:
         again, _ = translate(up, client, raw, mode, reset=reset)
         assert again == whole
     fin = VALIDATORS[client.value](whole)
+    validate_typed(client.value, whole)
     assert fin.error is not None, "a failed upstream must end in a client-protocol error"
     assert fin.stop is None or client is R  # never a finish_reason / message_delta / completed
     assert b"data: [DONE]\n" not in whole

@@ -102,7 +102,7 @@ def test_sdk_through_mitmdump(routed: Mitmdump, up: Protocol, client: Protocol, 
     else:
         e, g = without_ids(expect), without_ids(got)
         assert g[:3] == e[:3]
-        if got.usage != (None, None, None):
+        if got.usage != (None, None, None, None):
             assert g[3] == e[3]
     flow = routed.wait_flow(t)
     meta = proxai_meta(flow)

@@ -110,7 +110,7 @@ def test_openai_compatible_quirks_repaired(mode: str) -> None:
     assert fin.tools == [("call_1", "f", {"a": 1})]
     assert fin.usage is not None and fin.usage["prompt_tokens"] == 9
     got = sdk_neutral(C, SDKS[C](out))
-    assert got is not None and got.tools == [("call_1", "f", {"a": 1})] and got.usage == (9, 3, 0)
+    assert got is not None and got.tools == [("call_1", "f", {"a": 1})] and got.usage == (9, 3, 0, 0)
 
 
 def test_chat_eof_after_finish_is_truncation_outside_normalize() -> None:

@@ -505,3 +505,46 @@ VALIDATORS = {
     "openai_chat": validate_chat,
     "openai_responses": validate_responses,
 }
+
+
+# -- the SDKs' own typed event models ------------------------------------------------------------
+
+
+def _typed_adapters() -> dict[str, Any]:
+    import typing
+
+    import pydantic
+    from anthropic.types import RawMessageStreamEvent
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.responses import ResponseStreamEvent
+
+    by_type: dict[str, Any] = {}
+    for member in typing.get_args(typing.get_args(ResponseStreamEvent)[0]):
+        by_type[typing.get_args(member.model_fields["type"].annotation)[0]] = member
+    return {
+        "anthropic_messages": pydantic.TypeAdapter(RawMessageStreamEvent).validate_python,
+        "openai_chat": pydantic.TypeAdapter(ChatCompletionChunk).validate_python,
+        "openai_responses": lambda o: by_type[o["type"]].model_validate(o),
+    }
+
+
+_TYPED: dict[str, Any] = {}
+
+
+def validate_typed(protocol: str, body: bytes) -> None:
+    """Every emitted event validates against the SDK's own pydantic model of that event (the
+    accumulators use unchecked construction, so this catches missing required fields, closed
+    literal sets, wrong types). Error events / payloads are checked by the validators above."""
+    if not _TYPED:
+        _TYPED.update(_typed_adapters())
+    check = _TYPED[protocol]
+    for n, ev in enumerate(scan(body)):
+        if ev.data == "[DONE]":
+            continue
+        obj = orjson.loads(ev.data)
+        if obj.get("type") == "error" or (protocol == "openai_chat" and "error" in obj):
+            continue
+        try:
+            check(obj)
+        except Exception as exc:
+            raise Violation(f"event #{n} ({obj.get('type')}): not a valid SDK event: {exc}") from None

@@ -46,7 +46,7 @@ def usage_in(u: dict[str, Any]) -> TokenUsage:
         input=as_int(u.get("prompt_tokens")),
         output=as_int(u.get("completion_tokens")),
         cache_read=as_int(prompt.get("cached_tokens")),
-        cache_write=as_int(prompt.get("cache_creation_tokens")),
+        cache_write=as_int(prompt.get("cache_write_tokens")),
         reasoning=as_int(completion.get("reasoning_tokens")),
     )
 

@@ -36,6 +36,7 @@ def usage_in(u: dict[str, Any]) -> TokenUsage:
         input=as_int(u.get("input_tokens")),
         output=as_int(u.get("output_tokens")),
         cache_read=as_int(as_dict(u.get("input_tokens_details")).get("cached_tokens")),
+        cache_write=as_int(as_dict(u.get("input_tokens_details")).get("cache_write_tokens")),
         reasoning=as_int(as_dict(u.get("output_tokens_details")).get("reasoning_tokens")),
     )
 

@@ -59,8 +59,11 @@ def usage_chunk(prefix: bytes, usage: TokenUsage) -> bytes:
         "completion_tokens": usage.output or 0,
         "total_tokens": usage.total or 0,
     }
-    if usage.cache_read is not None:
-        body["prompt_tokens_details"] = {"cached_tokens": usage.cache_read}
+    if usage.cache_read is not None or usage.cache_write is not None:
+        details: dict[str, int] = {"cached_tokens": usage.cache_read or 0}
+        if usage.cache_write is not None:
+            details["cache_write_tokens"] = usage.cache_write
+        body["prompt_tokens_details"] = details
     if usage.reasoning is not None:
         body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning}
     return b"data: " + prefix + b'"choices":[],"usage":' + orjson.dumps(body) + b"}\n\n"

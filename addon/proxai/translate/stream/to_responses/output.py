@@ -37,7 +37,10 @@ def delta_frame(etype: str, item: Item) -> tuple[bytes, bytes, bytes]:
 def usage_out(usage: TokenUsage) -> dict[str, Any]:
     return {
         "input_tokens": usage.input or 0,
-        "input_tokens_details": {"cached_tokens": usage.cache_read or 0},
+        "input_tokens_details": {
+            "cached_tokens": usage.cache_read or 0,
+            "cache_write_tokens": usage.cache_write or 0,
+        },
         "output_tokens": usage.output or 0,
         "output_tokens_details": {"reasoning_tokens": usage.reasoning or 0},
         "total_tokens": usage.total or 0,

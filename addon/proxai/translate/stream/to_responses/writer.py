@@ -161,7 +161,9 @@ class ResponsesWriter:
                 snap["status"] = "incomplete"
             items.append(snap)
         snap_resp = output.response(st.response_id, st.model, self.created_at, "failed", items)
-        snap_resp["error"] = {"code": err["code"], "message": message}
+        # response.error.code is a closed set in the SDK types: server_error / rate_limit_exceeded
+        code = "rate_limit_exceeded" if kind is ErrorKind.RATE_LIMITED else "server_error"
+        snap_resp["error"] = {"code": code, "message": message}
         self._emit("response.failed", response=snap_resp)
 
     def metadata(self) -> dict[str, object]:
