@@ -48,6 +48,10 @@ def test_anthropic_text(mitm: Mitmdump) -> None:
     assert m["tool_calls"] == []
     assert m["text_bytes"] == len(TEXT.encode())
     assert f.marked == "" and f.comment.startswith("proxai anthropic_messages: completed, stop end_turn")
+    if mitm.mode == "regular":  # intercepted inside a CONNECT tunnel, TLS on both legs
+        assert f.request.scheme == "https" and f.client_conn.tls_established and f.server_conn.tls_established
+    else:
+        assert f.request.scheme == "http" and not f.client_conn.tls_established
 
 
 def test_chat_text(mitm: Mitmdump) -> None:

@@ -285,3 +285,19 @@ def test_a_repeating_bug_is_logged_once_per_flow(caplog: pytest.LogCaptureFixtur
     warnings = [r for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and "on_chunk hook" in warnings[0].getMessage()
     assert "ValueError: hook bug" in warnings[0].getMessage() and c.hook_errors == 5
+
+
+def test_a_bug_in_translated_mode_ends_the_client_stream_with_an_error() -> None:
+    obs = RecordingObserver()
+    tr = UpperTranslator()
+    c = _carrier(obs, translator=tr)
+    assert c(b"data: a\n\n") == [b"data: A\n\n"]
+
+    def broken_feed(events: list[SseEvent]) -> bytes:
+        raise AttributeError("bug in a translator")
+
+    tr.feed = broken_feed  # type: ignore[method-assign]
+    out = c(b"data: b\n\n")
+    assert out == [b"event: error\ndata: ProxAI internal error while translating the stream\n\n"]
+    assert c.state is CarrierState.CLOSED and c.translate_error is not None
+    assert c(b"data: c\n\n") == [] and c(b"") == []

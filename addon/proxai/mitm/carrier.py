@@ -174,13 +174,29 @@ class Carrier:
             # A bug in our code. Observe-only: the client still gets exactly the upstream bytes.
             self._bug("internal error in the carrier (bytes pass through)")
             self.observe_error = self.observe_error or "internal error in the carrier"
-            if self.translator is not None or self.state is not CarrierState.STREAMING:
+            if self.state is not CarrierState.STREAMING:
                 out = []
-            else:
+            elif self.translator is None:
                 out = [chunk] if chunk else []
+            else:
+                # Translated: the upstream bytes mean nothing to this client; end its stream with a
+                # well-formed error in its own protocol instead of leaving it without a terminal event.
+                out = self._fail_translated_after_bug()
         out = [b for b in out if b]  # never b"" mid-stream
         self.client_bytes += sum(len(b) for b in out)
         return out
+
+    def _fail_translated_after_bug(self) -> list[bytes]:
+        message = "ProxAI internal error while translating the stream"
+        try:
+            data = self.error_bytes(ErrorKind.TRANSLATION, message)
+            self._close(ErrorKind.TRANSLATION, message, self.clock(), len(data), out_of_band=False)
+        except Exception:
+            self._bug("internal error while failing a translated stream")
+            self.state = CarrierState.CLOSED
+            return []
+        self.translate_error = message
+        return [data]
 
     # -- the out-of-band path (guard timers) ----------------------------------------------------
 
