@@ -20,7 +20,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 
 from proxai.upstream import FakeUpstream, list_scenarios
 
-from .test_wire import PATHS, request_body
+from .test_wire import PATHS, PLAIN, request_body
 from .validators import scan
 
 STREAM_TYPES: dict[str, pydantic.TypeAdapter[Any]] = {
@@ -41,7 +41,7 @@ SCENARIOS = [name for name, _ in list_scenarios() if name not in NOT_JSON]
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_events_and_bodies_match_sdk_models(upstream: FakeUpstream, scenario: str, protocol: str) -> None:
     headers = {"x-proxai-events": "20", "x-proxai-time-scale": "0"}
-    with httpx.Client() as client:
+    with httpx.Client(verify=PLAIN) as client:
         r = client.post(
             upstream.url + PATHS[protocol], json=request_body(protocol, scenario), headers=headers
         )

@@ -25,7 +25,7 @@ from proxai.upstream import SCENARIOS, FakeUpstream, list_scenarios
 from proxai.upstream.ops import Op, Params, Start
 from proxai.upstream.scenarios import Scenario
 
-from .test_wire import PATHS, post, request_body, verify
+from .test_wire import PATHS, PLAIN, post, request_body, verify
 from .validators import check_anthropic, check_chat, check_responses, scan
 
 
@@ -135,7 +135,7 @@ def _decompressor(encoding: str) -> Callable[[bytes], bytes]:
 def test_compressed_stream_is_live(upstream: FakeUpstream, encoding: str, protocol: str) -> None:
     decompress = _decompressor(encoding)
     with (
-        httpx.Client() as client,
+        httpx.Client(verify=PLAIN) as client,
         client.stream(
             "POST",
             upstream.url + PATHS[protocol],
@@ -161,7 +161,7 @@ def test_compressed_json_body(upstream: FakeUpstream) -> None:
 
 def test_slowloris_arrives_in_many_pieces(upstream: FakeUpstream) -> None:
     with (
-        httpx.Client() as client,
+        httpx.Client(verify=PLAIN) as client,
         client.stream(
             "POST",
             upstream.url + PATHS["chat"],
@@ -179,7 +179,7 @@ def test_slowloris_arrives_in_many_pieces(upstream: FakeUpstream) -> None:
 
 
 def test_stall_override_is_real_seconds(upstream: FakeUpstream) -> None:
-    with httpx.Client() as client:
+    with httpx.Client(verify=PLAIN) as client:
         body = request_body("chat", "total_stall")
         url = upstream.url + PATHS["chat"]
         with client.stream("POST", url, json=body, headers={"x-proxai-stall": "0.6"}) as r:
@@ -192,7 +192,7 @@ def test_stall_override_is_real_seconds(upstream: FakeUpstream) -> None:
 
 
 def test_scenario_header_wins_and_prefixes(upstream: FakeUpstream) -> None:
-    with httpx.Client() as client:
+    with httpx.Client(verify=PLAIN) as client:
         r = client.post(
             upstream.url + "/openai/v1/chat/completions?api-version=1",
             json=request_body("chat", "gpt-4o"),
@@ -211,7 +211,7 @@ def test_scenario_header_wins_and_prefixes(upstream: FakeUpstream) -> None:
 
 
 def test_bad_requests(upstream: FakeUpstream) -> None:
-    with httpx.Client() as client:
+    with httpx.Client(verify=PLAIN) as client:
         assert client.post(upstream.url + "/v1/embeddings", json={}).status_code == 404
         assert client.get(upstream.url + "/v1/messages").status_code == 405
         assert client.post(upstream.url + "/v1/messages", content=b"{not json").status_code == 400
@@ -223,7 +223,7 @@ def test_bad_requests(upstream: FakeUpstream) -> None:
 
 
 def test_request_body_cap() -> None:
-    with FakeUpstream(time_scale=0.0, max_body=1000) as up, httpx.Client() as client:
+    with FakeUpstream(time_scale=0.0, max_body=1000) as up, httpx.Client(verify=PLAIN) as client:
         r = client.post(up.url + PATHS["chat"], json={"model": "text", "pad": "x" * 2000})
         assert r.status_code == 413
         r = client.post(up.url + PATHS["chat"], json={"model": "text"})
@@ -231,7 +231,7 @@ def test_request_body_cap() -> None:
 
 
 def test_keep_alive_reuses_connection(upstream: FakeUpstream) -> None:
-    with httpx.Client() as client:
+    with httpx.Client(verify=PLAIN) as client:
         for _ in range(3):
             r = client.post(upstream.url + PATHS["anthropic"], json=request_body("anthropic", "text"))
             check_anthropic(r.content)
@@ -255,7 +255,9 @@ def test_cli_list_and_serve() -> None:
     try:
         assert proc.stdout is not None
         assert f"127.0.0.1:{port}" in proc.stdout.readline()
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/responses", json=request_body("responses", "thinking"))
+        r = httpx.post(
+            f"http://127.0.0.1:{port}/v1/responses", json=request_body("responses", "thinking"), verify=PLAIN
+        )
         check_responses(r.content)
     finally:
         proc.terminate()

@@ -6,6 +6,7 @@ scenario's content; HTTP-level scenarios must carry the protocol's error shape.
 
 from __future__ import annotations
 
+import functools
 import json
 import ssl
 from dataclasses import dataclass, field
@@ -96,8 +97,16 @@ def test_every_scenario_is_covered() -> None:
     assert names == set(STREAMED) | set(HTTP_ERRORS) | SPECIAL
 
 
-def verify(up: FakeUpstream) -> ssl.SSLContext | bool:
-    return ssl.create_default_context(cafile=up.ca_path) if up.ca_path else True
+PLAIN = ssl.create_default_context()  # built once: httpx builds one per client otherwise (~0.1 s)
+
+
+@functools.cache
+def _trusting(ca_path: str) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=ca_path)
+
+
+def verify(up: FakeUpstream) -> ssl.SSLContext:
+    return _trusting(up.ca_path) if up.ca_path else PLAIN
 
 
 def post(up: FakeUpstream, protocol: str, model: str, stream: bool = True, **headers: str) -> httpx.Response:
@@ -184,7 +193,7 @@ def test_reset_mid_stream(upstream: FakeUpstream, protocol: str) -> None:
     url = upstream.url + PATHS[protocol]
     with (
         pytest.raises(httpx.TransportError),
-        httpx.Client() as client,
+        httpx.Client(verify=PLAIN) as client,
         client.stream("POST", url, json=request_body(protocol, "reset")) as r,
     ):
         assert r.status_code == 200
