@@ -15,7 +15,7 @@ from proxai.sse import SseEvent
 from proxai.translate.stream import make_stream_translator
 
 from .harness import A, C, R, carry, render, translate
-from .validators import VALIDATORS, scan
+from .validators import VALIDATORS, scan, validate_typed
 
 ROUTES = [(A, C), (A, R), (C, A), (C, R), (R, A), (R, C), (A, A), (C, C), (R, R)]
 SCENARIOS = [
@@ -87,6 +87,7 @@ def test_arbitrary_events_only_typed_errors(
     events = [SseEvent(name, data, "") for name, data in raw]
     out = run(up, client, events)
     VALIDATORS[client.value](out)
+    validate_typed(client.value, out)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -115,6 +116,7 @@ def test_mutated_streams_only_typed_errors(
             break
     out = run(up, client, events)
     VALIDATORS[client.value](out)
+    validate_typed(client.value, out)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -12,7 +12,7 @@ from proxai.translate.stream import make_stream_translator
 
 from . import build as b
 from .harness import SDKS, A, C, R, render, sdk_neutral, translate, truth
-from .validators import VALIDATORS, validate_anthropic, validate_chat, validate_responses
+from .validators import VALIDATORS, validate_anthropic, validate_chat, validate_responses, validate_typed
 
 
 def run(up: Protocol, client: Protocol, body: bytes) -> bytes:
@@ -29,6 +29,7 @@ def run_raises(up: Protocol, client: Protocol, body: bytes, exc: type[Exception]
         t.feed(sc.feed(body) + sc.close())
     out = t.fail(ErrorKind.UPSTREAM_PROTOCOL, "upstream protocol error")
     fin = VALIDATORS[client.value](out)
+    validate_typed(client.value, out)
     assert fin.error is not None
     assert t.finish() == b"" and t.fail(ErrorKind.UNKNOWN, "again") == b""
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import orjson
 
-from proxai.error_shapes import error_event, openai_error_object
+from proxai.error_shapes import openai_error_object
 from proxai.errors import SseLimitError
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
@@ -136,22 +136,10 @@ class ResponsesWriter:
         self.fail(kind, message)
 
     def fail(self, kind: ErrorKind, message: str) -> None:
-        """``error`` (a top-level ``error`` object: the Python SDK raises at once) and, once the
-        response exists, ``response.failed`` carrying the output so far (unfinished items are
-        ``incomplete``). Before ``response.created`` the shared shape is used as is."""
+        """``error`` (a top-level ``error`` object: the Python SDK raises at once), then
+        ``response.failed`` carrying the output so far (unfinished items are ``incomplete``) as a
+        full Response object (the SDK's typed model requires every field)."""
         st = self.st
-        if not st.response_id:
-            self.out.append(
-                error_event(
-                    Protocol.OPENAI_RESPONSES,
-                    kind,
-                    message,
-                    sequence_number=st.seq,
-                    created_at=self.created_at,
-                )
-            )
-            st.seq += 2
-            return
         err = openai_error_object(kind, message)
         self._emit("error", code=err["code"], message=message, param=None, error=err)
         items = []
@@ -160,7 +148,8 @@ class ResponsesWriter:
             if not item.done:
                 snap["status"] = "incomplete"
             items.append(snap)
-        snap_resp = output.response(st.response_id, st.model, self.created_at, "failed", items)
+        rid = st.response_id or "resp_proxai_error"  # failed before response.created
+        snap_resp = output.response(rid, st.model or "unknown", self.created_at, "failed", items)
         # response.error.code is a closed set in the SDK types: server_error / rate_limit_exceeded
         code = "rate_limit_exceeded" if kind is ErrorKind.RATE_LIMITED else "server_error"
         snap_resp["error"] = {"code": code, "message": message}
