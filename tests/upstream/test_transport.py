@@ -201,6 +201,8 @@ def test_scenario_header_wins_and_prefixes(upstream: FakeUpstream) -> None:
         seen = check_chat(r.content)
         assert len(seen.tools) == 2
         assert json.loads(r.content.split(b"\n")[0][6:])["model"] == "gpt-4o"
+        r = client.post(upstream.url + PATHS["responses"], json=request_body("responses", "fake/max_tokens"))
+        assert check_responses(r.content).stop == "incomplete"  # a provider prefix is ignored
         r = client.post(upstream.url + "/anthropic/v1/messages", json=request_body("anthropic", "no-such"))
         assert check_anthropic(r.content).stop == "end_turn"  # unknown -> text
         recorded = upstream.requests[-1]

@@ -453,8 +453,15 @@ DEFAULT_SCENARIO = "text"
 
 
 def get_scenario(name: str | None) -> Scenario:
-    """The scenario called ``name``; unknown names play ``text``."""
-    return SCENARIOS.get(name or DEFAULT_SCENARIO, SCENARIOS[DEFAULT_SCENARIO])
+    """The scenario called ``name``; unknown names play ``text``.
+
+    A provider-style prefix is ignored (``fake/parallel_tools``, ``proxai:thinking``), so a
+    route that namespaces model names still selects the scenario.
+    """
+    if not name:
+        return SCENARIOS[DEFAULT_SCENARIO]
+    found = SCENARIOS.get(name) or SCENARIOS.get(re.split(r"[/:]", name)[-1])
+    return found or SCENARIOS[DEFAULT_SCENARIO]
 
 
 def list_scenarios() -> list[tuple[str, str]]:
