@@ -211,3 +211,23 @@ def test_max_tokens_anthropic(mitm_reverse: Mitmdump) -> None:
     m = proxai_meta(mitm_reverse.wait_flow(t))
     assert m["outcome"] == "completed" and m["stop_reason"] == final.stop_reason == "max_tokens"
     assert m["stop_class"] == "max_tokens" and m["usage"]["output_tokens"] == final.usage.output_tokens
+
+
+def test_client_goes_away_midstream(mitm_reverse: Mitmdump) -> None:
+    """The user cancels: the client closes the stream after two events; the flow records it."""
+    t = tag()
+    client = openai_client(mitm_reverse, t)
+    stream = client.chat.completions.create(
+        model="slow_tokens",
+        messages=MESSAGES,
+        stream=True,
+        extra_headers={"x-proxai-time-scale": "1"},  # real speed: ~10 s of tokens, we leave early
+    )
+    got = [next(iter(stream)) for _ in range(2)]
+    stream.close()
+    assert got[0].id
+    f = mitm_reverse.wait_flow(t)
+    m = proxai_meta(f)
+    assert m["outcome"] == "error" and m["error"]["kind"] == "connection"
+    assert "disconnect" in m["error"]["message"].lower()
+    assert m["counts"]["events"] >= 2 and f.marked == ":red_circle:"
