@@ -66,7 +66,12 @@ def anthropic_error_object(kind: ErrorKind, message: str) -> dict[str, Any]:
 
 def openai_error_object(kind: ErrorKind, message: str, param: str | None = None) -> dict[str, Any]:
     etype, code, _ = _OPENAI_TYPES.get(kind, ("server_error", None, 500))
-    return {"message": message, "type": etype, "code": code if code is not None else str(kind), "param": param}
+    return {
+        "message": message,
+        "type": etype,
+        "code": code if code is not None else str(kind),
+        "param": param,
+    }
 
 
 def error_body(protocol: Protocol, kind: ErrorKind, message: str, param: str | None = None) -> bytes:

@@ -274,6 +274,10 @@ class ProxAI:
 
     @_safe()
     def request(self, flow: http.HTTPFlow) -> None:
+        if not flow.live and "outcome" in (flow.metadata.get("proxai") or {}):
+            # A flow loaded from a file (-r / mitmweb open) that was recorded live: its
+            # metadata is the truth; re-observing a stored (often empty) body would overwrite it.
+            return
         found = self.detect(flow)
         if found is None:
             return
@@ -299,7 +303,7 @@ class ProxAI:
         if state is None or flow.response is None:
             return
         state.headers_at = self.clock()
-        if not _is_sse(flow.response) or flow.response.stream:
+        if not flow.live or not _is_sse(flow.response) or flow.response.stream:
             return  # buffered: observed whole in the response hook
         if flow.response.raw_content is not None:
             # A response set by an addon (server replay): mitmproxy emulates this hook, then sends
