@@ -403,12 +403,13 @@ def test_healthy_slow_streams_are_not_touched(
 # -- races and vanished clients: no traceback in mitmproxy's log ------------------------------------
 
 
-@pytest.mark.parametrize("stall", ["0.95", "1.0", "1.05"])
-def test_timer_racing_the_upstreams_own_resumption(stall: str, g_reverse: Mitmdump) -> None:
-    """The upstream resumes right when the timer fires: either the stream completes untouched or the
-    SDK raises our message; mitmproxy logs no traceback either way."""
+@pytest.mark.parametrize("stall", ["0.96", "0.98", "0.99", "1.0", "1.005", "1.01", "1.02", "1.04"])
+def test_timer_racing_the_upstreams_own_end_of_stream(stall: str, g_reverse: Mitmdump) -> None:
+    """The upstream resumes and ENDS its stream (the rest takes ~1 ms at time scale 0.001) right when
+    the 1 s timer fires: either the stream completes untouched or the SDK raises our message; mitmproxy
+    logs no traceback either way."""
     t = tag()
-    oc = openai_client(g_reverse, t, **{"x-proxai-stall": stall})
+    oc = openai_client(g_reverse, t, **{"x-proxai-stall": stall, "x-proxai-time-scale": "0.001"})
     try:
         with oc.chat.completions.stream(model="total_stall", messages=MESSAGES) as s:
             for _ in s:
