@@ -193,3 +193,19 @@ protocol = "openai_responses"
     )
     yield md
     md.stop()
+
+
+@pytest.fixture(scope="session")
+def g_degraded(g_upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
+    """Reverse mode where the start-up check finds a mitmproxy internal missing (degrade path)."""
+    from pathlib import Path
+
+    md = start_mitmdump(
+        g_upstream.url,
+        mode="reverse",
+        workdir=tmp_path_factory.mktemp("g-degraded"),
+        options=GUARD_OPTIONS,
+        script=Path(__file__).with_name("degraded_addon.py"),
+    )
+    yield md
+    md.stop()

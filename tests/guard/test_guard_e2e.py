@@ -188,7 +188,8 @@ def check_tool_stall(
     stalled = [c for c in report["open_tool_calls"] if c["id"] == expected_id]
     assert len(stalled) == 1 and stalled[0]["arguments_bytes"] == arg_bytes
     upstream_bytes = meta["carrier"]["upstream_bytes"]
-    assert report["tail_bytes"] == min(upstream_bytes, 16 * 1024)
+    # the tail stops where observing stopped (bytes dropped after the verdict are not in it)
+    assert 0 < report["tail_bytes"] == len(report["tail"].encode()) <= min(upstream_bytes, 16 * 1024)
     assert expected_id in report["tail"]
 
 
@@ -561,3 +562,27 @@ def test_no_verdict_on_any_scenario_whose_pauses_stay_below_the_thresholds(g_rev
     }
     assert verdicts == {}
     no_tracebacks(g_reverse)
+
+
+# -- the degrade path: internals missing, one warning, data-driven injection --------------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_degraded_without_internals_still_injects_on_the_next_chunk(
+    protocol: str, g_degraded: Mitmdump, g_upstream: Any
+) -> None:
+    """The timer still decides at the deadline; the error goes out with the next upstream byte (a
+    keepalive of the tool_stall scenario). The SDK raises with our message, and its disconnect closes
+    the upstream."""
+    t = tag()
+    before = g_upstream.closed_early
+    exc = sdk_error(protocol, g_degraded, t, "tool_stall")
+    check_tool_stall(protocol, g_degraded, t, exc, path="timer", call=2, arg_bytes=30)
+    wait_closed_early(g_upstream, before)
+    log = g_degraded.log_path.read_text(errors="replace")
+    warnings = [
+        line for line in log.splitlines() if "mitmproxy internals needed to end a silent stream" in line
+    ]
+    assert len(warnings) == 1, warnings
+    assert "HttpStream.simulated_missing" in warnings[0] and "data-driven" in warnings[0]
+    no_tracebacks(g_degraded)
