@@ -5,6 +5,6 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from proxai.mitm.addon import ProxAI  # noqa: E402
+from proxai.mitm.addon import ProxAI
 
 addons = [ProxAI()]

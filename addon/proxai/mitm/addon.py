@@ -38,12 +38,13 @@ from proxai import observe, render
 from proxai.decode import DEFAULT_MAX_DECODED, Decoder, make_decoder
 from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.errors import ConfigError, DecodeError, ProxaiError
-from proxai.mitm.carrier import Carrier, StreamTranslator, strip_translated_headers
+from proxai.mitm.carrier import Carrier, strip_translated_headers
 from proxai.mitm.commands import Visibility
 from proxai.mitm.diagnostics import build_report, write_report
 from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.routing import Routing
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
+from proxai.translate.stream import StreamTranslator
 
 logger = logging.getLogger(__name__)
 
@@ -438,6 +439,9 @@ class ProxAI:
             }
             if carrier.translate_error:
                 meta["translate_error"] = carrier.translate_error
+            if carrier.translator is not None:
+                # dropped thinking/reasoning counts, the translator's phase and its error, if any
+                meta["translation"] = carrier.translator.metadata()
         if observe_error:
             meta["observe_error"] = observe_error
         if summary.outcome is Outcome.UNFINISHED_TOOL or "guard" in summary.extra:

@@ -42,13 +42,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
-from typing import Protocol as TypingProtocol
 
 from proxai.decode import Decoder
 from proxai.error_shapes import error_event
 from proxai.errors import DecodeError, ProxaiError, SseLimitError, TranslationError
 from proxai.model import ErrorKind, Protocol, StreamSummary
 from proxai.sse import SseEvent
+from proxai.translate.stream import StreamTranslator
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -56,18 +56,6 @@ if TYPE_CHECKING:
     from proxai.observe import StreamObserver
 
 logger = logging.getLogger(__name__)
-
-
-class StreamTranslator(TypingProtocol):
-    """TEAM.md contract: pure, lives in ``proxai/translate/``."""
-
-    client_protocol: Protocol
-
-    def feed(self, events: list[SseEvent]) -> bytes: ...
-
-    def finish(self) -> bytes: ...
-
-    def fail(self, kind: ErrorKind, message: str) -> bytes: ...
 
 
 class CarrierState(StrEnum):

@@ -33,13 +33,21 @@ __all__ = [
 
 
 class StreamTranslator(TypingProtocol):
+    """What the carrier (``proxai.mitm.carrier``) needs of a stream translator."""
+
     client_protocol: Protocol
 
-    def feed(self, events: list[SseEvent]) -> bytes: ...
+    def feed(self, events: list[SseEvent]) -> bytes:
+        """Upstream events -> client bytes (may raise ``ProxaiError``)."""
 
-    def finish(self) -> bytes: ...
+    def finish(self) -> bytes:
+        """Upstream EOF: the terminal flush, or a client-protocol error if truncated."""
 
-    def fail(self, kind: ErrorKind, message: str) -> bytes: ...
+    def fail(self, kind: ErrorKind, message: str) -> bytes:
+        """A well-formed client-protocol error that ends the stream."""
+
+    def metadata(self) -> dict[str, object]:
+        """JSON-able counters for ``flow.metadata`` (dropped thinking, phase, error)."""
 
 
 #: The six translated pairs (upstream, client), one module each in ``pairs/``.
