@@ -60,6 +60,10 @@ _TYPE_KINDS: dict[str, ErrorKind] = {
     "timeout_error": ErrorKind.SERVER,
 }
 
+# Types so generic that the message or status may say more (OpenAI's 503 "The server is
+# overloaded or not ready yet." comes as ``server_error``).
+_GENERIC = frozenset({ErrorKind.SERVER})
+
 _STATUS_KINDS: dict[int, ErrorKind] = {
     400: ErrorKind.INVALID_REQUEST,
     401: ErrorKind.AUTHENTICATION,
@@ -100,7 +104,9 @@ def classify_error(message: str, *, status: int | None = None, type: str | None 
     Order: a rate-limit type or HTTP 429 wins (a rate-limit text about "tokens per minute"
     is not a long prompt); then seed 002's prompt-too-long patterns (they override the
     generic ``invalid_request_error`` / 400 that vendors use for context overflow); then the
-    type/code table; then the status; then message words; else ``server`` for 5xx, ``unknown``.
+    type/code table (a generic ``server_error`` / ``api_error`` that says "overloaded", or
+    comes with 503 / 529, is ``overloaded``); then the status; then message words; else
+    ``server`` for 5xx, ``unknown``.
     """
     t = type.lower() if type else ""
     tkind = _TYPE_KINDS.get(t)
@@ -109,6 +115,10 @@ def classify_error(message: str, *, status: int | None = None, type: str | None 
     m = message.lower()
     if tkind is ErrorKind.PROMPT_TOO_LONG or any(p in m for p in PROMPT_TOO_LONG_PATTERNS):
         return ErrorKind.PROMPT_TOO_LONG
+    if tkind is not None and tkind not in _GENERIC:
+        return tkind
+    if "overloaded" in m or status in (503, 529):
+        return ErrorKind.OVERLOADED  # a generic server_error / api_error that says it is overloaded
     if tkind is not None:
         return tkind
     if status is not None:

@@ -83,6 +83,8 @@ def test_every_seed_002_pattern_is_prompt_too_long(pattern: str) -> None:
         ),
         ("The server had an error while processing your request.", None, "server_error", "server"),
         ("The server is overloaded or not ready yet.", 503, None, "overloaded"),
+        ("The server is overloaded or not ready yet.", None, "server_error", "overloaded"),
+        ("Service Unavailable", 503, "server_error", "overloaded"),
         ("Internal error", 500, "server_error", "server"),
         ("Invalid value for 'temperature'", 400, "invalid_request_error", "invalid_request"),
         # Rate limit words about tokens are not a long prompt.

@@ -661,10 +661,12 @@ def test_observe_body_not_json_is_protocol_error(protocol: Protocol) -> None:
 
 @pytest.mark.parametrize("protocol", [A, C, R])
 @pytest.mark.parametrize("body", [b"", b'{"id": "trunc', b'{"id": "x", "content": [1, '])
-def test_observe_body_cut_short_is_protocol_error(protocol: Protocol, body: bytes) -> None:
+def test_observe_body_cut_short_is_closed(protocol: Protocol, body: bytes) -> None:
     s = observe_body(protocol, body, status_code=200, start=0, headers_at=0, end=0)
-    assert s.outcome is Outcome.ERROR
-    assert s.error is not None and s.error.kind is ErrorKind.UPSTREAM_PROTOCOL
+    assert (s.outcome, s.error) == (Outcome.CLOSED, None)
+    assert s.extra["notes"] == [
+        f"the JSON body ended after {len(body)} bytes, before the document was complete"
+    ]
 
 
 @pytest.mark.parametrize("protocol", [A, C, R])

@@ -540,7 +540,13 @@ class ObserverBase:
             return
         try:
             obj = orjson.loads(body)
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as exc:
+            why = str(exc)
+            if "end of data" in why or "empty" in why:
+                # The body ended before the JSON document did (a dropped connection): seed 001's
+                # "EOF before the terminal event", i.e. closed.
+                acc.note(f"the JSON body ended after {len(body)} bytes, before the document was complete")
+                return
             self.fail(UpstreamProtocolError(f"{self.protocol}: response body is not JSON: {body[:80]!r}"))
             return
         if type(obj) is not dict:
