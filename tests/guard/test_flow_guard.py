@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from proxai.decode import make_decoder
 from proxai.error_shapes import error_event
 from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier, CarrierState
@@ -72,7 +73,10 @@ class Rig:
         self.ended: list[Any] = []
         self.observer = StreamObserver(protocol, start=0.0)
         self.observer.headers(200, 0.0)
-        self.carrier = Carrier(self.observer, protocol=protocol, decoder=None, clock=lambda: self.now)
+        # as the addon builds it: an identity decoder when the body has no content-encoding
+        self.carrier = Carrier(
+            self.observer, protocol=protocol, decoder=make_decoder(None), clock=lambda: self.now
+        )
         self.guard = FlowGuard(config, object(), self.carrier, start=0.0, end_stream=self._end)  # type: ignore[arg-type]
 
     def _end(self, flow: Any) -> bool:

@@ -205,7 +205,7 @@ class FlowGuard:
         holds part of an upstream event (plain pass-through only: translated output is whole events)."""
         c = self.carrier
         data = c.error_bytes(verdict.error_kind, verdict.message)
-        if c.translator is None and c.decoder is None:
+        if c.translator is None and getattr(c.decoder, "encoding", "identity") == "identity":
             data = guard.resume_prefix(bytes(c.observer.tail)) + data
         return data
 
