@@ -87,7 +87,7 @@ class FlowGuard:
         self.carrier = carrier
         self.start = start
         self.verdict: Verdict | None = None
-        self.path: str | None = None  # "data" | "timer"
+        self.path: str | None = None  # "data" | "timer" | "end"
         self.end_requested = False
         self._open_count = 0
         self._end_stream = end_stream
