@@ -3,7 +3,7 @@ venv := ".venv/bin/"
 
 # Install the project and its dev dependencies into .venv
 install:
-    python3 -m venv .venv && {{venv}}pip install -q -e '.[dev]'
+    python3 -m venv .venv && {{venv}}pip install -q -c constraints.txt -e '.[dev]'
 
 # Run the whole test suite (the same command as CI)
 test:
