@@ -136,42 +136,53 @@ def parallel_tools(params: Params, first: int, stall: Wait | None = None) -> Ite
     yield BlockStop(b)
 
 
+def opening(start: Start | None = None) -> Iterator[Op]:
+    """The message starts, then the time to first token passes."""
+    yield start if start is not None else Start()
+    yield Wait(FIRST_TOKEN)
+
+
+def text_answer(text: str, gap: float = TOKEN_GAP, start: Start | None = None) -> Iterator[Op]:
+    """A whole one-block text answer that ends with ``end_turn``."""
+    yield from opening(start)
+    yield from text_block(0, text, gap)
+    yield Finish("end_turn")
+
+
+def partial_text(count: int) -> Iterator[Op]:
+    """The opening, then the first ``count`` tokens of ``TEXT`` in a text block left open."""
+    yield from opening()
+    yield BlockStart(0, "text")
+    yield from stream_pieces(0, tokens(TEXT)[:count], TOKEN_GAP)
+
+
 # ---- scenarios ----
 
 
 def s_text(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
-    yield from text_block(0, TEXT)
-    yield Finish("end_turn")
+    yield from text_answer(TEXT)
 
 
 def s_short(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
-    yield from text_block(0, SHORT_TEXT)
-    yield Finish("end_turn")
+    yield from text_answer(SHORT_TEXT)
 
 
 def s_parallel_tools(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     yield from text_block(0, TEXT_BEFORE_TOOLS)
     yield from parallel_tools(params, 1)
     yield Finish("tool_use")
 
 
 def s_thinking(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     yield from thinking_block(0)
     yield from text_block(1, TEXT)
     yield Finish("end_turn")
 
 
 def s_redacted_thinking(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     yield BlockStart(0, "redacted_thinking", data=REDACTED)
     yield BlockStop(0)
     yield from text_block(1, TEXT)
@@ -179,79 +190,57 @@ def s_redacted_thinking(params: Params) -> Iterator[Op]:
 
 
 def s_max_tokens(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
-    yield BlockStart(0, "text")
-    yield from stream_pieces(0, tokens(TEXT)[:8], TOKEN_GAP)
+    yield from partial_text(8)
     yield BlockStop(0)
     yield Finish("max_tokens")
 
 
 def s_refusal(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     yield from text_block(0, REFUSAL, kind="refusal")
     yield Finish("refusal")
 
 
 def s_error_midstream(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
-    yield BlockStart(0, "text")
-    yield from stream_pieces(0, tokens(TEXT)[:6], TOKEN_GAP)
+    yield from partial_text(6)
     yield Fail("overloaded")
 
 
 def s_truncated(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
-    yield BlockStart(0, "text")
-    yield from stream_pieces(0, tokens(TEXT)[:6], TOKEN_GAP)
+    yield from partial_text(6)
     # the body ends here: no block stop, no terminal event
 
 
 def s_reset(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
-    yield BlockStart(0, "text")
-    yield from stream_pieces(0, tokens(TEXT)[:6], TOKEN_GAP)
+    yield from partial_text(6)
     yield Reset()
 
 
 def s_dropped(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
-    yield BlockStart(0, "text")
-    yield from stream_pieces(0, tokens(TEXT)[:6], TOKEN_GAP)
+    yield from partial_text(6)
     yield Reset(drop=True)
 
 
 def s_slow_tokens(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
-    yield from text_block(0, TEXT, gap=SLOW_GAP)
-    yield Finish("end_turn")
+    yield from text_answer(TEXT, gap=SLOW_GAP)
 
 
 def s_long_reasoning(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     yield from thinking_block(0, pause=Wait(LONG_REASONING, keepalive=True, every=PING_EVERY))
     yield from text_block(1, TEXT)
     yield Finish("end_turn")
 
 
 def s_tool_stall(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     yield from text_block(0, TEXT_BEFORE_TOOLS)
     yield from parallel_tools(params, 1, stall=Wait(STALL, keepalive=True, every=PING_EVERY, stall=True))
     yield Finish("tool_use")
 
 
 def s_total_stall(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     yield from text_block(0, TEXT_BEFORE_TOOLS)
     yield BlockStart(1, "tool", tool_id=call_id(params, 1), name=TOOL_NAME)
     pieces = fragments(ARGS_PARIS)
@@ -271,8 +260,7 @@ def s_idle_stall(params: Params) -> Iterator[Op]:
 
 
 def s_empty_tool_delta(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     yield BlockStart(0, "tool", tool_id=call_id(params, 1), name=TOOL_NAME)
     yield BlockDelta(0, "")
     pieces = fragments(ARGS_PARIS)
@@ -284,8 +272,7 @@ def s_empty_tool_delta(params: Params) -> Iterator[Op]:
 
 
 def s_args_in_done(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     yield from text_block(0, TEXT_BEFORE_TOOLS)
     yield BlockStart(1, "tool", tool_id=call_id(params, 1), name=TOOL_NAME)
     yield Wait(TOKEN_GAP * 5)
@@ -294,8 +281,7 @@ def s_args_in_done(params: Params) -> Iterator[Op]:
 
 
 def s_last_fragment_in_finish(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     yield BlockStart(0, "tool", tool_id=call_id(params, 1), name=TOOL_NAME)
     pieces = fragments(ARGS_PARIS)
     yield from stream_pieces(0, pieces[:-1], TOKEN_GAP)
@@ -304,15 +290,11 @@ def s_last_fragment_in_finish(params: Params) -> Iterator[Op]:
 
 
 def s_cache_usage(params: Params) -> Iterator[Op]:
-    yield Start(input_tokens=12, cache_read=2048, cache_write=512)
-    yield Wait(FIRST_TOKEN)
-    yield from text_block(0, TEXT)
-    yield Finish("end_turn")
+    yield from text_answer(TEXT, start=Start(input_tokens=12, cache_read=2048, cache_write=512))
 
 
 def s_malformed_json(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
+    yield from opening()
     pieces = tokens(TEXT)
     yield BlockStart(0, "text")
     yield from stream_pieces(0, pieces[:4], TOKEN_GAP)
@@ -323,10 +305,7 @@ def s_malformed_json(params: Params) -> Iterator[Op]:
 
 
 def s_huge_line(params: Params) -> Iterator[Op]:
-    yield Start()
-    yield Wait(FIRST_TOKEN)
-    yield BlockStart(0, "text")
-    yield from stream_pieces(0, tokens(TEXT)[:4], TOKEN_GAP)
+    yield from partial_text(4)
     yield HugeLine(params.size)
 
 
