@@ -136,6 +136,12 @@ class StreamObserver:
         return data[len(data) - self._tail_bytes :] if len(data) > self._tail_bytes else data
 
     @property
+    def pending_bytes(self) -> int | None:
+        """Fed bytes that do not yet form a complete SSE block (the scanner's unfinished block);
+        ``None`` once scanning stopped (a limit, or the end): then nothing is known."""
+        return None if self._stopped or self._done is not None else self._scanner.pending_bytes
+
+    @property
     def next_sequence_number(self) -> int:
         """Responses: the last seen ``sequence_number`` + 1 (0 for the other protocols)."""
         return self._proto.next_sequence_number

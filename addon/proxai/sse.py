@@ -153,6 +153,12 @@ class SseScanner:
     def last_event_id(self) -> str:
         return self._last_id
 
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes fed since the last complete block (event or blank-line-ended block): the
+        unfinished block, a pending CR and a pending BOM prefix included. At most ``max_event``."""
+        return self._block_size + (len(self._bom_pending) if self._bom_pending else 0)
+
     # -- internals --------------------------------------------------------------------------
 
     def _strip_bom(self, data: bytes) -> bytes:
