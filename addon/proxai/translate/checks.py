@@ -5,6 +5,11 @@
 - ``parse_arguments``: tool-call argument JSON is parsed strictly. Invalid JSON fails; it is
   never replaced with ``{}`` (seed 003, "工具调用请求").
 - ``split_data_url``: ``data:<media>;base64,<data>`` into its parts.
+- ``Loose``: the base of every request-side wire model (unknown fields are kept, then
+  judged by the translator: handled, ignored or rejected).
+- ``tool_choice_mode``: the OpenAI string tool choices (Chat and Responses share them).
+- ``arguments_object``, ``token_count``, ``openai_usage``: lenient readers of an upstream's
+  response body (a response is reported, not rejected, when a count is missing).
 """
 
 from __future__ import annotations
@@ -12,9 +17,16 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from proxai.errors import TranslationError
+from proxai.translate import ir
+
+
+class Loose(BaseModel):
+    """A wire object that keeps unknown fields (``model_extra``) for the translator to judge."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 def join(at: str, loc: tuple[int | str, ...]) -> str:
@@ -74,3 +86,45 @@ def split_data_url(url: str, at: str) -> tuple[str, str]:
 
 def data_url(media_type: str, data: str) -> str:
     return f"data:{media_type};base64,{data}"
+
+
+def tool_choice_mode(raw: str) -> ir.ToolChoice:
+    """An OpenAI string ``tool_choice`` (``auto``, ``none``, ``required``); others are rejected."""
+    if raw in ("auto", "none", "required"):
+        return ir.ToolChoice(raw, "tool_choice")  # type: ignore[arg-type]
+    raise TranslationError(f"unknown tool_choice {raw!r}", "tool_choice")
+
+
+def arguments_object(text: str) -> object:
+    """The parsed arguments, or ``None`` when they are not a JSON object (a target that needs
+    an object rejects the call; one that takes text passes it on untouched)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def token_count(v: object) -> int:
+    """A token count from a response body; anything but an integer counts as 0."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def openai_usage(u: object, input_key: str, output_key: str) -> ir.UsageIR | None:
+    """An OpenAI usage object: Chat names its counts ``prompt_tokens`` / ``completion_tokens``,
+    Responses ``input_tokens`` / ``output_tokens``; both put the cache counts in
+    ``<input_key>_details`` and the reasoning count in ``<output_key>_details``."""
+    if not isinstance(u, dict):
+        return None
+    idt = u.get(f"{input_key}_details")
+    odt = u.get(f"{output_key}_details")
+    idt = idt if isinstance(idt, dict) else {}
+    odt = odt if isinstance(odt, dict) else {}
+    reasoning = odt.get("reasoning_tokens")
+    return ir.UsageIR(
+        input_tokens=token_count(u.get(input_key)),
+        output_tokens=token_count(u.get(output_key)),
+        cache_read=token_count(idt.get("cached_tokens")),
+        cache_write=token_count(idt.get("cache_write_tokens")),
+        reasoning_tokens=reasoning if isinstance(reasoning, int) else None,
+    )

@@ -11,27 +11,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from proxai.errors import TranslationError
 from proxai.translate import ir
-from proxai.translate.checks import dump_arguments, validate
+from proxai.translate.checks import Loose, dump_arguments, validate
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class _Block(_Loose):
+class _Block(Loose):
     type: str
 
 
-class _Text(_Loose):
+class _Text(Loose):
     type: Literal["text"]
     text: str
 
 
-class _Source(_Loose):
+class _Source(Loose):
     type: str
     media_type: str | None = None
     data: Any = None
@@ -39,66 +33,66 @@ class _Source(_Loose):
     file_id: str | None = None
 
 
-class _Image(_Loose):
+class _Image(Loose):
     type: Literal["image"]
     source: _Source
 
 
-class _Document(_Loose):
+class _Document(Loose):
     type: Literal["document"]
     source: _Source
     title: str | None = None
 
 
-class _ToolUse(_Loose):
+class _ToolUse(Loose):
     type: Literal["tool_use"]
     id: str
     name: str
     input: dict[str, Any]
 
 
-class _ToolResult(_Loose):
+class _ToolResult(Loose):
     type: Literal["tool_result"]
     tool_use_id: str
     content: str | list[dict[str, Any]] | None = None
     is_error: bool | None = None
 
 
-class _Thinking(_Loose):
+class _Thinking(Loose):
     type: Literal["thinking"]
     thinking: str
     signature: str | None = None
 
 
-class _Redacted(_Loose):
+class _Redacted(Loose):
     type: Literal["redacted_thinking"]
     data: str
 
 
-class _Message(_Loose):
+class _Message(Loose):
     role: Literal["user", "assistant"]
     content: str | list[dict[str, Any]]
 
 
-class _Tool(_Loose):
+class _Tool(Loose):
     name: str
     type: str | None = None
     description: str | None = None
     input_schema: dict[str, Any] | None = None
 
 
-class _ToolChoice(_Loose):
+class _ToolChoice(Loose):
     type: Literal["auto", "any", "tool", "none"]
     name: str | None = None
     disable_parallel_tool_use: bool | None = None
 
 
-class _ThinkingConfig(_Loose):
+class _ThinkingConfig(Loose):
     type: str
     budget_tokens: int | None = None
 
 
-class _Request(_Loose):
+class _Request(Loose):
     model: str | None = None
     messages: list[dict[str, Any]]
     system: str | list[dict[str, Any]] | None = None

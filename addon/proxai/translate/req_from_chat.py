@@ -15,18 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from proxai.errors import TranslationError
 from proxai.translate import ir
-from proxai.translate.checks import parse_arguments, split_data_url, validate
+from proxai.translate.checks import Loose, parse_arguments, split_data_url, tool_choice_mode, validate
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class _Message(_Loose):
+class _Message(Loose):
     role: str
     content: str | list[dict[str, Any]] | None = None
     tool_calls: list[dict[str, Any]] | None = None
@@ -34,78 +28,78 @@ class _Message(_Loose):
     refusal: str | None = None
 
 
-class _Part(_Loose):
+class _Part(Loose):
     type: str
 
 
-class _TextPart(_Loose):
+class _TextPart(Loose):
     type: Literal["text"]
     text: str
 
 
-class _ImageUrl(_Loose):
+class _ImageUrl(Loose):
     url: str
     detail: str | None = None
 
 
-class _ImagePart(_Loose):
+class _ImagePart(Loose):
     type: Literal["image_url"]
     image_url: _ImageUrl
 
 
-class _File(_Loose):
+class _File(Loose):
     file_data: str | None = None
     file_id: str | None = None
     filename: str | None = None
 
 
-class _FilePart(_Loose):
+class _FilePart(Loose):
     type: Literal["file"]
     file: _File
 
 
-class _RefusalPart(_Loose):
+class _RefusalPart(Loose):
     type: Literal["refusal"]
     refusal: str
 
 
-class _Function(_Loose):
+class _Function(Loose):
     name: str
     arguments: str
 
 
-class _ToolCall(_Loose):
+class _ToolCall(Loose):
     id: str
     type: str = "function"
     function: _Function | None = None
     custom: dict[str, Any] | None = None
 
 
-class _Custom(_Loose):
+class _Custom(Loose):
     name: str
     input: str
 
 
-class _FunctionDef(_Loose):
+class _FunctionDef(Loose):
     name: str
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
 
 
-class _Tool(_Loose):
+class _Tool(Loose):
     type: str
     function: _FunctionDef | None = None
     custom: dict[str, Any] | None = None
 
 
-class _CustomDef(_Loose):
+class _CustomDef(Loose):
     name: str
     description: str | None = None
     format: dict[str, Any] | None = None
 
 
-class _Request(_Loose):
+class _Request(Loose):
     model: str | None = None
     messages: list[dict[str, Any]]
     max_tokens: int | None = None
@@ -326,9 +320,7 @@ def _tool_choice(raw: str | dict[str, Any] | None) -> ir.ToolChoice | None:
     if raw is None:
         return None
     if isinstance(raw, str):
-        if raw in ("auto", "none", "required"):
-            return ir.ToolChoice(raw, "tool_choice")  # type: ignore[arg-type]
-        raise TranslationError(f"unknown tool_choice {raw!r}", "tool_choice")
+        return tool_choice_mode(raw)
     kind = raw.get("type")
     if (
         kind == "function"

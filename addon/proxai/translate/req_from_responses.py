@@ -14,43 +14,37 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from proxai.errors import TranslationError
 from proxai.translate import ir
-from proxai.translate.checks import parse_arguments, split_data_url, validate
+from proxai.translate.checks import Loose, parse_arguments, split_data_url, tool_choice_mode, validate
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class _Item(_Loose):
+class _Item(Loose):
     type: str | None = None
     role: str | None = None
 
 
-class _MessageItem(_Loose):
+class _MessageItem(Loose):
     role: Literal["user", "assistant", "system", "developer"]
     content: str | list[dict[str, Any]]
 
 
-class _Part(_Loose):
+class _Part(Loose):
     type: str
 
 
-class _InputText(_Loose):
+class _InputText(Loose):
     type: str
     text: str
 
 
-class _InputImage(_Loose):
+class _InputImage(Loose):
     type: Literal["input_image"]
     image_url: str | None = None
     file_id: str | None = None
 
 
-class _InputFile(_Loose):
+class _InputFile(Loose):
     type: Literal["input_file"]
     file_data: str | None = None
     file_id: str | None = None
@@ -58,39 +52,39 @@ class _InputFile(_Loose):
     filename: str | None = None
 
 
-class _Refusal(_Loose):
+class _Refusal(Loose):
     type: Literal["refusal"]
     refusal: str
 
 
-class _FunctionCall(_Loose):
+class _FunctionCall(Loose):
     type: Literal["function_call"]
     call_id: str
     name: str
     arguments: str
 
 
-class _CustomCall(_Loose):
+class _CustomCall(Loose):
     type: Literal["custom_tool_call"]
     call_id: str
     name: str
     input: str
 
 
-class _CallOutput(_Loose):
+class _CallOutput(Loose):
     type: Literal["function_call_output", "custom_tool_call_output"]
     call_id: str
     output: str | list[dict[str, Any]]
 
 
-class _Reasoning(_Loose):
+class _Reasoning(Loose):
     type: Literal["reasoning"]
     summary: list[dict[str, Any]] = []
     content: list[dict[str, Any]] | None = None
     encrypted_content: str | None = None
 
 
-class _Tool(_Loose):
+class _Tool(Loose):
     type: str
     name: str | None = None
     description: str | None = None
@@ -99,7 +93,7 @@ class _Tool(_Loose):
     format: dict[str, Any] | None = None
 
 
-class _Request(_Loose):
+class _Request(Loose):
     model: str | None = None
     input: str | list[dict[str, Any]]
     instructions: str | None = None
@@ -306,9 +300,7 @@ def _tool_choice(raw: str | dict[str, Any] | None) -> ir.ToolChoice | None:
     if raw is None:
         return None
     if isinstance(raw, str):
-        if raw in ("auto", "none", "required"):
-            return ir.ToolChoice(raw, "tool_choice")  # type: ignore[arg-type]
-        raise TranslationError(f"unknown tool_choice {raw!r}", "tool_choice")
+        return tool_choice_mode(raw)
     kind = raw.get("type")
     name = raw.get("name")
     if kind in ("function", "custom") and isinstance(name, str):

@@ -15,7 +15,7 @@ from typing import Any
 from proxai.errors import TranslationError, UpstreamProtocolError
 from proxai.model import StopClass
 from proxai.translate import ir, stop_reasons
-from proxai.translate.checks import dump_arguments
+from proxai.translate.checks import dump_arguments, token_count
 
 
 def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
@@ -63,15 +63,11 @@ def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
 def _usage(u: object) -> ir.UsageIR | None:
     if not isinstance(u, dict):
         return None
-    read = _int(u.get("cache_read_input_tokens"))
-    write = _int(u.get("cache_creation_input_tokens"))
+    read = token_count(u.get("cache_read_input_tokens"))
+    write = token_count(u.get("cache_creation_input_tokens"))
     return ir.UsageIR(
-        input_tokens=_int(u.get("input_tokens")) + read + write,
-        output_tokens=_int(u.get("output_tokens")),
+        input_tokens=token_count(u.get("input_tokens")) + read + write,
+        output_tokens=token_count(u.get("output_tokens")),
         cache_read=read,
         cache_write=write,
     )
-
-
-def _int(v: object) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else 0

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from proxai.errors import TranslationError, UpstreamProtocolError
 from proxai.translate import ir, stop_reasons
+from proxai.translate.checks import arguments_object, openai_usage
 
 
 def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
@@ -54,7 +53,7 @@ def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
             args = fn.get("arguments")
             if not isinstance(fn.get("name"), str) or not isinstance(args, str):
                 raise UpstreamProtocolError(f"malformed function tool call at {at}")
-            parts.append(ir.ToolCallPart(tc["id"], fn["name"], args, _loads(args), at))
+            parts.append(ir.ToolCallPart(tc["id"], fn["name"], args, arguments_object(args), at))
         elif tc.get("type") == "custom" and isinstance(tc.get("custom"), dict):
             c = tc["custom"]
             text = str(c.get("input", ""))
@@ -76,36 +75,6 @@ def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
         model=str(body.get("model") or ""),
         parts=parts,
         stop=stop,
-        usage=_usage(body.get("usage")),
+        usage=openai_usage(body.get("usage"), "prompt_tokens", "completion_tokens"),
         created=created if isinstance(created, int) else None,
     )
-
-
-def _loads(text: str) -> object:
-    """The parsed arguments, or ``None`` when they are not a JSON object (a target that needs
-    an object rejects the call; one that takes text passes it on untouched)."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _usage(u: object) -> ir.UsageIR | None:
-    if not isinstance(u, dict):
-        return None
-    pd = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
-    cd = u.get("completion_tokens_details") if isinstance(u.get("completion_tokens_details"), dict) else {}
-    assert isinstance(pd, dict) and isinstance(cd, dict)
-    reasoning = cd.get("reasoning_tokens")
-    return ir.UsageIR(
-        input_tokens=_int(u.get("prompt_tokens")),
-        output_tokens=_int(u.get("completion_tokens")),
-        cache_read=_int(pd.get("cached_tokens")),
-        cache_write=_int(pd.get("cache_write_tokens")),
-        reasoning_tokens=reasoning if isinstance(reasoning, int) else None,
-    )
-
-
-def _int(v: object) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else 0

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from proxai.errors import TranslationError, UpstreamProtocolError
 from proxai.model import StopClass
 from proxai.translate import ir, stop_reasons
+from proxai.translate.checks import arguments_object, openai_usage
 
 
 def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
@@ -53,7 +52,7 @@ def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
                 raise UpstreamProtocolError(f"malformed function_call at {at}")
             if not isinstance(args, str):
                 raise UpstreamProtocolError(f"function_call arguments are not a string at {at}")
-            parts.append(ir.ToolCallPart(item["call_id"], item["name"], args, _loads(args), at))
+            parts.append(ir.ToolCallPart(item["call_id"], item["name"], args, arguments_object(args), at))
         elif kind == "custom_tool_call":
             text = str(item.get("input", ""))
             parts.append(
@@ -80,35 +79,6 @@ def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
         model=str(body.get("model") or ""),
         parts=parts,
         stop=stop,
-        usage=_usage(body.get("usage")),
+        usage=openai_usage(body.get("usage"), "input_tokens", "output_tokens"),
         created=int(created) if isinstance(created, int | float) else None,
     )
-
-
-def _loads(text: str) -> object:
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _usage(u: object) -> ir.UsageIR | None:
-    if not isinstance(u, dict):
-        return None
-    idt = u.get("input_tokens_details")
-    odt = u.get("output_tokens_details")
-    idt = idt if isinstance(idt, dict) else {}
-    odt = odt if isinstance(odt, dict) else {}
-    reasoning = odt.get("reasoning_tokens")
-    return ir.UsageIR(
-        input_tokens=_int(u.get("input_tokens")),
-        output_tokens=_int(u.get("output_tokens")),
-        cache_read=_int(idt.get("cached_tokens")),
-        cache_write=_int(idt.get("cache_write_tokens")),
-        reasoning_tokens=reasoning if isinstance(reasoning, int) else None,
-    )
-
-
-def _int(v: object) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else 0
