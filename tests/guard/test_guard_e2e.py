@@ -55,15 +55,16 @@ def stream_with_sdk(
     *,
     h2: bool = False,
     upstream: str | None = None,
+    **extra: str,
 ) -> Any:
     """Consume a whole stream with the SDK's stream helper; returns the final object."""
     if protocol == "anthropic":
-        ac = anthropic_client(md, test_tag, h2=h2, upstream=upstream)
+        ac = anthropic_client(md, test_tag, h2=h2, upstream=upstream, **extra)
         with ac.messages.stream(model=scenario, max_tokens=256, messages=MESSAGES) as s:
             for _ in s:
                 pass
             return s.get_final_message()
-    oc = openai_client(md, test_tag, h2=h2, upstream=upstream)
+    oc = openai_client(md, test_tag, h2=h2, upstream=upstream, **extra)
     if protocol == "chat":
         with oc.chat.completions.stream(model=scenario, messages=MESSAGES) as cs:
             for _ in cs:
@@ -193,6 +194,47 @@ def check_tool_stall(
     assert expected_id in report["tail"]
 
 
+def stalled_stream(
+    protocol: str,
+    md: Mitmdump,
+    upstream: Any,
+    scenario: str,
+    *,
+    path: str,
+    call: int,
+    arg_bytes: int,
+    h2: bool = False,
+    origin: str | None = None,
+) -> str:
+    """A stream the guard ends: the SDK raises our tool-stall message (``check_tool_stall``), the
+    upstream is closed early, mitmproxy logs no traceback. Returns the test tag of the flow."""
+    t = tag()
+    before = upstream.closed_early
+    exc = sdk_error(protocol, md, t, scenario, h2=h2, upstream=origin)
+    check_tool_stall(protocol, md, t, exc, path=path, call=call, arg_bytes=arg_bytes)
+    wait_closed_early(upstream, before)
+    no_tracebacks(md)
+    return t
+
+
+def completed_without_verdict(md: Mitmdump, test_tag: str) -> dict[str, Any]:
+    """The flow's metadata, after checking it completed with no guard verdict."""
+    meta = proxai_meta(md.wait_flow(test_tag))
+    assert meta["outcome"] == "completed"
+    assert "guard" not in meta.get("extra", {})
+    return meta
+
+
+def untouched_after_the_stall_limits(md: Mitmdump, test_tag: str) -> None:
+    """The client left a stalling stream: past both limits the flow is not completed, no verdict."""
+    flow = md.wait_flow(test_tag)
+    time.sleep(IDLE_TIMEOUT + 0.5)
+    meta = proxai_meta(flow)
+    assert meta["outcome"] != "completed"
+    assert "guard" not in meta.get("extra", {})
+    no_tracebacks(md)
+
+
 # -- data-driven: the second of two parallel calls stalls, pings continue --------------------------
 
 
@@ -200,13 +242,8 @@ def check_tool_stall(
 def test_data_path_stall_in_second_parallel_call(
     protocol: str, g_data_only: Mitmdump, g_upstream: Any
 ) -> None:
-    t = tag()
-    before = g_upstream.closed_early
-    exc = sdk_error(protocol, g_data_only, t, "tool_stall")
     # the stall hits 30 argument bytes into the second call; the first call is named nowhere
-    check_tool_stall(protocol, g_data_only, t, exc, path="data", call=2, arg_bytes=30)
-    wait_closed_early(g_upstream, before)
-    no_tracebacks(g_data_only)
+    stalled_stream(protocol, g_data_only, g_upstream, "tool_stall", path="data", call=2, arg_bytes=30)
 
 
 # -- timer-driven: total silence mid-arguments -------------------------------------------------------
@@ -214,52 +251,36 @@ def test_data_path_stall_in_second_parallel_call(
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_timer_path_reverse_http1(protocol: str, g_reverse: Mitmdump, g_upstream: Any) -> None:
-    t = tag()
-    before = g_upstream.closed_early
-    exc = sdk_error(protocol, g_reverse, t, "total_stall")
-    check_tool_stall(protocol, g_reverse, t, exc, path="timer", call=1, arg_bytes=18)
-    wait_closed_early(g_upstream, before)
+    t = stalled_stream(protocol, g_reverse, g_upstream, "total_stall", path="timer", call=1, arg_bytes=18)
     # guarded flows ask for an uncompressed body (an error cannot be injected into gzip bytes)
     seen = [r for r in g_upstream.requests if r.headers.get("x-proxai-test") == t]
     assert len(seen) == 1 and seen[0].headers["accept-encoding"] == "identity"
-    no_tracebacks(g_reverse)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_timer_path_client_http2(protocol: str, g_reverse: Mitmdump, g_upstream: Any) -> None:
-    t = tag()
-    before = g_upstream.closed_early
-    exc = sdk_error(protocol, g_reverse, t, "total_stall", h2=True)
-    check_tool_stall(protocol, g_reverse, t, exc, path="timer", call=1, arg_bytes=18)
+    t = stalled_stream(
+        protocol, g_reverse, g_upstream, "total_stall", path="timer", call=1, arg_bytes=18, h2=True
+    )
     flow = g_reverse.wait_flow(t)
     assert flow.request.http_version == "HTTP/2.0"
     assert flow.server_conn.alpn in (None, b"", b"http/1.1")
-    wait_closed_early(g_upstream, before)
-    no_tracebacks(g_reverse)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_timer_path_upstream_http2(protocol: str, g_reverse_h2: Mitmdump, g_upstream_h2: Any) -> None:
-    t = tag()
-    before = g_upstream_h2.closed_early
     # mitmproxy offers the upstream the client's ALPN: HTTP/2 upstream needs an HTTP/2 client
-    exc = sdk_error(protocol, g_reverse_h2, t, "total_stall", h2=True)
-    check_tool_stall(protocol, g_reverse_h2, t, exc, path="timer", call=1, arg_bytes=18)
+    t = stalled_stream(
+        protocol, g_reverse_h2, g_upstream_h2, "total_stall", path="timer", call=1, arg_bytes=18, h2=True
+    )
     flow = g_reverse_h2.wait_flow(t)
     assert flow.server_conn.alpn == b"h2"
     assert flow.response is not None and flow.response.http_version == "HTTP/2.0"
-    wait_closed_early(g_upstream_h2, before)
-    no_tracebacks(g_reverse_h2)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_timer_path_regular_mode_connect(protocol: str, g_regular: Mitmdump, g_upstream_tls: Any) -> None:
-    t = tag()
-    before = g_upstream_tls.closed_early
-    exc = sdk_error(protocol, g_regular, t, "total_stall")
-    check_tool_stall(protocol, g_regular, t, exc, path="timer", call=1, arg_bytes=18)
-    wait_closed_early(g_upstream_tls, before)
-    no_tracebacks(g_regular)
+    stalled_stream(protocol, g_regular, g_upstream_tls, "total_stall", path="timer", call=1, arg_bytes=18)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -267,15 +288,20 @@ def test_timer_path_regular_mode_connect_http2_both_legs(
     protocol: str, g_regular: Mitmdump, g_upstream_h2: Any
 ) -> None:
     """CONNECT tunnel, then HTTP/2 inside it to mitmproxy and from mitmproxy to the upstream."""
-    t = tag()
-    before = g_upstream_h2.closed_early
-    exc = sdk_error(protocol, g_regular, t, "total_stall", h2=True, upstream=g_upstream_h2.url)
-    check_tool_stall(protocol, g_regular, t, exc, path="timer", call=1, arg_bytes=18)
+    t = stalled_stream(
+        protocol,
+        g_regular,
+        g_upstream_h2,
+        "total_stall",
+        path="timer",
+        call=1,
+        arg_bytes=18,
+        h2=True,
+        origin=g_upstream_h2.url,
+    )
     flow = g_regular.wait_flow(t)
     assert flow.request.http_version == "HTTP/2.0"
     assert flow.server_conn.alpn == b"h2"
-    wait_closed_early(g_upstream_h2, before)
-    no_tracebacks(g_regular)
 
 
 # -- idle upstream before any tool call --------------------------------------------------------------
@@ -354,8 +380,7 @@ def test_concurrent_http2_stream_completes_untouched(g_reverse_h2: Mitmdump, g_u
     assert f_stall.client_conn.id == f_ok.client_conn.id  # one HTTP/2 connection, two streams
     assert f_stall.request.http_version == f_ok.request.http_version == "HTTP/2.0"
     assert f_stall.server_conn.alpn == b"h2"
-    assert proxai_meta(f_ok)["outcome"] == "completed"
-    assert "guard" not in proxai_meta(f_ok).get("extra", {})
+    completed_without_verdict(g_reverse_h2, t_ok)
     assert proxai_meta(f_stall)["outcome"] == "unfinished_tool"
     wait_closed_early(g_upstream_h2, before)
     no_tracebacks(g_reverse_h2)
@@ -378,25 +403,14 @@ def test_healthy_slow_streams_are_not_touched(
     """slow_tokens: 0.3 s between tokens; long_reasoning: a 3 s pause (> the 1.5 s idle limit) with
     keepalives every 0.3 s. Keepalives are bytes, so the idle rule does not trip."""
     t = tag()
+    final = stream_with_sdk(protocol, g_reverse, t, scenario, **{"x-proxai-time-scale": scale})
     if protocol == "anthropic":
-        ac = anthropic_client(g_reverse, t, **{"x-proxai-time-scale": scale})
-        with ac.messages.stream(model=scenario, max_tokens=256, messages=MESSAGES) as s:
-            for _ in s:
-                pass
-            final: Any = s.get_final_message()
         assert final.stop_reason == "end_turn"
         assert final.content[-1].text.endswith("clearing by the afternoon.")
     else:
-        oc = openai_client(g_reverse, t, **{"x-proxai-time-scale": scale})
-        with oc.responses.stream(model=scenario, input="hi") as rs:
-            for _ in rs:
-                pass
-            final = rs.get_final_response()
         assert final.status == "completed"
         assert final.output_text.endswith("clearing by the afternoon.")
-    meta = proxai_meta(g_reverse.wait_flow(t))
-    assert meta["outcome"] == "completed"
-    assert "guard" not in meta.get("extra", {})
+    meta = completed_without_verdict(g_reverse, t)
     assert meta["timing"]["largest_gap_s"] < IDLE_TIMEOUT
     no_tracebacks(g_reverse)
 
@@ -426,9 +440,7 @@ def test_timer_racing_the_upstreams_own_end_of_stream(stall: str, g_reverse: Mit
             calls is not None
             and calls[0].function.arguments == '{"city": "Paris", "unit": "celsius", "days": 2}'
         )
-        meta = proxai_meta(g_reverse.wait_flow(t))
-        assert meta["outcome"] == "completed"
-        assert "guard" not in meta.get("extra", {})
+        completed_without_verdict(g_reverse, t)
     no_tracebacks(g_reverse)
 
 
@@ -451,12 +463,7 @@ def test_client_gone_before_the_stall_trips(g_reverse: Mitmdump, g_upstream: Any
         first = next(resp.iter_raw())
         assert b"message_start" in first
     # the client is gone; wait past the tool-stall threshold and the idle limit
-    flow = g_reverse.wait_flow(t)
-    time.sleep(IDLE_TIMEOUT + 0.5)
-    meta = proxai_meta(flow)
-    assert meta["outcome"] != "completed"
-    assert "guard" not in meta.get("extra", {})
-    no_tracebacks(g_reverse)
+    untouched_after_the_stall_limits(g_reverse, t)
 
 
 def test_http2_client_cancels_its_stream_before_the_stall_trips(g_reverse_h2: Mitmdump) -> None:
@@ -470,12 +477,7 @@ def test_http2_client_cancels_its_stream_before_the_stall_trips(g_reverse_h2: Mi
                     break  # leave after the first event: the SDK closes (resets) the stream
 
     asyncio.run(main())
-    flow = g_reverse_h2.wait_flow(t)
-    time.sleep(IDLE_TIMEOUT + 0.5)
-    meta = proxai_meta(flow)
-    assert meta["outcome"] != "completed"
-    assert "guard" not in meta.get("extra", {})
-    no_tracebacks(g_reverse_h2)
+    untouched_after_the_stall_limits(g_reverse_h2, t)
 
 
 def _raw_headers(test_tag: str) -> dict[str, str]:
@@ -574,11 +576,7 @@ def test_degraded_without_internals_still_injects_on_the_next_chunk(
     """The timer still decides at the deadline; the error goes out with the next upstream byte (a
     keepalive of the tool_stall scenario). The SDK raises with our message, and its disconnect closes
     the upstream."""
-    t = tag()
-    before = g_upstream.closed_early
-    exc = sdk_error(protocol, g_degraded, t, "tool_stall")
-    check_tool_stall(protocol, g_degraded, t, exc, path="timer", call=2, arg_bytes=30)
-    wait_closed_early(g_upstream, before)
+    stalled_stream(protocol, g_degraded, g_upstream, "tool_stall", path="timer", call=2, arg_bytes=30)
     log = g_degraded.log_path.read_text(errors="replace")
     warnings = [
         line for line in log.splitlines() if "mitmproxy internals needed to end a silent stream" in line

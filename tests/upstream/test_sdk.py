@@ -8,7 +8,7 @@ raises the exact error a real upstream in that situation makes it raise.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
@@ -82,6 +82,16 @@ def o_client(upstream: FakeUpstream) -> Iterator[openai.OpenAI]:
         yield client
 
 
+def broken_bodies_raise(call: Callable[[Any, str], Any], client: Any) -> None:
+    """Broken JSON in the body fails to parse; a reset or dropped connection is a transport error."""
+    with pytest.raises(json.JSONDecodeError):
+        call(client, "malformed_json")
+    with pytest.raises(CONNECTION_ERRORS):
+        call(client, "reset")
+    with pytest.raises(CONNECTION_ERRORS):
+        call(client, "dropped")
+
+
 # ---- Anthropic ----
 
 
@@ -150,12 +160,7 @@ def test_anthropic_errors(a_client: anthropic.Anthropic) -> None:
         with pytest.raises(anthropic.InternalServerError) as ise:
             call(a_client, "html_500")
         assert ise.value.status_code == 502
-        with pytest.raises(json.JSONDecodeError):
-            call(a_client, "malformed_json")
-        with pytest.raises(CONNECTION_ERRORS):
-            call(a_client, "reset")
-        with pytest.raises(CONNECTION_ERRORS):
-            call(a_client, "dropped")
+        broken_bodies_raise(call, a_client)
     # truncated: the SDK tolerates a missing message_stop (CLIENTS.md "T"): no stop reason
     msg = a_stream(a_client, "truncated")
     assert (msg.stop_reason, a_content(msg)) == (None, (FIRST6, []))
@@ -235,12 +240,7 @@ def test_chat_errors(o_client: openai.OpenAI) -> None:
         with pytest.raises(openai.InternalServerError) as ise:
             call(o_client, "html_500")
         assert ise.value.status_code == 502
-        with pytest.raises(json.JSONDecodeError):
-            call(o_client, "malformed_json")
-        with pytest.raises(CONNECTION_ERRORS):
-            call(o_client, "reset")
-        with pytest.raises(CONNECTION_ERRORS):
-            call(o_client, "dropped")
+        broken_bodies_raise(call, o_client)
     completion = c_stream(o_client, "truncated")  # tolerated: no finish_reason
     assert completion.choices[0].finish_reason is None
     assert c_content(completion) == (FIRST6, [])
@@ -322,12 +322,7 @@ def test_responses_errors(o_client: openai.OpenAI) -> None:
         assert bad.value.code == "context_length_exceeded"
         with pytest.raises(openai.InternalServerError):
             call(o_client, "html_500")
-        with pytest.raises(json.JSONDecodeError):
-            call(o_client, "malformed_json")
-        with pytest.raises(CONNECTION_ERRORS):
-            call(o_client, "reset")
-        with pytest.raises(CONNECTION_ERRORS):
-            call(o_client, "dropped")
+        broken_bodies_raise(call, o_client)
     with pytest.raises(RuntimeError, match=r"response\.completed"):
         r_stream(o_client, "truncated")
     with pytest.raises(RuntimeError, match=r"response\.completed"):
