@@ -248,9 +248,10 @@ def test_disabled_rules_never_trip(threshold: float) -> None:
     assert r.guard.verdict is None
 
 
-def test_timer_path_mid_event_gets_a_prefix_and_goes_out_at_end_of_message() -> None:
+def test_timer_path_mid_event_drops_the_held_partial_event_and_goes_out_at_end_of_message() -> None:
     """The upstream went silent after a complete data line but before the blank line that ends the
-    event: the injection first ends that event, then ours follows as an event of its own."""
+    event: the carrier held that unfinished event back (event alignment), so the injection drops it
+    and ours starts on an event boundary."""
     r = Rig(Protocol.ANTHROPIC_MESSAGES)
     for chunk in ANTHROPIC_HEAD:
         r.feed(0.2, chunk)
@@ -259,14 +260,15 @@ def test_timer_path_mid_event_gets_a_prefix_and_goes_out_at_end_of_message() -> 
         b'data: {"type":"content_block_delta","index":0,'
         b'"delta":{"type":"input_json_delta","partial_json":"x"}}\n'
     )
-    assert r.feed(0.3, partial) == partial
+    assert r.feed(0.3, partial) == b""  # held until the event is complete
     r.now = 10.25
     r.guard.on_timer()  # what the asyncio timer calls
     v = r.guard.verdict
     assert v is not None and v.kind == "tool_stall" and v.arguments_bytes == 12
     assert r.ended == [r.guard.flow]  # mitmproxy is asked to end the stream...
     out = r.feed(10.3, b"")  # ...and calls the carrier with its end of message
-    assert out == b"\n" + error_event(Protocol.ANTHROPIC_MESSAGES, ErrorKind.TOOL_STALL, v.message)
+    assert out == error_event(Protocol.ANTHROPIC_MESSAGES, ErrorKind.TOOL_STALL, v.message)
+    assert r.carrier.held_dropped == len(partial)
     assert r.carrier.summary is not None
     assert r.carrier.summary.extra["guard"] == {**v.to_metadata(injected=True), "path": "timer"}
 

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxai.model import Outcome, Protocol
-from tests.e2e.harness import TEST_HEADER, Mitmdump, proxai_meta, tag
+from proxai.sse import SseScanner
+from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, proxai_meta, tag
 
 from .logcheck import assert_clean_log
 from .mutate import PROTOCOLS, fixture_streams, metadata_safe, mutated_stream
@@ -30,11 +31,6 @@ from .replay import Replay
 
 pytestmark = pytest.mark.e2e
 
-PATHS = {
-    Protocol.ANTHROPIC_MESSAGES: "/v1/messages",
-    Protocol.OPENAI_CHAT: "/v1/chat/completions",
-    Protocol.OPENAI_RESPONSES: "/v1/responses",
-}
 OUTCOMES = {str(o) for o in Outcome}
 
 
@@ -61,11 +57,14 @@ def check_client_bytes(protocol: Protocol, upstream: bytes, got: bytes, meta: di
     assert guard is not None and guard["injected"], f"client bytes differ without a guard injection: {meta}"
     k = got.rfind(INJECTED_START[protocol])
     assert k >= 0, got[-300:]
-    # Between the upstream prefix and the error: at most the line ends that close the upstream's
-    # partial event (guard.resume_prefix), so the error is an event of its own.
-    assert any(
-        got[: k - p] == upstream[: k - p] and set(got[k - p : k]) <= set(b"\r\n") for p in (0, 1, 2)
-    ), "the bytes before the injected error are not the upstream's"
+    # Before the error: exactly the upstream's bytes up to a block boundary (the guarded carrier
+    # forwards whole events only and drops the unfinished one when it injects).
+    assert got[:k] == upstream[:k], "the bytes before the injected error are not the upstream's"
+    sc = SseScanner()
+    sc.feed(got[:k])
+    assert sc.pending_bytes == 0, (
+        f"the injected error does not start on an event boundary: {got[k - 60 : k]!r}"
+    )
     assert orjson.dumps(guard["message"])[1:-1] in got[k:]
 
 

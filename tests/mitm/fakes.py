@@ -24,6 +24,10 @@ class RecordingObserver:
         self.tail = b""
         self.boom_on = boom_on
 
+    @property
+    def pending_bytes(self) -> int:
+        return self.scanner.pending_bytes
+
     def headers(self, status_code: int, now: float) -> None:
         pass
 

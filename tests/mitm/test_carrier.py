@@ -301,3 +301,86 @@ def test_a_bug_in_translated_mode_ends_the_client_stream_with_an_error() -> None
     assert out == [b"event: error\ndata: ProxAI internal error while translating the stream\n\n"]
     assert c.state is CarrierState.CLOSED and c.translate_error is not None
     assert c(b"data: c\n\n") == [] and c(b"") == []
+
+
+# -- event alignment (guarded pass-through) ----------------------------------------------------------
+
+
+def _watch(_c: Carrier, _e: list[SseEvent], _now: float) -> GuardAction | None:
+    return None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_guarded_pass_through_forwards_whole_events_only(seed: int) -> None:
+    body = STREAM.replace(b'data: {"n":7}\n\n', b'event: x\r\ndata: {"n":7}\r\n\r\n') + b"data: trunc"
+    rng = random.Random(seed)
+    chunks = _chunks(body, rng) if seed else [body[i : i + 1] for i in range(len(body))]
+    obs = RecordingObserver()
+    c = _carrier(obs)
+    c.on_chunk.append(_watch)
+    outs = _run(c, chunks)
+    sent = [b"".join(o) for o in outs]
+    # Byte-identical overall; every piece before the end stops on an event boundary.
+    assert b"".join(sent) == body
+    done = b""
+    for piece in sent[:-1]:
+        done += piece
+        assert not done or done.endswith((b"\n\n", b"\r\n\r\n")), done[-30:]
+    assert sent[-1].endswith(b"data: trunc")  # the truncated last event is flushed at the end
+    assert c.client_bytes == c.upstream_bytes == len(body)
+
+
+def test_unguarded_pass_through_keeps_the_upstream_chunking() -> None:
+    obs = RecordingObserver()
+    c = _carrier(obs)
+    assert c(b"data: 1\n\ndata: 2") == [b"data: 1\n\ndata: 2"]
+    assert c(b"\n\n") == [b"\n\n"]
+
+
+def test_guarded_compressed_pass_through_is_not_aligned() -> None:
+    wire = gzip.compress(STREAM)
+    obs = RecordingObserver()
+    c = _carrier(obs, "gzip")
+    c.on_chunk.append(_watch)
+    chunks = _chunks(wire, random.Random(1))
+    assert [b"".join(o) for o in _run(c, chunks)[:-1]] == chunks
+
+
+def test_injection_drops_the_held_partial_event() -> None:
+    obs = RecordingObserver(Protocol.ANTHROPIC_MESSAGES)
+    c = _carrier(obs)
+    fire = [False]
+    c.on_chunk.append(
+        lambda _c, _e, _n: (
+            GuardAction(close=True, kind=ErrorKind.TOOL_STALL, message="stalled") if fire[0] else None
+        )
+    )
+    assert c(b'event: a\ndata: {}\n\nevent: message_delta\ndata: {"type":"message_de') == [
+        b"event: a\ndata: {}\n\n"
+    ]
+    fire[0] = True
+    out = c(b'lta","del')
+    assert isinstance(out, list) and len(out) == 1 and out[0].startswith(b"event: error\ndata: ")
+    assert b"stalled" in out[0]
+    assert c.held_dropped == len(b'event: message_delta\ndata: {"type":"message_delta","del')
+
+
+def test_pending_injection_at_end_drops_the_held_partial_event() -> None:
+    obs = RecordingObserver(Protocol.OPENAI_CHAT)
+    c = _carrier(obs)
+    c.on_chunk.append(_watch)
+    assert c(b'data: {"a":1}\n\ndata: {"par') == [b'data: {"a":1}\n\n']
+    c.inject_and_close(ErrorKind.IDLE_TIMEOUT, "silent", 200.0)
+    out = c(b"")
+    assert isinstance(out, list) and len(out) == 1 and out[0].startswith(b'data: {"error"')
+
+
+def test_alignment_is_given_up_when_the_scanner_stops() -> None:
+    obs = RecordingObserver()
+    c = _carrier(obs)
+    c.on_chunk.append(_watch)
+    assert c(b"data: 1\n\ndata: 2") == [b"data: 1\n\n"]
+    obs.scanner = None  # type: ignore[assignment]  # pending_bytes now fails: a bug in the observer
+    out = c(b"\n\ndata: 3")
+    assert b"".join(out) == b"data: 2\n\ndata: 3"  # held bytes released with the chunk, never lost
+    assert c(b"\n\n") == [b"\n\n"]

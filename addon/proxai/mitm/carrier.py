@@ -7,6 +7,7 @@ Per upstream chunk:
     decode (gzip/deflate/br/zstd, bounded)  ->  observer.feed(decoded, now)  (scanned ONCE)
       -> client bytes: the ORIGINAL chunk (observe-only, the default)
                        or translator.feed(events) (translation)
+                       (guarded pass-through: the original bytes up to the last complete event)
       -> on_chunk hooks (the guard): may inject bytes and close (``BodyAction::InjectAndClose``)
 
 and on mitmproxy's final ``b""`` call: flush the decoder, ``observer.finish``, ``translator.finish``,
@@ -28,6 +29,17 @@ Extension points (guard and translation engineers plug in here, nowhere else):
   keeps it pending for the next chunk (data-driven fallback).
 - ``Carrier.close_handlers``: called once when the carrier closes the client stream inside the
   callable (so the injection module can end the client stream and cancel the upstream).
+
+Event alignment (guarded pass-through): when an ``on_chunk`` hook may inject (the guard), the body
+is not translated and not compressed (identity), the carrier forwards the upstream bytes only up to
+the last complete SSE block and holds the unfinished one (``StreamObserver.pending_bytes``, the
+scanner's count, so bounded by ``max_event``) until a later chunk completes it. The client's bytes
+stay byte-identical, only re-chunked at event boundaries; at end of message what is held is flushed
+(a truncated last event stays truncated, as the upstream sent it). An injection drops the held
+partial block, so the error always starts on an event boundary and the client's SDK parses it as an
+event of its own (a partial ``data:`` line dispatched truncated would make it fail on its JSON
+first). When the scanner stops (a limit) or anything goes wrong, the held bytes are released and the
+flow goes on unaligned.
 
 A bug in any of these is logged and never breaks the flow: in observe-only mode the client keeps
 receiving exactly the upstream bytes.
@@ -144,6 +156,12 @@ class Carrier:
         self.upstream_bytes = 0
         self._pending_injection: bytes | None = None
         self._pending_info: tuple[ErrorKind, str] | None = None
+        # Event alignment (guarded pass-through): upstream bytes of the unfinished SSE block,
+        # not yet forwarded. ``held_dropped`` counts what an injection discarded.
+        self._held: list[bytes] = []
+        self._held_len = 0
+        self._align_off = False
+        self.held_dropped = 0
 
     # -- what mitmproxy calls -----------------------------------------------------------------
 
@@ -165,7 +183,10 @@ class Carrier:
             if self.state is not CarrierState.STREAMING:
                 out = []
             elif self.translator is None:
-                out = [chunk] if chunk else []
+                self._align_off = True
+                out = self._release_held()
+                if chunk:
+                    out.append(chunk)
             else:
                 # Translated: the upstream bytes mean nothing to this client; end its stream with a
                 # well-formed error in its own protocol instead of leaving it without a terminal event.
@@ -235,6 +256,7 @@ class Carrier:
         if self.summary is not None:
             return self.summary
         self.state = CarrierState.ABORTED
+        self._drop_held()
         self.summary = self.observer.abort(message, now, kind)
         self._run_end_hooks()
         return self.summary
@@ -251,7 +273,7 @@ class Carrier:
         events = self._observe(self._decode(chunk), now)
         out: list[bytes] = []
         if self.translator is None:
-            out.append(chunk)
+            out.extend(self._pass_through(chunk))
         else:
             out.extend(self._translate(events, now))
         if self.state is CarrierState.STREAMING:
@@ -289,10 +311,68 @@ class Carrier:
                 out.append(self.translator.finish())
             except ProxaiError as exc:
                 out.append(self._translation_failed(exc, now))
+        if self.state is CarrierState.STREAMING:
+            out.extend(self._release_held())  # a truncated last event goes out as the upstream sent it
         self.state = CarrierState.FINISHED
         self.summary = self._observer_finish(now)
         self._run_end_hooks()
         return out
+
+    # -- event alignment (guarded pass-through) -----------------------------------------------
+
+    def _aligning(self) -> bool:
+        """Hold unfinished SSE blocks back: something may inject (a guard hook), the client gets
+        the upstream bytes as they are (no translator, identity encoding) and they are scanned."""
+        return (
+            not self._align_off
+            and self.translator is None
+            and bool(self.on_chunk)
+            and self.observing
+            and getattr(self.decoder, "encoding", "identity") == "identity"
+        )
+
+    def _pass_through(self, chunk: bytes) -> list[bytes]:
+        """The client's bytes for one upstream chunk: all of it, or (aligned) everything up to the
+        last complete SSE block, the unfinished block held until a later chunk completes it."""
+        if not self._aligning():
+            out = self._release_held()
+            out.append(chunk)
+            return out
+        pending: Any = getattr(self.observer, "pending_bytes", None)
+        total = self._held_len + len(chunk)
+        if not isinstance(pending, int) or pending < 0 or pending > total:
+            # The scanner stopped (a limit) or cannot say: forward everything from now on.
+            self._align_off = True
+            out = self._release_held()
+            out.append(chunk)
+            return out
+        if pending == total:
+            self._held.append(chunk)
+            self._held_len = total
+            return []
+        if pending > len(chunk):  # never expected (held bytes are one unfinished block): stay exact
+            data = b"".join(self._held) + chunk
+            cut = len(data) - pending
+            self._held, self._held_len = [data[cut:]], pending
+            return [data[:cut]]
+        cut = len(chunk) - pending
+        done = chunk if pending == 0 else chunk[:cut]
+        if self._held:
+            done = b"".join(self._held) + done
+        self._held = [chunk[cut:]] if pending else []
+        self._held_len = pending
+        return [done]
+
+    def _release_held(self) -> list[bytes]:
+        if not self._held:
+            return []
+        data = b"".join(self._held)
+        self._held, self._held_len = [], 0
+        return [data]
+
+    def _drop_held(self) -> None:
+        self.held_dropped += self._held_len
+        self._held, self._held_len = [], 0
 
     def _decode(self, chunk: bytes) -> bytes:
         if not self.observing:
@@ -404,6 +484,7 @@ class Carrier:
         if self.state is not CarrierState.STREAMING:
             return
         self.state = CarrierState.CLOSED
+        self._drop_held()  # the injected error starts on an event boundary
         self.closed = CloseInfo(kind, message, now, injected, out_of_band)
         self.summary = self._observer_abort(message, now, kind)
         self._run_end_hooks()

@@ -201,13 +201,10 @@ class FlowGuard:
         self.request_end()
 
     def error_bytes(self, verdict: Verdict) -> bytes:
-        """The client-protocol error, preceded by what makes it an event of its own when the client
-        holds part of an upstream event (plain pass-through only: translated output is whole events)."""
-        c = self.carrier
-        data = c.error_bytes(verdict.error_kind, verdict.message)
-        if c.translator is None and getattr(c.decoder, "encoding", "identity") == "identity":
-            data = guard.resume_prefix(bytes(c.observer.tail)) + data
-        return data
+        """The client-protocol error. It starts on an event boundary: translated output is whole
+        events, and a guarded pass-through carrier holds an unfinished upstream event back and
+        drops it when the error goes out (``Carrier`` event alignment)."""
+        return self.carrier.error_bytes(verdict.error_kind, verdict.message)
 
     def on_close(self, carrier: Carrier) -> None:
         """The carrier closed the client stream inside the callable: end it and close the upstream."""
