@@ -23,7 +23,8 @@ Spec notes (https://html.spec.whatwg.org/multipage/server-sent-events.html#parsi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import SseLimitError
 
@@ -38,21 +39,30 @@ _SPACE = 0x20
 
 @dataclass(slots=True, frozen=True)
 class SseEvent:
-    """One dispatched event. ``raw`` is the block's bytes as they arrived (BOM excluded)."""
+    """One dispatched event. ``raw`` is the block's bytes as they arrived (BOM excluded).
+
+    ``payload`` is not part of the event's value (no constructor argument, not compared, not in
+    the repr): the stream observer puts its parse of ``data`` there when it is a JSON object, so
+    that a stream translator fed the same event does not parse it a second time
+    (docs/performance.md). Nobody may mutate it; ``None``: not parsed (parse ``data``).
+    """
 
     event: str
     data: str
     id: str
     raw: bytes = b""
+    payload: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
 
-_EVENT_FIELDS = ("event", "data", "id", "raw")
+_EVENT_FIELDS = ("event", "data", "id", "raw", "payload")
 assert tuple(SseEvent.__slots__) == _EVENT_FIELDS, "update _new_event with SseEvent's fields"
 _object_new = object.__new__
 _set_event = SseEvent.__dict__["event"].__set__
 _set_data = SseEvent.__dict__["data"].__set__
 _set_id = SseEvent.__dict__["id"].__set__
 _set_raw = SseEvent.__dict__["raw"].__set__
+_set_payload = SseEvent.__dict__["payload"].__set__
+set_payload = _set_payload  # ``set_payload(event, obj)``: the observer's parse of ``event.data``
 
 
 def _new_event(event: str, data: str, id: str, raw: bytes) -> SseEvent:
@@ -64,6 +74,7 @@ def _new_event(event: str, data: str, id: str, raw: bytes) -> SseEvent:
     _set_data(ev, data)
     _set_id(ev, id)
     _set_raw(ev, raw)
+    _set_payload(ev, None)
     return ev
 
 

@@ -42,7 +42,7 @@ from proxai.model import (
     ToolCallInfo,
     Usage,
 )
-from proxai.sse import SseEvent
+from proxai.sse import SseEvent, set_payload
 
 MAX_NOTES = 20
 
@@ -466,8 +466,9 @@ class ObserverBase:
     # -- streamed -------------------------------------------------------------------------------
 
     def observe(self, events: list[SseEvent], now: float) -> None:
-        """Interpret a batch of events. Each payload is parsed once; the protocol's ``_fast``
-        takes the common deltas inline, everything else goes through ``_event``."""
+        """Interpret a batch of events. Each payload is parsed once (a JSON object is left in
+        ``SseEvent.payload`` for a translator); the protocol's ``_fast`` takes the common deltas
+        inline, everything else goes through ``_event``."""
         acc = self.acc
         fast = self._fast
         loads = _loads
@@ -485,6 +486,7 @@ class ObserverBase:
                 obj = _NOT_JSON
             try:
                 if type(obj) is dict:
+                    set_payload(ev, obj)  # a stream translator fed this event reuses the parse
                     acc.received = True
                     if not fast(ev.event, obj, now):
                         self._event(ev.event, obj, now)

@@ -96,7 +96,7 @@ class AnthropicSource:
     # -- events -----------------------------------------------------------------------------
 
     def event(self, ev: SseEvent) -> None:
-        obj = load_object(ev.data, "Anthropic")
+        obj = load_object(ev, "Anthropic")
         if obj is None:
             if self._saw_data:
                 return  # seed 002: an empty JSON tail after data is tolerated

@@ -86,7 +86,7 @@ class ChatSource:
         if data == "[DONE]" or data.strip() == "[DONE]":
             self._done()
             return
-        obj = load_object(data, "Chat Completions")
+        obj = load_object(ev, "Chat Completions")
         if obj is None:
             if self._saw_data:
                 return  # seed 002: an empty JSON tail after data is tolerated

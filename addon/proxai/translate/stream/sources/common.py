@@ -11,6 +11,8 @@ import orjson
 from proxai.error_kind import classify_error
 from proxai.errors import UpstreamProtocolError
 from proxai.model import ErrorKind
+from proxai.sse import SseEvent
+from proxai.translate.stream.textparts import keep
 
 
 def classify(type_: object, code: object, message: str) -> ErrorKind:
@@ -19,9 +21,15 @@ def classify(type_: object, code: object, message: str) -> ErrorKind:
     return classify_error(message, type=key if isinstance(key, str) else None)
 
 
-def load_object(data: str, protocol: str) -> dict[str, Any] | None:
-    """Parse one event payload. ``None`` for an empty payload (the caller decides if that is
-    the tolerated empty tail); a non-object or invalid JSON is an ``UpstreamProtocolError``."""
+def load_object(ev: SseEvent, protocol: str) -> dict[str, Any] | None:
+    """Parse one event's payload. ``None`` for an empty payload (the caller decides if that is
+    the tolerated empty tail); a non-object or invalid JSON is an ``UpstreamProtocolError``.
+    A payload the stream observer already parsed (``ev.payload``, always a JSON object) is
+    taken as it is: the carrier's path parses each event once."""
+    parsed = ev.payload
+    if parsed is not None:
+        return parsed
+    data = ev.data
     if not data or data.isspace():
         return None
     try:
@@ -70,7 +78,7 @@ class ToolArgs:
         if size > self.max_bytes:
             raise UpstreamProtocolError(f"tool call arguments exceed the limit of {self.max_bytes} bytes")
         self._sizes[key] = size
-        parts.append(text)
+        keep(parts, text)  # memory near the count (proxai.translate.stream.textparts)
 
     def close(self, key: object, what: str) -> None:
         parts = self._parts.pop(key, None)

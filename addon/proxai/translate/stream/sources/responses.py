@@ -27,6 +27,7 @@ from proxai.sse import SseEvent
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, DeltaKind, Sink, Stop, TokenUsage
+from proxai.translate.stream.textparts import keep
 
 from .common import DEFAULT_MAX_BUFFER, as_dict, as_int, as_str, classify, load_object
 
@@ -82,7 +83,7 @@ class ResponsesSource:
         self._saw_data = False
 
     def event(self, ev: SseEvent) -> None:
-        obj = load_object(ev.data, "Responses")
+        obj = load_object(ev, "Responses")
         if obj is None:
             if self._saw_data:
                 return
@@ -129,7 +130,7 @@ class ResponsesSource:
         self._kept += len(text)
         if self._kept > self.max_buffer:
             raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
-        acc.append(text)
+        keep(acc, text)  # memory near the count (proxai.translate.stream.textparts)
 
     def eof(self) -> None:
         if self.life.phase is not Phase.STOPPED:
