@@ -127,10 +127,9 @@ class ResponsesSource:
         # in_progress, annotations, summary/reasoning part and text .done events carry nothing new
 
     def _keep(self, acc: list[str], text: str) -> None:
-        self._kept += len(text)
+        self._kept += keep(acc, text)  # bytes really held (proxai.translate.stream.textparts)
         if self._kept > self.max_buffer:
             raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
-        keep(acc, text)  # memory near the count (proxai.translate.stream.textparts)
 
     def eof(self) -> None:
         if self.life.phase is not Phase.STOPPED:

@@ -19,6 +19,7 @@ from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
 from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
+from proxai.translate.stream.textparts import keep
 
 from . import output
 from .state import Item, ItemIdAllocator, ResponsesState
@@ -94,10 +95,9 @@ class ResponsesWriter:
             self.kept += len(text)
             item.signature = (item.signature or "") + text
             return
-        self.kept += len(text)
+        self.kept += keep(item.parts, text)  # bytes really held (proxai.translate.stream.textparts)
         if self.kept > self.max_buffer:
             raise SseLimitError("Responses output kept for the terminal snapshot", self.max_buffer)
-        item.parts.append(text)
         head, mid, tail = item.frame
         self.out.append(head + str(self.st.next_seq()).encode() + mid + orjson.dumps(text) + tail)
 
