@@ -1,5 +1,9 @@
 """Process helpers for the end-to-end benchmarks: start mitmdump (plain or with the addon) and the
-bench upstream, and read a process's CPU time and memory from /proc (no psutil)."""
+bench upstream, and read a process's CPU time and memory from /proc (no psutil).
+
+Issue 7 and seed 001 (001_5998ffc26e6ec2b6.txt): the stream carrier measured end to end inside a
+real mitmdump.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 MITMDUMP = Path(sys.executable).parent / "mitmdump"
@@ -22,6 +27,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:
+    """Terminate ``proc`` if it still runs; kill it when it does not exit within ``timeout``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -71,13 +87,7 @@ class Proc:
             return ""
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
 
 
 def _wait_listening(p: Proc, timeout: float = 30.0) -> Proc:

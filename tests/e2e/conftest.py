@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .harness import Mitmdump, start_mitmdump
+from .harness import Mitmdump, running_mitmdump
 
 TIME_SCALE = 0.02
 
@@ -41,20 +41,18 @@ def upstream_tls() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def mitm_reverse(upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
-    md = start_mitmdump(upstream.url, mode="reverse", workdir=tmp_path_factory.mktemp("mitm-reverse"))
-    try:
+    with running_mitmdump(
+        upstream.url, mode="reverse", workdir=tmp_path_factory.mktemp("mitm-reverse")
+    ) as md:
         yield md
-    finally:
-        md.stop()
 
 
 @pytest.fixture(scope="session")
 def mitm_regular(upstream_tls: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
-    md = start_mitmdump(upstream_tls.url, mode="regular", workdir=tmp_path_factory.mktemp("mitm-regular"))
-    try:
+    with running_mitmdump(
+        upstream_tls.url, mode="regular", workdir=tmp_path_factory.mktemp("mitm-regular")
+    ) as md:
         yield md
-    finally:
-        md.stop()
 
 
 @pytest.fixture(params=["reverse", "regular"])

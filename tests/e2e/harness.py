@@ -27,19 +27,22 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench.procs import free_port, stop_process
 from mitmproxy import http, io
 from mitmproxy.exceptions import FlowReadException
+
+from proxai.model import Protocol
 
 REPO = Path(__file__).resolve().parents[2]
 ADDON_SCRIPT = REPO / "addon" / "proxai.py"
 MITMDUMP = Path(sys.executable).parent / "mitmdump"
 TEST_HEADER = "x-proxai-test"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# every API path a test sends to, by protocol
+PATHS: dict[Protocol, str] = {
+    Protocol.ANTHROPIC_MESSAGES: "/v1/messages",
+    Protocol.OPENAI_CHAT: "/v1/chat/completions",
+    Protocol.OPENAI_RESPONSES: "/v1/responses",
+}
 
 
 def tag() -> str:
@@ -182,13 +185,7 @@ class Mitmdump:
             return ""
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
 
 
 def start_mitmdump(

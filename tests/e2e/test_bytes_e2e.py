@@ -21,7 +21,7 @@ import zstandard
 
 from proxai.upstream.scenarios import TEXT
 
-from .harness import TEST_HEADER, Mitmdump, proxai_meta, start_mitmdump, tag
+from .harness import PATHS, TEST_HEADER, Mitmdump, proxai_meta, running_mitmdump, tag
 from .tap import TcpTap
 
 pytestmark = pytest.mark.e2e
@@ -33,11 +33,6 @@ DECODERS: dict[str, Any] = {
     "br": brotli.decompress,
     "zstd": lambda b: zstandard.ZstdDecompressor().decompressobj().decompress(b),
 }
-PATHS = {
-    "anthropic_messages": "/v1/messages",
-    "openai_chat": "/v1/chat/completions",
-    "openai_responses": "/v1/responses",
-}
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +40,10 @@ def tapped(upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     u = urlsplit(upstream.url)
     assert u.hostname is not None and u.port is not None
     tap = TcpTap(u.hostname, u.port)
-    md = start_mitmdump(tap.url, mode="reverse", workdir=tmp_path_factory.mktemp("mitm-tap"))
     try:
-        yield md, tap
+        with running_mitmdump(tap.url, mode="reverse", workdir=tmp_path_factory.mktemp("mitm-tap")) as md:
+            yield md, tap
     finally:
-        md.stop()
         tap.close()
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from proxai.upstream.scenarios import TEXT
 
-from .harness import TEST_HEADER, Mitmdump, proxai_meta, start_mitmdump, tag
+from .harness import TEST_HEADER, Mitmdump, proxai_meta, running_mitmdump, tag
 
 pytestmark = pytest.mark.e2e
 
@@ -24,12 +24,11 @@ MESSAGES: Any = [{"role": "user", "content": "hi"}]
 def mitm_h2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mitmdump, Any]]:
     from proxai.upstream import FakeUpstream
 
-    with FakeUpstream(tls=True, http2=True, time_scale=0.02) as up:
-        md = start_mitmdump(up.url, mode="regular", workdir=tmp_path_factory.mktemp("mitm-h2"))
-        try:
-            yield md, up
-        finally:
-            md.stop()
+    with (
+        FakeUpstream(tls=True, http2=True, time_scale=0.02) as up,
+        running_mitmdump(up.url, mode="regular", workdir=tmp_path_factory.mktemp("mitm-h2")) as md,
+    ):
+        yield md, up
 
 
 def _h2_client(md: Mitmdump) -> Any:

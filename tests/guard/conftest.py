@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
 
-from tests.e2e.harness import TEST_HEADER, Mitmdump, start_mitmdump
+from tests.e2e.harness import TEST_HEADER, Mitmdump, running_mitmdump
 
 TOOL_STALL = 1.0
 IDLE_TIMEOUT = 1.5
@@ -46,40 +47,38 @@ def g_upstream_tls() -> Iterator[Any]:
         yield up
 
 
-def _start(tmp: pytest.TempPathFactory, name: str, url: str, mode: str, **extra: str) -> Mitmdump:
-    return start_mitmdump(url, mode=mode, workdir=tmp.mktemp(name), options={**GUARD_OPTIONS, **extra})
+def _start(
+    tmp: pytest.TempPathFactory, name: str, url: str, mode: str, **extra: str
+) -> AbstractContextManager[Mitmdump]:
+    return running_mitmdump(url, mode=mode, workdir=tmp.mktemp(name), options={**GUARD_OPTIONS, **extra})
 
 
 @pytest.fixture(scope="session")
 def g_reverse(g_upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     """Reverse mode, HTTP/1.1 plain upstream (the client may speak HTTP/1.1 or HTTP/2 over TLS)."""
-    md = _start(tmp_path_factory, "g-reverse", g_upstream.url, "reverse")
-    yield md
-    md.stop()
+    with _start(tmp_path_factory, "g-reverse", g_upstream.url, "reverse") as md:
+        yield md
 
 
 @pytest.fixture(scope="session")
 def g_reverse_h2(g_upstream_h2: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     """Reverse mode to an HTTP/2 (TLS) upstream."""
-    md = _start(tmp_path_factory, "g-reverse-h2", g_upstream_h2.url, "reverse")
-    yield md
-    md.stop()
+    with _start(tmp_path_factory, "g-reverse-h2", g_upstream_h2.url, "reverse") as md:
+        yield md
 
 
 @pytest.fixture(scope="session")
 def g_regular(g_upstream_tls: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     """Regular proxy mode: HTTPS through CONNECT, the client trusts mitmproxy's CA."""
-    md = _start(tmp_path_factory, "g-regular", g_upstream_tls.url, "regular")
-    yield md
-    md.stop()
+    with _start(tmp_path_factory, "g-regular", g_upstream_tls.url, "regular") as md:
+        yield md
 
 
 @pytest.fixture(scope="session")
 def g_data_only(g_upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     """Reverse mode with the guard timer off: only upstream chunks trigger the checks."""
-    md = _start(tmp_path_factory, "g-data", g_upstream.url, "reverse", proxai_guard_timer="false")
-    yield md
-    md.stop()
+    with _start(tmp_path_factory, "g-data", g_upstream.url, "reverse", proxai_guard_timer="false") as md:
+        yield md
 
 
 def ca_context(md: Mitmdump, *, h2: bool = False) -> ssl.SSLContext:
@@ -188,11 +187,10 @@ upstream = "{g_upstream.url}/v1"
 protocol = "openai_responses"
 """
     )
-    md = start_mitmdump(
+    with running_mitmdump(
         g_upstream.url, mode="reverse", workdir=work, options={**GUARD_OPTIONS, "proxai_routes": str(routes)}
-    )
-    yield md
-    md.stop()
+    ) as md:
+        yield md
 
 
 @pytest.fixture(scope="session")
@@ -200,12 +198,11 @@ def g_degraded(g_upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """Reverse mode where the start-up check finds a mitmproxy internal missing (degrade path)."""
     from pathlib import Path
 
-    md = start_mitmdump(
+    with running_mitmdump(
         g_upstream.url,
         mode="reverse",
         workdir=tmp_path_factory.mktemp("g-degraded"),
         options=GUARD_OPTIONS,
         script=Path(__file__).with_name("degraded_addon.py"),
-    )
-    yield md
-    md.stop()
+    ) as md:
+        yield md

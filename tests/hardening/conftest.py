@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Mitmdump, start_mitmdump
+from tests.e2e.harness import Mitmdump, running_mitmdump
 
 from .replay import Replay
 
@@ -23,11 +23,8 @@ def replay() -> Iterator[Replay]:
 
 @pytest.fixture(scope="session")
 def mitm_replay(replay: Replay, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
-    md = start_mitmdump(replay.url, workdir=tmp_path_factory.mktemp("hard-replay"))
-    try:
+    with running_mitmdump(replay.url, workdir=tmp_path_factory.mktemp("hard-replay")) as md:
         yield md
-    finally:
-        md.stop()
 
 
 @pytest.fixture(scope="session")
@@ -40,8 +37,5 @@ def fake() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def mitm_fake(fake: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
-    md = start_mitmdump(fake.url, workdir=tmp_path_factory.mktemp("hard-fake"))
-    try:
+    with running_mitmdump(fake.url, workdir=tmp_path_factory.mktemp("hard-fake")) as md:
         yield md
-    finally:
-        md.stop()

@@ -17,33 +17,18 @@ import brotli  # type: ignore[import-untyped]
 import httpx
 import pytest
 import zstandard
+from bench.procs import fd_count, status_kb
 
 from proxai.model import Protocol
 from proxai.sse import SseScanner
-from tests.e2e.harness import TEST_HEADER, Mitmdump, proxai_meta, start_mitmdump, tag
+from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, proxai_meta, running_mitmdump, tag
 
 from .logcheck import assert_clean_log
 from .mutate import PROTOCOLS
 
 pytestmark = pytest.mark.e2e
 
-PATHS = {
-    Protocol.ANTHROPIC_MESSAGES: "/v1/messages",
-    Protocol.OPENAI_CHAT: "/v1/chat/completions",
-    Protocol.OPENAI_RESPONSES: "/v1/responses",
-}
 BODY = {"model": "m", "stream": True, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
-
-
-def status_kb(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    raise KeyError(key)
-
-
-def fd_count(pid: int) -> int:
-    return len(list(Path(f"/proc/{pid}/fd").iterdir()))
 
 
 def h2_client(md: Mitmdump) -> Any:
@@ -239,12 +224,11 @@ def test_compressed_sse_upstream(md: Mitmdump, protocol: Protocol, encoding: str
 def h2_mitm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mitmdump, Any]]:
     from proxai.upstream import FakeUpstream
 
-    with FakeUpstream(tls=True, http2=True, time_scale=0.02) as up:
-        md = start_mitmdump(up.url, workdir=tmp_path_factory.mktemp("hard-h2"))
-        try:
-            yield md, up
-        finally:
-            md.stop()
+    with (
+        FakeUpstream(tls=True, http2=True, time_scale=0.02) as up,
+        running_mitmdump(up.url, workdir=tmp_path_factory.mktemp("hard-h2")) as md,
+    ):
+        yield md, up
 
 
 @pytest.mark.parametrize(("scenario", "outcome"), [("parallel_tools", "completed"), ("reset", "error")])

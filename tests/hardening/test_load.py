@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from bench.procs import fd_count, status_kb
 
-from proxai.model import Protocol
-from tests.e2e.harness import TEST_HEADER, Mitmdump, proxai_meta, start_mitmdump, tag
+from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, proxai_meta, running_mitmdump, tag
 
 from .logcheck import assert_clean_log
 from .mutate import PROTOCOLS
@@ -26,11 +25,6 @@ from .mutate import PROTOCOLS
 pytestmark = pytest.mark.e2e
 
 N = 200
-PATHS = {
-    Protocol.ANTHROPIC_MESSAGES: "/v1/messages",
-    Protocol.OPENAI_CHAT: "/v1/chat/completions",
-    Protocol.OPENAI_RESPONSES: "/v1/responses",
-}
 # scenario -> (outcome, number of tool calls)
 SCENARIOS = {
     "text": ("completed", 0),
@@ -40,24 +34,10 @@ SCENARIOS = {
 }
 
 
-def status_kb(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    raise KeyError(key)
-
-
-def fd_count(pid: int) -> int:
-    return len(list(Path(f"/proc/{pid}/fd").iterdir()))
-
-
 @pytest.fixture(scope="module")
 def load_mitm(fake: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
-    md = start_mitmdump(fake.url, workdir=tmp_path_factory.mktemp("hard-load"))
-    try:
+    with running_mitmdump(fake.url, workdir=tmp_path_factory.mktemp("hard-load")) as md:
         yield md
-    finally:
-        md.stop()
 
 
 async def _one(c: httpx.AsyncClient, md: Mitmdump, i: int, t: str) -> tuple[int, int]:

@@ -23,17 +23,11 @@ from hypothesis import strategies as st
 
 from proxai.model import Outcome, Protocol
 from proxai.sse import SseScanner
-from tests.e2e.harness import TEST_HEADER, Mitmdump, proxai_meta, tag
+from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, proxai_meta, tag
 
 from .logcheck import assert_clean_log
 from .mutate import PROTOCOLS, fixture_streams, metadata_safe, mutated_stream
 from .replay import Replay
-
-PATHS = {
-    Protocol.ANTHROPIC_MESSAGES: "/v1/messages",
-    Protocol.OPENAI_CHAT: "/v1/chat/completions",
-    Protocol.OPENAI_RESPONSES: "/v1/responses",
-}
 
 pytestmark = pytest.mark.e2e
 

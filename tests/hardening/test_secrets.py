@@ -23,7 +23,7 @@ import pytest
 
 from proxai.errors import ConfigError
 from proxai.routes import parse_routes
-from tests.e2e.harness import TEST_HEADER, Mitmdump, start_mitmdump, tag
+from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, start_mitmdump, tag
 
 from .logcheck import assert_clean_log
 
@@ -40,11 +40,6 @@ SECRETS = {
     "body_api_key": "HARDENINGbodyapikey0123456789abcd",
     "body_secret": "HARDENINGclientsecret0123456789ab",
     "routed_env_key": "sk-ant-hardening-routed-9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c",
-}
-PATHS = {
-    "anthropic_messages": "/v1/messages",
-    "openai_chat": "/v1/chat/completions",
-    "openai_responses": "/v1/responses",
 }
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Mitmdump, start_mitmdump
+from tests.e2e.harness import Mitmdump, running_mitmdump
 
 TIME_SCALE = 0.01
 ENV_KEY_VAR = "PROXAI_TEST_ROUTE_KEY"
@@ -78,28 +79,26 @@ def tr_upstream_tls() -> Iterator[Any]:
         yield up
 
 
-def _start(upstream_url: str, mode: str, workdir: Path, plain_url: str | None = None) -> Mitmdump:
+def _start(
+    upstream_url: str, mode: str, workdir: Path, plain_url: str | None = None
+) -> AbstractContextManager[Mitmdump]:
     routes = workdir / "routes.toml"
     routes.write_text(routes_toml(upstream_url, plain_url))
     os.environ[ENV_KEY_VAR] = ENV_KEY_VALUE  # inherited by the mitmdump subprocess
-    return start_mitmdump(upstream_url, mode=mode, workdir=workdir, options={"proxai_routes": str(routes)})
+    return running_mitmdump(upstream_url, mode=mode, workdir=workdir, options={"proxai_routes": str(routes)})
 
 
 @pytest.fixture(scope="session")
 def tr_mitm(tr_upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
-    md = _start(tr_upstream.url, "reverse", tmp_path_factory.mktemp("translate-reverse"))
-    try:
+    with _start(tr_upstream.url, "reverse", tmp_path_factory.mktemp("translate-reverse")) as md:
         yield md
-    finally:
-        md.stop()
 
 
 @pytest.fixture(scope="session")
 def tr_mitm_regular(
     tr_upstream_tls: Any, tr_upstream: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Mitmdump]:
-    md = _start(tr_upstream_tls.url, "regular", tmp_path_factory.mktemp("translate-regular"), tr_upstream.url)
-    try:
+    with _start(
+        tr_upstream_tls.url, "regular", tmp_path_factory.mktemp("translate-regular"), tr_upstream.url
+    ) as md:
         yield md
-    finally:
-        md.stop()

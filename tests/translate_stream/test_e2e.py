@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from proxai.model import Protocol, StopClass
-from tests.e2e.harness import Mitmdump, anthropic_client, openai_client, proxai_meta, start_mitmdump, tag
+from tests.e2e.harness import Mitmdump, anthropic_client, openai_client, proxai_meta, running_mitmdump, tag
 
 from .harness import A, C, Neutral, R, render, sdk_neutral, stop_bucket, truth
 
@@ -49,11 +49,10 @@ def routed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
         work = tmp_path_factory.mktemp("stream-e2e")
         routes = Path(work) / "routes.toml"
         routes.write_text(routes_toml(up.url))
-        md = start_mitmdump(up.url, mode="reverse", workdir=work, options={"proxai_routes": str(routes)})
-        try:
+        with running_mitmdump(
+            up.url, mode="reverse", workdir=work, options={"proxai_routes": str(routes)}
+        ) as md:
             yield md
-        finally:
-            md.stop()
 
 
 def stream_once(md: Mitmdump, up: Protocol, client: Protocol, scenario: str, test_tag: str) -> Any:

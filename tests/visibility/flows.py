@@ -14,8 +14,9 @@ from mitmproxy.test import tflow
 
 from proxai.model import Protocol
 from proxai.observe import observe_body
+from tests.e2e.harness import PATHS
 
-from .scenario_bodies import MODELS, PATHS, Body, scenario_body
+from .scenario_bodies import MODELS, Body, scenario_body
 
 TOOLS_ANTHROPIC = [
     {

@@ -27,11 +27,6 @@ RENDERERS = {
     Protocol.OPENAI_CHAT: render_chat.ChatRenderer,
     Protocol.OPENAI_RESPONSES: render_responses.ResponsesRenderer,
 }
-PATHS = {
-    Protocol.ANTHROPIC_MESSAGES: "/v1/messages",
-    Protocol.OPENAI_CHAT: "/v1/chat/completions",
-    Protocol.OPENAI_RESPONSES: "/v1/responses",
-}
 MODELS = {
     Protocol.ANTHROPIC_MESSAGES: "claude-sonnet-4-5",
     Protocol.OPENAI_CHAT: "gpt-4.1",

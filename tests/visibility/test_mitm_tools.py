@@ -4,12 +4,12 @@ the contentview API test checks, so the three front ends show the same thing."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 
 from proxai.mitm.flowrows import write_flows
 from proxai.model import Protocol
+from tests.e2e.harness import free_port, stop_process
 
 from .flows import scenario_flow
 from .test_contentview import GOLDEN, SHORT, case_id
@@ -37,13 +38,6 @@ WEB_CASES = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def flow_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("web") / "cases.flow"
@@ -51,10 +45,14 @@ def flow_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def mitmweb(flow_file: Path) -> Iterator[tuple[str, dict[str, str]]]:
+@contextlib.contextmanager
+def mitmweb_process(
+    workdir: Path, *args: str, ready: Callable[[list[Any]], bool] = lambda flows: True
+) -> Iterator[tuple[str, dict[str, str], int]]:
+    """A ``mitmweb`` on loopback ports with the API token, once ``/flows.json`` answers 200 and its
+    flow list is ``ready``: ``(web base URL, auth headers, proxy port)``; terminated on exit."""
     web_port, proxy_port = free_port(), free_port()
-    log = flow_file.parent / "mitmweb.log"
+    log = workdir / "mitmweb.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [
@@ -70,14 +68,11 @@ def mitmweb(flow_file: Path) -> Iterator[tuple[str, dict[str, str]]]:
                 str(proxy_port),
                 "--set",
                 f"web_password={TOKEN}",
-                "-s",
-                str(SCRIPT),
-                "-r",
-                str(flow_file),
+                *args,
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
-            cwd=flow_file.parent,
+            cwd=workdir,
         )
     base = f"http://127.0.0.1:{web_port}"
     headers = {"Authorization": f"Bearer {TOKEN}"}
@@ -87,20 +82,28 @@ def mitmweb(flow_file: Path) -> Iterator[tuple[str, dict[str, str]]]:
             assert proc.poll() is None, log.read_text()
             try:
                 r = httpx.get(f"{base}/flows.json", headers=headers, timeout=5)
-                if r.status_code == 200 and len(r.json()) == len(WEB_CASES):
+                if r.status_code == 200 and ready(r.json()):
                     break
             except httpx.HTTPError:
                 pass
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
-        yield base, headers
+        yield base, headers, proxy_port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout=20)
+
+
+@pytest.fixture(scope="module")
+def mitmweb(flow_file: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    with mitmweb_process(
+        flow_file.parent,
+        "-s",
+        str(SCRIPT),
+        "-r",
+        str(flow_file),
+        ready=lambda flows: len(flows) == len(WEB_CASES),
+    ) as (base, headers, _):
+        yield base, headers
 
 
 def web_flows(mitmweb: tuple[str, dict[str, str]]) -> list[dict[str, Any]]:
@@ -177,58 +180,23 @@ def live_mitmweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     from proxai.upstream import FakeUpstream
 
     workdir = tmp_path_factory.mktemp("live-web")
-    web_port, proxy_port = free_port(), free_port()
-    with FakeUpstream(time_scale=0.02) as up:
-        log = workdir / "mitmweb.log"
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(
-                [
-                    str(BIN / "mitmweb"),
-                    "--no-web-open-browser",
-                    "--web-port",
-                    str(web_port),
-                    "--listen-host",
-                    "127.0.0.1",
-                    "--listen-port",
-                    str(proxy_port),
-                    "--mode",
-                    f"reverse:{up.url}",
-                    "--set",
-                    f"web_password={TOKEN}",
-                    "--set",
-                    "store_streamed_bodies=true",
-                    "--set",
-                    f"proxai_diagnostics_dir={workdir / 'diagnostics'}",
-                    "--set",
-                    f"confdir={workdir / 'conf'}",
-                    "-s",
-                    str(Path(__file__).resolve().parents[2] / "addon" / "proxai.py"),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=workdir,
-            )
-        base = f"http://127.0.0.1:{web_port}"
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                assert proc.poll() is None, log.read_text()
-                try:
-                    if httpx.get(f"{base}/flows.json", headers=headers, timeout=5).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
-            yield base, headers, proxy_port
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    with (
+        FakeUpstream(time_scale=0.02) as up,
+        mitmweb_process(
+            workdir,
+            "--mode",
+            f"reverse:{up.url}",
+            "--set",
+            "store_streamed_bodies=true",
+            "--set",
+            f"proxai_diagnostics_dir={workdir / 'diagnostics'}",
+            "--set",
+            f"confdir={workdir / 'conf'}",
+            "-s",
+            str(Path(__file__).resolve().parents[2] / "addon" / "proxai.py"),
+        ) as web,
+    ):
+        yield web
 
 
 def test_live_flow_in_mitmweb_with_the_addon(live_mitmweb: tuple[str, dict[str, str], int]) -> None:
