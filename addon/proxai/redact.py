@@ -19,7 +19,7 @@ Two rules, applied everywhere:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote
@@ -215,25 +215,37 @@ def redact_url(url: str) -> str:
     return f"{head}?{redact_query(query)}{redact_text(fragment)}"
 
 
-def redact_json_value(value: Any, depth: int = 0) -> Any:
-    """A redacted copy of a parsed JSON value: secret-named keys and credential-shaped strings."""
+def _redact_tree(
+    value: Any, depth: int, text: Callable[[str], str], secret: Callable[[Any], Any | None]
+) -> Any:
+    """A redacted copy of nested mappings / lists: a string goes through ``text``; the value of a
+    secret-named key is replaced by ``secret(value)`` unless that is ``None``; deeper than
+    ``MAX_DEPTH`` the whole subtree is replaced."""
     if depth > MAX_DEPTH:
         return REDACTED
     if isinstance(value, str):
-        return redact_text(value)
+        return text(value)
     if isinstance(value, bytes):
         return redact_bytes(value)
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for k, v in value.items():
-            if isinstance(k, str) and is_secret_name(k) and not isinstance(v, (bool, int, float)) and v:
-                out[k] = REDACTED
-            else:
-                out[k] = redact_json_value(v, depth + 1)
+            hidden = secret(v) if isinstance(k, str) and is_secret_name(k) else None
+            out[k] = hidden if hidden is not None else _redact_tree(v, depth + 1, text, secret)
         return out
     if isinstance(value, (list, tuple)):
-        return [redact_json_value(v, depth + 1) for v in value]
+        return [_redact_tree(v, depth + 1, text, secret) for v in value]
     return value
+
+
+def _json_secret(v: Any) -> str | None:
+    # a secret-named key keeps a number or boolean (a count, a flag), and an empty value
+    return REDACTED if not isinstance(v, (bool, int, float)) and v else None
+
+
+def redact_json_value(value: Any, depth: int = 0) -> Any:
+    """A redacted copy of a parsed JSON value: secret-named keys and credential-shaped strings."""
+    return _redact_tree(value, depth, redact_text, _json_secret)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,29 +317,20 @@ def _reserialize_if_needed(red: bytes) -> bytes:
 
 def redact_metadata(value: Any) -> Any:
     """``flow.metadata`` (nested dict/list/str/bytes/numbers): secret keys, tokens, URL queries."""
-    return _redact_meta(value, 0)
+    return _redact_tree(value, 0, _meta_text, _meta_secret)
 
 
-def _redact_meta(value: Any, depth: int) -> Any:
-    if depth > MAX_DEPTH:
-        return REDACTED
-    if isinstance(value, str):
-        if "://" in value or value.startswith("/"):
-            return redact_url(value)
-        return redact_text(value)
-    if isinstance(value, bytes):
-        return redact_bytes(value)
-    if isinstance(value, Mapping):
-        out: dict[Any, Any] = {}
-        for k, v in value.items():
-            if isinstance(k, str) and is_secret_name(k) and isinstance(v, (str, bytes)) and v:
-                out[k] = REDACTED if isinstance(v, str) else REDACTED_B
-            else:
-                out[k] = _redact_meta(v, depth + 1)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_redact_meta(v, depth + 1) for v in value]
-    return value
+def _meta_text(value: str) -> str:
+    if "://" in value or value.startswith("/"):
+        return redact_url(value)
+    return redact_text(value)
+
+
+def _meta_secret(v: Any) -> str | bytes | None:
+    # a secret-named key keeps anything but a non-empty string or bytes
+    if isinstance(v, (str, bytes)) and v:
+        return REDACTED if isinstance(v, str) else REDACTED_B
+    return None
 
 
 def parse_query_pairs(query: str) -> list[tuple[str, str]]:
