@@ -26,6 +26,7 @@ from typing import Any
 from .model import Protocol
 
 DEMO_HEADER = "x-proxai-demo"
+PROMPT = "What's the weather in Paris and Tokyo?"
 
 # (scenario, streamed): the issue's list, each for all three protocols.
 SCENARIOS: tuple[tuple[str, bool], ...] = (
@@ -105,57 +106,57 @@ def _call_anthropic(base_url: str, tag: str, scenario: str, streamed: bool) -> s
         default_headers={DEMO_HEADER: tag},
         http_client=anthropic.DefaultHttpxClient(trust_env=False),  # loopback: never via a proxy
     )
-    messages: Any = [{"role": "user", "content": "What's the weather in Paris and Tokyo?"}]
+    messages: Any = [{"role": "user", "content": PROMPT}]
     if not streamed:
         msg = client.messages.create(model=scenario, max_tokens=1024, messages=messages)
-        return f"ok, {msg.stop_reason}"
+        return _ok(msg.stop_reason, 0)
     with client.messages.stream(model=scenario, max_tokens=1024, messages=messages) as stream:
         final = stream.get_final_message()
     tools = sum(1 for b in final.content if b.type == "tool_use")
-    return f"ok, {final.stop_reason}" + (f", {tools} tools" if tools else "")
+    return _ok(final.stop_reason, tools)
 
 
-def _call_chat(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
+def _openai_client(base_url: str, tag: str) -> Any:
     import openai
 
-    client = openai.OpenAI(
+    return openai.OpenAI(
         base_url=base_url + "/v1",
         api_key="demo-no-key",
         max_retries=0,
         default_headers={DEMO_HEADER: tag},
         http_client=openai.DefaultHttpxClient(trust_env=False),  # loopback: never via a proxy
     )
-    messages: Any = [{"role": "user", "content": "What's the weather in Paris and Tokyo?"}]
+
+
+def _ok(stop: object, tools: int) -> str:
+    """What the SDK's final object says: its stop reason / status, and its tool calls if any."""
+    return f"ok, {stop}" + (f", {tools} tools" if tools else "")
+
+
+def _call_chat(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
+    client = _openai_client(base_url, tag)
+    messages: Any = [{"role": "user", "content": PROMPT}]
     if not streamed:
         done = client.chat.completions.create(model=scenario, messages=messages)
-        return f"ok, {done.choices[0].finish_reason}"
+        return _ok(done.choices[0].finish_reason, 0)
     with client.chat.completions.stream(
         model=scenario, messages=messages, stream_options={"include_usage": True}
     ) as stream:
         final = stream.get_final_completion()
     choice = final.choices[0]
     tools = len(choice.message.tool_calls or [])
-    return f"ok, {choice.finish_reason}" + (f", {tools} tools" if tools else "")
+    return _ok(choice.finish_reason, tools)
 
 
 def _call_responses(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
-    import openai
-
-    client = openai.OpenAI(
-        base_url=base_url + "/v1",
-        api_key="demo-no-key",
-        max_retries=0,
-        default_headers={DEMO_HEADER: tag},
-        http_client=openai.DefaultHttpxClient(trust_env=False),  # loopback: never via a proxy
-    )
-    prompt = "What's the weather in Paris and Tokyo?"
+    client = _openai_client(base_url, tag)
     if not streamed:
-        resp = client.responses.create(model=scenario, input=prompt)
-        return f"ok, {resp.status}"
-    with client.responses.stream(model=scenario, input=prompt) as stream:
+        resp = client.responses.create(model=scenario, input=PROMPT)
+        return _ok(resp.status, 0)
+    with client.responses.stream(model=scenario, input=PROMPT) as stream:
         final = stream.get_final_response()
     tools = sum(1 for item in final.output if item.type == "function_call")
-    return f"ok, {final.status}" + (f", {tools} tools" if tools else "")
+    return _ok(final.status, tools)
 
 
 CALLERS: dict[Protocol, Callable[[str, str, str, bool], str]] = {
