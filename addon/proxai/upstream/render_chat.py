@@ -46,6 +46,19 @@ FINISH: dict[StopReason, str] = {
     "refusal": "stop",
 }
 
+# Chat Completions and Responses answer a rate limit alike
+OPENAI_RATE_LIMIT: tuple[int, dict[str, Any]] = (
+    429,
+    {
+        "message": "Rate limit reached for gpt-4o in organization org-fakeupstream on tokens per min "
+        "(TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s. Visit "
+        "https://platform.openai.com/account/rate-limits to learn more.",
+        "type": "tokens",
+        "param": None,
+        "code": "rate_limit_exceeded",
+    },
+)
+
 _ERRORS: dict[ErrorName, tuple[int, dict[str, Any]]] = {
     "overloaded": (
         503,
@@ -65,17 +78,7 @@ _ERRORS: dict[ErrorName, tuple[int, dict[str, Any]]] = {
             "code": None,
         },
     ),
-    "rate_limit": (
-        429,
-        {
-            "message": "Rate limit reached for gpt-4o in organization org-fakeupstream on tokens per min "
-            "(TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s. Visit "
-            "https://platform.openai.com/account/rate-limits to learn more.",
-            "type": "tokens",
-            "param": None,
-            "code": "rate_limit_exceeded",
-        },
-    ),
+    "rate_limit": OPENAI_RATE_LIMIT,
     "prompt_too_long": (
         400,
         {

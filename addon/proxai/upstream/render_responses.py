@@ -9,6 +9,10 @@ output item per block with dense ``output_index`` in start order (``message`` wi
 ``response.incomplete`` for the token limit) carrying the full output and usage. Every
 event has a ``sequence_number``. A mid-stream failure is an ``error`` event followed by
 ``response.failed``. There is no ``[DONE]``.
+
+Seed rules: seed 000 (000_bfdabbe39bd0a69e.txt), an output item is identified by ``item_id`` +
+``output_index`` and every event by ``sequence_number``; seed 003 (003_ddeb0f29c782f12f.txt),
+Responses ends with its terminal event, never ``[DONE]``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from .ops import (
     Start,
     Wait,
 )
-from .render_chat import openai_error_response
+from .render_chat import OPENAI_RATE_LIMIT, openai_error_response
 from .transcript import Block, Transcript
 from .wire import COMMENT_KEEPALIVE, delay, filler, sse
 
@@ -61,17 +65,7 @@ _ERRORS: dict[ErrorName, tuple[int, dict[str, Any]]] = {
             "code": "server_error",
         },
     ),
-    "rate_limit": (
-        429,
-        {
-            "message": "Rate limit reached for gpt-4o in organization org-fakeupstream on tokens per min "
-            "(TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s. Visit "
-            "https://platform.openai.com/account/rate-limits to learn more.",
-            "type": "tokens",
-            "param": None,
-            "code": "rate_limit_exceeded",
-        },
-    ),
+    "rate_limit": OPENAI_RATE_LIMIT,
     "prompt_too_long": (
         400,
         {
