@@ -4,6 +4,9 @@ Sections: ``observe`` (scanner + observer per protocol), ``translate`` (each str
 ``memory`` (peak RSS growth on a 200 MB stream, in process and through mitmdump), ``e2e``
 (mitmdump with the addon vs plain mitmdump), ``peer`` (LiteLLM's streaming adapters, optional).
 Figures are ratios to a floor measured in the same process and the same run.
+
+Issue 7 (speed) and seed 001 (001_5998ffc26e6ec2b6.txt): the SSE scanner runs once per chunk on the
+hot path; these figures check what that costs.
 """
 
 from __future__ import annotations

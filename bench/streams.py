@@ -9,6 +9,11 @@ is as large as the whole text, as it is in production).
 
 ``events`` is the approximate number of SSE events; the token sizes vary (1-12 characters, some
 non-ASCII) so no chunk boundary is systematically aligned with an event boundary.
+
+Seed rules: seed 000 (000_bfdabbe39bd0a69e.txt), how each protocol identifies in-flight blocks
+(Anthropic ``index``, Responses ``item_id`` + ``sequence_number``, Chat ``tool_calls[].index``);
+seed 003 (003_ddeb0f29c782f12f.txt), the usage-only chunk and ``[DONE]`` of Chat vs the Responses
+terminal event.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Interleaved best-of-N timing, so the floor and the candidate see the same machine noise."""
+"""Interleaved best-of-N timing, so the floor and the candidate see the same machine noise.
+
+Issue 7 (speed): figures are ratios to the floor, never absolute times; they compare the
+once-per-chunk scanning of seed 001 (001_5998ffc26e6ec2b6.txt).
+"""
 
 from __future__ import annotations
 
