@@ -13,9 +13,13 @@ from mitmproxy import exceptions, http
 from mitmproxy.test import taddons, tflow, tutils
 
 from proxai import observe
+from proxai.errors import UpstreamProtocolError
 from proxai.mitm import addon as addon_mod
 from proxai.mitm.addon import ProxAI
 from proxai.mitm.carrier import Carrier
+from proxai.model import Protocol
+from proxai.sse import SseScanner
+from proxai.translate.stream import make_stream_translator
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -444,3 +448,69 @@ def test_replayed_sse_body_is_observed_whole(tctx: Any) -> None:
     a.response(f)
     m = f.metadata["proxai"]
     assert m["outcome"] == "completed" and m["usage"]["total_tokens"] == 14 and "carrier" not in m
+
+
+# -- limits that are options: proxai_max_body, proxai_max_translate_buffer, proxai_max_tool_args ------
+
+
+@pytest.mark.parametrize("name", ["proxai_max_body", "proxai_max_translate_buffer"])
+def test_new_limit_options_have_help_and_refuse_non_positive(tctx: Any, name: str) -> None:
+    opt = tctx.options._options[name]
+    assert opt.typespec is int and opt.default == 64 * 1024 * 1024 and opt.help.strip()
+    with pytest.raises(exceptions.OptionsError):
+        tctx.configure(tctx.addon, **{name: 0})
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip"])
+def test_body_past_max_body_is_not_parsed_and_recorded_as_stream_limit(
+    tctx: Any, encoding: str | None
+) -> None:
+    a: ProxAI = tctx.addon
+    tctx.configure(a, proxai_max_body=len(CHAT_JSON) - 1)
+    f = _flow(body=b'{"stream":false}')
+    a.request(f)
+    headers = {"content_type": "application/json"}
+    if encoding:
+        headers["content_encoding"] = encoding
+    f.response = tutils.tresp(status_code=200, headers=http.Headers(**headers), content=b"")
+    wire = gzip.compress(CHAT_JSON) if encoding else CHAT_JSON
+    f.response.raw_content = wire
+    a.responseheaders(f)
+    a.response(f)
+    m = f.metadata["proxai"]
+    assert m["outcome"] == "error" and m["error"]["kind"] == "stream_limit"
+    assert "proxai_max_body" in m["error"]["message"] and "not parsed" in m["error"]["message"]
+    assert f.response.raw_content == wire  # passed through untouched
+
+
+def test_body_within_max_body_is_parsed(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    tctx.configure(a, proxai_max_body=len(CHAT_JSON))
+    f = _flow(body=b'{"stream":false}')
+    a.request(f)
+    f.response = tutils.tresp(
+        status_code=200, headers=http.Headers(content_type="application/json"), content=CHAT_JSON
+    )
+    a.response(f)
+    assert f.metadata["proxai"]["outcome"] == "completed"
+
+
+def test_translation_limits_reach_the_translators(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    tctx.configure(a, proxai_max_translate_buffer=4096, proxai_max_tool_args=16)
+    assert a.routing.max_buffer == 4096 and a.routing.max_tool_args == 16
+    tr = make_stream_translator(
+        Protocol.OPENAI_CHAT,
+        Protocol.ANTHROPIC_MESSAGES,
+        max_buffer=a.routing.max_buffer,
+        max_tool_args=a.routing.max_tool_args,
+    )
+    start = _chunk({"role": "assistant", "content": ""})
+    call = _chunk(
+        {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                         "function": {"name": "f", "arguments": '{"path": "/a/long/path"}'}}]}
+    )  # fmt: skip
+    sc = SseScanner()
+    tr.feed(sc.feed(start))
+    with pytest.raises(UpstreamProtocolError, match="exceed the limit of 16 bytes"):
+        tr.feed(sc.feed(call))

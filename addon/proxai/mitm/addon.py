@@ -45,6 +45,9 @@ from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.routing import Routing
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
 from proxai.translate.stream import StreamTranslator
+from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
+
+DEFAULT_MAX_BODY = 64 * 1024 * 1024
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +123,7 @@ class ProxAI:
         self.protocol_hint: Protocol | None = None
         self.limits = observe.Limits()
         self.max_decoded = DEFAULT_MAX_DECODED
+        self.max_body = DEFAULT_MAX_BODY
         self.capture = False
         self.diagnostics_dir = "flows/diagnostics"
         self.flows: weakref.WeakKeyDictionary[http.HTTPFlow, FlowState] = weakref.WeakKeyDictionary()
@@ -177,6 +181,22 @@ class ProxAI:
             "Most bytes one compressed chunk may expand to when ProxAI decodes gzip/deflate/br/zstd "
             "streams; past it the flow is passed through unobserved.",
         )
+        loader.add_option(
+            "proxai_max_body",
+            int,
+            DEFAULT_MAX_BODY,
+            "Largest non-streamed (JSON) LLM response body ProxAI parses, in bytes, after decoding; a "
+            "larger one is passed through unparsed and recorded as a stream_limit error (a translated "
+            "route answers its client with a stream_limit error instead).",
+        )
+        loader.add_option(
+            "proxai_max_translate_buffer",
+            int,
+            DEFAULT_MAX_BUFFER,
+            "Most bytes of streamed content a stream translation keeps per flow (the Responses "
+            "snapshot for response.completed, the text checked against .done events); past it the "
+            "client gets a stream_limit error in its protocol.",
+        )
         defaults = observe.Limits()
         for f in dataclasses.fields(observe.Limits):
             loader.add_option(
@@ -224,6 +244,14 @@ class ProxAI:
             if opts.proxai_max_decoded <= 0:
                 raise _options_error("proxai_max_decoded must be a positive number of bytes")
             self.max_decoded = opts.proxai_max_decoded
+        if "proxai_max_body" in updated:
+            if opts.proxai_max_body <= 0:
+                raise _options_error("proxai_max_body must be a positive number of bytes")
+            self.max_body = opts.proxai_max_body
+        if "proxai_max_translate_buffer" in updated:
+            if opts.proxai_max_translate_buffer <= 0:
+                raise _options_error("proxai_max_translate_buffer must be a positive number of bytes")
+            self.routing.max_buffer = opts.proxai_max_translate_buffer
         names = [f.name for f in dataclasses.fields(observe.Limits)]
         if any(f"proxai_{n}" in updated for n in names):
             values: dict[str, int] = {}
@@ -235,6 +263,7 @@ class ProxAI:
             if values.get("max_line", 0) > values.get("max_event", 1 << 62):
                 raise _options_error("proxai_max_line must not exceed proxai_max_event")
             self.limits = observe.Limits(**values)
+            self.routing.max_tool_args = self.limits.max_tool_args  # the translators' cap per call too
 
     # -- seams for the other engineers ----------------------------------------------------------
 
@@ -364,8 +393,16 @@ class ProxAI:
                 flow, state, summary, observe_error="the body was streamed by mitmproxy, not observed"
             )
             return
-        body = resp.get_content(strict=False) or b""
         headers_at = state.headers_at if state.headers_at is not None else now
+        body, too_large = self.buffered_body(resp)
+        if too_large is not None:
+            # Not parsed (proxai_max_body): recorded as stream_limit; bytes pass through as they are.
+            observer = self.new_observer(state)
+            observer.headers(resp.status_code, headers_at)
+            summary = observer.abort(too_large, now, ErrorKind.STREAM_LIMIT)
+            self.routing.body_too_large(flow, state, too_large)
+            self.record(flow, state, summary)
+            return
         try:
             summary = observe.observe_body(
                 state.protocol,
@@ -400,6 +437,31 @@ class ProxAI:
                 observer.headers(flow.response.status_code, state.headers_at)
             summary = observer.abort(message, now, ErrorKind.CONNECTION)
         self.record(flow, state, summary)
+
+    def buffered_body(self, resp: http.Response) -> tuple[bytes, str | None]:
+        """The decoded body of a buffered response, or why it is not parsed (past ``max_body``,
+        before or after decoding: a compressed body is decoded with that bound, never whole)."""
+        raw = resp.raw_content or b""
+        limit = self.max_body
+        if len(raw) > limit:
+            return (
+                b"",
+                f"response body of {len(raw)} bytes exceeds proxai_max_body ({limit} bytes); not parsed",
+            )
+        encoding = resp.headers.get("content-encoding")
+        if not encoding or encoding.strip().lower() == "identity":
+            return raw, None
+        try:
+            decoder = make_decoder(encoding, limit)
+            body = decoder.feed(raw)
+            body += decoder.flush()
+        except DecodeError as exc:
+            if "exceeds the limit" in str(exc):
+                return b"", f"decoded response body exceeds proxai_max_body ({limit} bytes); not parsed"
+            return resp.get_content(strict=False) or b"", None  # as before: mitmproxy's best effort
+        if len(body) > limit:
+            return b"", f"decoded response body exceeds proxai_max_body ({limit} bytes); not parsed"
+        return body, None
 
     # -- recording ------------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from proxai.translate.headers import env_key, plan_headers
 from proxai.translate.request import parse_body, translate_request
 from proxai.translate.response import load_json, translate_response
 from proxai.translate.stream import StreamTranslatorImpl, make_stream_translator
+from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,9 @@ class Routing:
         self.table: RouteTable | None = None
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.wall_clock = wall_clock
+        # Stream translation limits (options proxai_max_translate_buffer, proxai_max_tool_args).
+        self.max_buffer = DEFAULT_MAX_BUFFER
+        self.max_tool_args = DEFAULT_MAX_TOOL_ARGS
 
     def configure(self, path: str) -> None:
         """Load the routes file named by ``proxai_routes`` (empty: no routing). ``ConfigError``."""
@@ -193,7 +197,25 @@ class Routing:
             normalize=client is upstream,
             created=int(state.extra.get("created") or 0),
             include_usage=bool(state.extra.get("client_include_usage", True)),
+            max_buffer=self.max_buffer,
+            max_tool_args=self.max_tool_args,
         )
+
+    def body_too_large(self, flow: http.HTTPFlow, state: RoutedState, message: str) -> None:
+        """A buffered reply past ``proxai_max_body`` was not parsed: a translated route cannot give
+        it to the client in the upstream's protocol, so the client gets a ``stream_limit`` error in
+        its own; an observe-only route passes it through."""
+        route = state.route
+        client = state.client_protocol
+        resp = flow.response
+        if not isinstance(route, Route) or client is None or resp is None or state.extra.get("rejected"):
+            return
+        if client is state.protocol and not route.normalize:
+            return
+        info = flow.metadata.setdefault("proxai", {}).setdefault("route", {})
+        info["response_error"] = message
+        kind = ErrorKind.STREAM_LIMIT
+        self._replace(resp, http_status_for(kind, client), error_body(client, kind, message))
 
     def translate_body(self, flow: http.HTTPFlow, state: RoutedState) -> None:
         """Rewrite a buffered upstream reply for the client (the addon observed it already)."""

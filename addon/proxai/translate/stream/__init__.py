@@ -19,7 +19,7 @@ from .driver import StreamTranslatorImpl
 from .lifecycle import Lifecycle, Phase, StreamIdentity
 from .pairs import REGISTRY
 from .pairs import normalize as normalize_pair
-from .sources.common import DEFAULT_MAX_BUFFER
+from .sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 
 __all__ = [
     "PAIRS",
@@ -62,6 +62,7 @@ def make_stream_translator(
     created: int = 0,
     include_usage: bool = True,
     max_buffer: int = DEFAULT_MAX_BUFFER,
+    max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
 ) -> StreamTranslatorImpl:
     """A translator from ``upstream``'s stream to ``client``'s.
 
@@ -70,7 +71,9 @@ def make_stream_translator(
     and Responses snapshots (the core reads no clock). ``include_usage``: emit the Chat
     usage-only chunk (the client asked for ``stream_options.include_usage``). ``max_buffer``: the
     content a Responses source or target must keep (for ``.done`` checks and the terminal
-    snapshot), per stream; past it a ``SseLimitError`` ends the translation (bounded memory).
+    snapshot), per stream, in bytes really held; past it a ``SseLimitError`` ends the translation
+    (bounded memory). ``max_tool_args``: the argument characters kept per tool call to check its
+    JSON (Anthropic and Chat sources); past it an ``UpstreamProtocolError`` ends the translation.
     """
     if (upstream is client) != normalize:
         if normalize:
@@ -78,6 +81,12 @@ def make_stream_translator(
         raise ConfigError(f"same protocol on both sides ({upstream}) needs normalize = true")
     if normalize:
         return normalize_pair.build(
-            upstream, created=created, include_usage=include_usage, max_buffer=max_buffer
+            upstream,
+            created=created,
+            include_usage=include_usage,
+            max_buffer=max_buffer,
+            max_tool_args=max_tool_args,
         )
-    return REGISTRY[(upstream, client)](created=created, include_usage=include_usage, max_buffer=max_buffer)
+    return REGISTRY[(upstream, client)](
+        created=created, include_usage=include_usage, max_buffer=max_buffer, max_tool_args=max_tool_args
+    )

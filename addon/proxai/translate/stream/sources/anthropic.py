@@ -32,7 +32,7 @@ from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKind, Sink, Stop, TokenUsage
 
-from .common import ToolArgs, as_dict, as_int, as_str, classify, load_object
+from .common import DEFAULT_MAX_TOOL_ARGS, ToolArgs, as_dict, as_int, as_str, classify, load_object
 
 _DELTA_BLOCK: dict[str, BlockKind] = {
     "text_delta": "text",
@@ -82,7 +82,9 @@ class AnthropicSource:
         "sink",
     )
 
-    def __init__(self, sink: Sink, *, lifecycle_free: bool = False) -> None:
+    def __init__(
+        self, sink: Sink, *, lifecycle_free: bool = False, max_tool_args: int = DEFAULT_MAX_TOOL_ARGS
+    ) -> None:
         self.sink = sink
         self.life = Lifecycle()
         self._lifecycle_free = lifecycle_free
@@ -91,7 +93,7 @@ class AnthropicSource:
         self._usage = TokenUsage()
         self._stop_raw: str | None = None
         self._saw_data = False
-        self._args = ToolArgs()
+        self._args = ToolArgs(max_tool_args)
 
     # -- events -----------------------------------------------------------------------------
 

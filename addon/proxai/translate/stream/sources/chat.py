@@ -32,7 +32,7 @@ from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Sink, Stop, TokenUsage
 
-from .common import ToolArgs, as_dict, as_int, as_str, classify, load_object
+from .common import DEFAULT_MAX_TOOL_ARGS, ToolArgs, as_dict, as_int, as_str, classify, load_object
 
 TEXT_KEY = "text"
 REFUSAL_KEY = "refusal"
@@ -68,7 +68,9 @@ class ChatSource:
         "sink",
     )
 
-    def __init__(self, sink: Sink, *, normalize: bool = False) -> None:
+    def __init__(
+        self, sink: Sink, *, normalize: bool = False, max_tool_args: int = DEFAULT_MAX_TOOL_ARGS
+    ) -> None:
         self.sink = sink
         self.life = Lifecycle()
         self._normalize = normalize
@@ -79,7 +81,7 @@ class ChatSource:
         self._interim_usage: TokenUsage | None = None
         self._refusal = False
         self._saw_data = False
-        self._args = ToolArgs()
+        self._args = ToolArgs(max_tool_args)
 
     def event(self, ev: SseEvent) -> None:
         data = ev.data
