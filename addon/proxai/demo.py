@@ -8,6 +8,9 @@ completed / closed / error / unfinished_tool).
 
 This is a command-line program (like ``proxai.upstream``, a real component): it starts a
 subprocess and talks over loopback sockets; it reads the flows through ``proxai.mitm``.
+
+Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the outcomes completed / closed / error /
+unfinished_tool.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ Two rules, applied everywhere:
 * a *value* rule: anything that looks like a credential wherever it appears (``sk-...``, ``sk-ant-...``,
   ``Bearer ...``, Google ``AIza...`` keys, GitHub / Hugging Face / Slack / AWS tokens, JWTs) is replaced,
   so a key pasted into a prompt or echoed in an error message does not leak either.
+
+Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the unfinished-tool diagnostics and the 16 KiB
+recent tail leave the proxy only through these rules.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ original flows are never modified: the bundle is made of copies.
 
 Files written for ``PATH`` (``.flow`` suffix optional): ``<base>.flow``, ``<base>.summary.json`` and,
 when asked, ``<base>.har``.
+
+Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the unfinished-tool diagnostics travel with the
+bundle, redacted.
 """
 
 from __future__ import annotations

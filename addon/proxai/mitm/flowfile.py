@@ -2,6 +2,9 @@
 
 Issue 2, "Demo": the demo saves annotated flows with ``mitmdump -w`` and prints a table from
 them, read back with mitmproxy's ``FlowReader`` (only ``proxai.mitm`` imports mitmproxy).
+
+Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the outcome of each saved flow (completed / closed /
+error / unfinished_tool).
 """
 
 from __future__ import annotations

@@ -43,6 +43,10 @@ slowloris                    one byte at a time
 big_stream                   a large stream (x-proxai-events deltas), generated lazily
 gzip                         text with content-encoding gzip
 ===========================  ================================================================
+
+Seed rules: seed 001 (001_5998ffc26e6ec2b6.txt), the fixture list of a realistic upstream; seed 002
+(002_f5b06fe1d3656e26.txt), the five paths every provider test covers (success, error, cancel,
+parallel tool calls, truncated tail).
 """
 
 from .play import RecordedRequest

@@ -4,6 +4,9 @@ Issue 2 asks for a gzip scenario and issue 7 for compressed SSE upstreams: the b
 stay a live stream, so every piece is compressed and FLUSHED on its own (``Z_SYNC_FLUSH``,
 brotli ``flush()``, zstd ``FLUSH_BLOCK``) and the decoder on the other side can hand each
 event on as soon as it arrives. ``deflate`` is the zlib-wrapped format, as HTTP defines it.
+
+Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the carrier decodes each chunk before the SSE
+scanner runs once over it; flushed compression keeps that per-chunk path live.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ While a response plays, the connection is watched for the client going away: an 
 reset cancels the scenario and counts the stream in ``closed_early`` (issue 7: "the client
 disconnects mid-stream: the upstream is closed promptly"). A reset (``Sink.abort``) sets
 ``SO_LINGER`` 0 so the peer sees a TCP RST. Request bodies over ``max_body`` get 413.
+
+Seed rule: seed 002 (002_f5b06fe1d3656e26.txt), cancellation: a client that goes away cancels the
+scenario (``closed_early``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ scenario task. Flow control is honoured (a write waits for WINDOW_UPDATE). A cli
 RST_STREAM cancels only that stream's scenario; a closed connection cancels all of them;
 either counts as ``closed_early`` when the scenario had not finished. ``Sink.abort`` resets
 just the one stream (RST_STREAM INTERNAL_ERROR), the other streams go on.
+
+Seed rule: seed 002 (002_f5b06fe1d3656e26.txt), cancellation: a reset stream cancels only its own
+scenario.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ Neutral model: a message is a list of blocks with dense indexes in start order. 
 ``text``, ``thinking`` (with a signature), ``redacted_thinking`` (opaque data), ``refusal``
 and ``tool`` (id + name, arguments streamed as JSON fragments). Blocks may interleave (the
 parallel tool-call scenario), each renderer keeps them apart by index.
+
+Seed rules: seed 001 (001_5998ffc26e6ec2b6.txt) (the fixture list) and seed 002
+(002_f5b06fe1d3656e26.txt) (the protocol-neutral stream model: text, tool call, usage, done, error),
+which the ops mirror.
 """
 
 from __future__ import annotations

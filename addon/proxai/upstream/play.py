@@ -7,6 +7,9 @@ transport (``http1.py``, ``http2.py``) hands a parsed request and a ``Sink``; ``
 the renderer and scenario and hands the actions to ``playback.py``.
 Per-request headers: ``x-proxai-encoding``, ``x-proxai-stall`` (seconds, NOT scaled),
 ``x-proxai-time-scale``, ``x-proxai-size``, ``x-proxai-events``, ``x-proxai-content-type``.
+
+Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), per-protocol completeness (``message_stop``,
+``[DONE]``, the Responses terminal event): the path picks the protocol whose renderer provides it.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ sleeps ``seconds x time_scale`` (a stall can be overridden in real seconds) whil
 protocol's keepalive every ``every`` seconds; bytes are compressed and flushed per write;
 ``byte_delay`` writes one byte at a time (slowloris); an ``Abort`` resets or drops. A ``Sink``
 is one response on one HTTP/1.1 connection or HTTP/2 stream (``http1.py``, ``http2.py``).
+
+Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), idle timeout and tool-argument stall: scaled delays
+with and without keepalives are what the guard's rules meet.
 """
 
 from __future__ import annotations

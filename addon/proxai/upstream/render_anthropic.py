@@ -7,6 +7,9 @@ keepalive, ``content_block_start`` / ``content_block_delta`` (``text_delta``,
 with dense indexes, ``message_delta`` with the stop reason and CUMULATIVE usage, and
 ``message_stop``. Errors are ``event: error`` with ``{"type":"error","error":{...}}``; HTTP
 errors carry the same object (seed 002's prompt-too-long wording included).
+
+Seed rules: seed 000 (000_bfdabbe39bd0a69e.txt), Anthropic identifies blocks by a dense per-stream
+``index``; seed 002 (002_f5b06fe1d3656e26.txt), the prompt-too-long wording.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ every delta, indexes in first-appearance order; a chunk with ``finish_reason``; 
 ``choices: []`` chunk carries the usage (seed 003); then ``data: [DONE]``. Chat has no slot
 for thinking, so thinking blocks are not sent (their tokens still count as reasoning tokens).
 A mid-stream error is a data payload with a top-level ``"error"`` object.
+
+Seed rules: seed 000 (000_bfdabbe39bd0a69e.txt), Chat identifies a tool call by
+``tool_calls[].index``; seed 003 (003_ddeb0f29c782f12f.txt), the usage-only chunk and ``[DONE]``.
 """
 
 from __future__ import annotations

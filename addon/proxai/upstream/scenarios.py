@@ -9,6 +9,10 @@ protocol turns it into that protocol's real wire shape, so every scenario exists
 Messages, OpenAI Chat Completions and OpenAI Responses, streamed and non-streamed.
 
 Delays are in seconds of a real model; the server multiplies them by its ``time_scale``.
+
+Seed rules: seed 001 (001_5998ffc26e6ec2b6.txt), the fixture list above; seed 002
+(002_f5b06fe1d3656e26.txt), every provider-test path (success, error, cancel, parallel tool calls,
+truncated tail) is a scenario.
 """
 
 from __future__ import annotations

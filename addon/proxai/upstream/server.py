@@ -6,6 +6,9 @@ HTTP/1.1 (and HTTP/2 with prior knowledge, detected from the connection preface)
 ``tls=True`` a throw-away CA and certificate are made at start and ALPN offers ``h2`` (when
 ``http2=True``) and ``http/1.1``. This module and its transports are the one part of ProxAI
 that opens sockets and reads clocks (TEAM.md).
+
+Seed rule: seed 002 (002_f5b06fe1d3656e26.txt), cancellation: streams whose client left early are
+counted (``closed_early``).
 """
 
 from __future__ import annotations
