@@ -514,3 +514,69 @@ def test_translation_limits_reach_the_translators(tctx: Any) -> None:
     tr.feed(sc.feed(start))
     with pytest.raises(UpstreamProtocolError, match="exceed the limit of 16 bytes"):
         tr.feed(sc.feed(call))
+
+
+# -- proxai_guard (master switch) and proxai_guard_abnormal -------------------------------------------
+
+
+def _ev(name: str, data: str) -> bytes:
+    return f"event: {name}\ndata: {data}\n\n".encode()
+
+
+ABNORMAL_ARGS = (
+    _ev(
+        "message_start",
+        '{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],'
+        '"model":"claude-x","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}}',
+    )
+    + _ev(
+        "content_block_start",
+        '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1",'
+        '"name":"write_file","input":{}}}',
+    )
+    + _ev(
+        "content_block_delta",
+        '{"type":"content_block_delta","index":0,'
+        '"delta":{"type":"input_json_delta","partial_json":"{\\"p\\": "}}',
+    )
+    + _ev("content_block_stop", '{"type":"content_block_stop","index":0}')  # invalid JSON declared done
+    + _ev("message_stop", '{"type":"message_stop"}')
+)
+
+
+@pytest.mark.parametrize(
+    ("opts", "guarded"),
+    [({}, True), ({"proxai_guard": False}, False), ({"proxai_guard_abnormal": False}, False)],
+)
+def test_guard_switches(tctx: Any, opts: dict[str, Any], guarded: bool) -> None:
+    a: ProxAI = tctx.addon
+    tctx.configure(a.guard, **opts)
+    f = _flow(path="/v1/messages", body=b'{"stream":true}')
+    f.request.headers["accept-encoding"] = "gzip, br"
+    a.request(f)
+    a.guard.request(f)
+    # The guard asks for identity only while it is on.
+    assert f.request.headers["accept-encoding"] == (
+        "gzip, br" if opts.get("proxai_guard") is False else "identity"
+    )
+    f.response = _sse_response()
+    got = _stream(a, f, ABNORMAL_ARGS, sizes=50)
+    m = f.metadata["proxai"]
+    if guarded:
+        assert got != ABNORMAL_ARGS and b"event: error" in got and "guard" in m["extra"]
+    else:
+        assert got == ABNORMAL_ARGS  # exactly the upstream bytes
+        assert "guard" not in m.get("extra", {}) and m["outcome"] == "completed"
+    carrier = a.flows.get(f)
+    assert carrier is None  # forgotten after the response hook
+
+
+def test_guard_off_installs_no_hooks(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    tctx.configure(a.guard, proxai_guard=False)
+    f = _flow(path="/v1/messages")
+    a.request(f)
+    f.response = _sse_response()
+    a.responseheaders(f)
+    assert f.response is not None and isinstance(f.response.stream, Carrier)
+    assert f.response.stream.on_chunk == [] and not f.response.stream.at_end_hooks

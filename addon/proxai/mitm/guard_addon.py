@@ -240,8 +240,29 @@ class GuardAddon:
     def __init__(self) -> None:
         self.config = GuardConfig()
         self.use_timer = True
+        self.on = True  # proxai_guard: False = pure observe-only (no injection, no header rewrite)
+
+    @property
+    def active(self) -> bool:
+        return self.on and self.config.enabled
 
     def load(self, loader: Loader) -> None:
+        loader.add_option(
+            "proxai_guard",
+            bool,
+            True,
+            "The stream guard (docs/guard.md): on a tool-argument stall, an idle upstream or abnormal "
+            "tool arguments, inject one protocol-correct SSE error and close the stream; guarded flows "
+            "ask the upstream for Accept-Encoding: identity. False: pure observe-only, the client "
+            "gets exactly the upstream's bytes and headers (the outcome is still recorded).",
+        )
+        loader.add_option(
+            "proxai_guard_abnormal",
+            bool,
+            True,
+            "Guard rule: end the stream when a tool call is declared done with arguments that are not "
+            "valid JSON, or the stream ends while a call is unfinished. False: only recorded.",
+        )
         loader.add_option(
             "proxai_tool_stall",
             str,
@@ -268,29 +289,33 @@ class GuardAddon:
         )
 
     def configure(self, updated: set[str]) -> None:
-        if "proxai_tool_stall" in updated or "proxai_idle_timeout" in updated:
+        if updated & {"proxai_tool_stall", "proxai_idle_timeout", "proxai_guard_abnormal"}:
             self.config = GuardConfig(
                 tool_stall=parse_seconds("proxai_tool_stall", ctx.options.proxai_tool_stall),
                 idle_timeout=parse_seconds("proxai_idle_timeout", ctx.options.proxai_idle_timeout),
+                abnormal_arguments=bool(ctx.options.proxai_guard_abnormal),
             )
+        if "proxai_guard" in updated:
+            self.on = bool(ctx.options.proxai_guard)
         if "proxai_guard_timer" in updated:
             self.use_timer = bool(ctx.options.proxai_guard_timer)
 
     def running(self) -> None:
-        injection.install()
+        if self.active:  # off: mitmproxy's internals stay untouched (setup installs if turned on later)
+            injection.install()
 
     def request(self, flow: http.HTTPFlow) -> None:
         """Ask guarded LLM flows for an uncompressed body: an error injected into a gzip/br/zstd
         pass-through stream would corrupt it. Runs after ``ProxAI.request`` (a child addon), which
         marks LLM flows with ``flow.metadata["proxai"]``."""
-        if not self.config.enabled or "proxai" not in flow.metadata:
+        if not self.active or "proxai" not in flow.metadata:
             return
         if flow.request.headers.get("accept-encoding", "identity").strip().lower() != "identity":
             flow.request.headers["accept-encoding"] = "identity"
 
     def setup(self, flow: http.HTTPFlow, carrier: Carrier) -> None:
         """``ProxAI.carrier_setup`` hook: guard this streamed flow."""
-        if not self.config.enabled:
+        if not self.active:
             return
         injection.install()  # idempotent; normally done at `running` (a reloaded script may miss it)
         FlowGuard(self.config, flow, carrier, start=carrier.clock(), timer=self.use_timer)
