@@ -76,18 +76,11 @@ def stream_with_sdk(
         return rs.get_final_response()
 
 
-def sdk_error(
-    protocol: str,
-    md: Mitmdump,
-    test_tag: str,
-    scenario: str,
-    *,
-    h2: bool = False,
-    upstream: str | None = None,
-) -> Exception:
-    """The exception the real SDK raised; fails the test if the stream completed."""
+def sdk_error(protocol: str, md: Mitmdump, test_tag: str, scenario: str, **kw: Any) -> Exception:
+    """The exception the real SDK raised (``kw`` as for ``stream_with_sdk``); fails the test if the
+    stream completed."""
     try:
-        final = stream_with_sdk(protocol, md, test_tag, scenario, h2=h2, upstream=upstream)
+        final = stream_with_sdk(protocol, md, test_tag, scenario, **kw)
     except (anthropic.APIError, openai.APIError) as exc:
         return exc
     raise AssertionError(f"the SDK did not raise; final object: {final!r}")
