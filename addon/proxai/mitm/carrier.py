@@ -70,6 +70,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+_JOIN_HELD = 64 * 1024  # held pieces smaller than this go out joined
+
+
 class CarrierState(StrEnum):
     STREAMING = "streaming"  # bytes flow
     CLOSED = "closed"  # we ended the client stream (guard / translation failure); upstream bytes dropped
@@ -356,19 +359,23 @@ class Carrier:
             self._held, self._held_len = [data[cut:]], pending
             return [data[:cut]]
         cut = len(chunk) - pending
-        done = chunk if pending == 0 else chunk[:cut]
-        if self._held:
-            done = b"".join(self._held) + done
+        out = self._release_held()
+        if out and len(out[-1]) < _JOIN_HELD:  # one write for a small event held in pieces
+            out[-1] += chunk if pending == 0 else chunk[:cut]
+        else:
+            out.append(chunk if pending == 0 else chunk[:cut])
         self._held = [chunk[cut:]] if pending else []
         self._held_len = pending
-        return [done]
+        return out
 
     def _release_held(self) -> list[bytes]:
-        if not self._held:
-            return []
-        data = b"".join(self._held)
+        """The held bytes: joined when small (one write), else the pieces as they came (a held
+        event may be megabytes: no copy)."""
+        out = self._held
         self._held, self._held_len = [], 0
-        return [data]
+        if len(out) > 1 and sum(len(p) for p in out) < _JOIN_HELD:
+            return [b"".join(out)]
+        return out
 
     def _drop_held(self) -> None:
         self.held_dropped += self._held_len
