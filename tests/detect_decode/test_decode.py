@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from proxai.decode import make_decoder, parse_encodings
 from proxai.errors import DecodeError
+from tests.splits import random_pieces
 
 _EVENT = b'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"tok%d"}}\n\n'
 PLAIN = b"".join(_EVENT % i for i in range(400))
@@ -43,15 +44,6 @@ def _decode_in(encoding: str | None, pieces: list[bytes], max_output: int = 1 <<
     return b"".join(d.feed(p) for p in pieces) + d.flush()
 
 
-def _splits(data: bytes, rng: random.Random) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rng.randint(1, 64)
-        out.append(data[i : i + n])
-        i += n
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(ENCODERS))
 def test_whole_bytewise_random(name: str) -> None:
     enc = ENCODERS[name](PLAIN)
@@ -59,7 +51,7 @@ def test_whole_bytewise_random(name: str) -> None:
     assert _decode_in(_header(name), [enc[i : i + 1] for i in range(len(enc))]) == PLAIN
     rng = random.Random(name)
     for _ in range(5):
-        assert _decode_in(_header(name), _splits(enc, rng)) == PLAIN
+        assert _decode_in(_header(name), random_pieces(enc, rng)) == PLAIN
 
 
 @pytest.mark.parametrize("encoding", [None, "", "identity", "IDENTITY"])
@@ -77,7 +69,7 @@ def test_gzip_multi_member() -> None:
 def test_chained_encodings_decode_in_reverse() -> None:
     enc = brotli.compress(gzip.compress(PLAIN))  # gzip applied first, then br
     assert parse_encodings("gzip, br") == ["gzip", "br"]
-    assert _decode_in("gzip, br", _splits(enc, random.Random(1))) == PLAIN
+    assert _decode_in("gzip, br", random_pieces(enc, random.Random(1))) == PLAIN
 
 
 @pytest.mark.parametrize("name", sorted(ENCODERS))

@@ -12,19 +12,11 @@ from proxai.decode import make_decoder
 from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
 from proxai.model import ErrorKind, Outcome, Protocol
 from proxai.sse import SseEvent
+from tests.splits import random_pieces
 
 from .fakes import RecordingObserver, UpperTranslator
 
 STREAM = b"".join(b'data: {"n":%d}\n\n' % i for i in range(50)) + b"data: [DONE]\n\n"
-
-
-def _chunks(data: bytes, rng: random.Random) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rng.randint(1, 40)
-        out.append(data[i : i + n])
-        i += n
-    return out
 
 
 def _carrier(obs: RecordingObserver, encoding: str | None = None, **kw: object) -> Carrier:
@@ -57,7 +49,7 @@ def test_observe_only_passes_exact_bytes(split: str, encoding: str | None) -> No
     elif split == "bytewise":
         chunks = [wire[i : i + 1] for i in range(len(wire))]
     else:
-        chunks = _chunks(wire, random.Random(3))
+        chunks = random_pieces(wire, random.Random(3), max_size=40)
     obs = RecordingObserver()
     c = _carrier(obs, encoding)
     outs = _run(c, chunks)
@@ -314,7 +306,7 @@ def _watch(_c: Carrier, _e: list[SseEvent], _now: float) -> GuardAction | None:
 def test_guarded_pass_through_forwards_whole_events_only(seed: int) -> None:
     body = STREAM.replace(b'data: {"n":7}\n\n', b'event: x\r\ndata: {"n":7}\r\n\r\n') + b"data: trunc"
     rng = random.Random(seed)
-    chunks = _chunks(body, rng) if seed else [body[i : i + 1] for i in range(len(body))]
+    chunks = random_pieces(body, rng, max_size=40) if seed else [body[i : i + 1] for i in range(len(body))]
     obs = RecordingObserver()
     c = _carrier(obs)
     c.on_chunk.append(_watch)
@@ -342,7 +334,7 @@ def test_guarded_compressed_pass_through_is_not_aligned() -> None:
     obs = RecordingObserver()
     c = _carrier(obs, "gzip")
     c.on_chunk.append(_watch)
-    chunks = _chunks(wire, random.Random(1))
+    chunks = random_pieces(wire, random.Random(1), max_size=40)
     assert [b"".join(o) for o in _run(c, chunks)[:-1]] == chunks
 
 

@@ -17,6 +17,7 @@ from proxai.protocols.anthropic import AnthropicObserver
 from proxai.protocols.chat import ChatObserver
 from proxai.protocols.responses import ResponsesObserver
 from tests.observe.harness import FIXTURES, fixture_cases, normalize
+from tests.splits import cut_pieces
 
 PROTOCOLS = list(Protocol)
 STREAMS = [p for p in fixture_cases() if p.suffix == ".sse"]
@@ -37,14 +38,8 @@ def observe(protocol: Protocol, pieces: list[bytes], limits: Limits, status: int
     return normalize(s, obs.failed)
 
 
-@st.composite
-def cut(draw: st.DrawFn, data: bytes) -> list[bytes]:
-    points = sorted(draw(st.sets(st.integers(0, len(data)), max_size=20)))
-    pieces, prev = [], 0
-    for c in [*points, len(data)]:
-        pieces.append(data[prev:c])
-        prev = c
-    return [p for p in pieces if p]
+def cut(data: bytes) -> st.SearchStrategy[list[bytes]]:
+    return cut_pieces(data, max_cuts=20, keep_empty=False)
 
 
 @st.composite

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from proxai.errors import ProxaiError, SseLimitError
 from proxai.sse import SseEvent, SseScanner, encode_event
+from tests.splits import cut_pieces
 
 
 def _feed(chunks: list[bytes], **kw: int) -> tuple[list[SseEvent], SseScanner]:
@@ -310,14 +311,8 @@ def _sse_like(draw: st.DrawFn) -> bytes:
     return b"".join(draw(st.lists(_ALPHABET, max_size=60)))
 
 
-@st.composite
-def _cuts(draw: st.DrawFn, data: bytes) -> list[bytes]:
-    cuts = sorted(draw(st.sets(st.integers(0, len(data)), max_size=12)))
-    pieces, prev = [], 0
-    for c in [*cuts, len(data)]:
-        pieces.append(data[prev:c])
-        prev = c
-    return pieces
+def _cuts(data: bytes) -> st.SearchStrategy[list[bytes]]:
+    return cut_pieces(data, max_cuts=12)
 
 
 def _outcome(

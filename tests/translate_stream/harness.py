@@ -24,6 +24,7 @@ from proxai.upstream.render_anthropic import AnthropicRenderer
 from proxai.upstream.render_chat import ChatRenderer
 from proxai.upstream.render_responses import ResponsesRenderer
 from proxai.upstream.scenarios import get_scenario
+from tests.splits import random_pieces
 
 from .validators import Final, scan
 
@@ -49,13 +50,7 @@ def chunks(body: bytes, mode: str, seed: int = 0) -> list[bytes]:
         return [body]
     if mode == "bytes":
         return [body[i : i + 1] for i in range(len(body))]
-    rnd = random.Random(seed)
-    out, i = [], 0
-    while i < len(body):
-        n = rnd.randint(1, 64)
-        out.append(body[i : i + n])
-        i += n
-    return out
+    return random_pieces(body, random.Random(seed))
 
 
 def carry(t: StreamTranslatorImpl, pieces: list[bytes], *, reset: bool = False) -> bytes:
