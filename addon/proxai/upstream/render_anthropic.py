@@ -68,24 +68,20 @@ class AnthropicRenderer:
     def tool_id(self, block: Block) -> str:
         return "toolu_01" + block.tool_id
 
-    def _usage_start(self, t: Transcript) -> dict[str, Any]:
+    def _usage(self, t: Transcript, output_tokens: int) -> dict[str, Any]:
         s = t.start
         return {
             "input_tokens": s.input_tokens,
             "cache_creation_input_tokens": s.cache_write,
             "cache_read_input_tokens": s.cache_read,
-            "output_tokens": 1,
-            "service_tier": "standard",
+            "output_tokens": output_tokens,
         }
 
+    def _usage_start(self, t: Transcript) -> dict[str, Any]:
+        return {**self._usage(t, 1), "service_tier": "standard"}
+
     def _usage_final(self, t: Transcript) -> dict[str, Any]:
-        s = t.start
-        return {
-            "input_tokens": s.input_tokens,
-            "cache_creation_input_tokens": s.cache_write,
-            "cache_read_input_tokens": s.cache_read,
-            "output_tokens": t.output_tokens,
-        }
+        return self._usage(t, t.output_tokens)
 
     def _message(self, t: Transcript, content: list[dict[str, Any]], usage: dict[str, Any]) -> dict[str, Any]:
         return {
