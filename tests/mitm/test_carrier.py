@@ -376,3 +376,25 @@ def test_alignment_is_given_up_when_the_scanner_stops() -> None:
     out = c(b"\n\ndata: 3")
     assert b"".join(out) == b"data: 2\n\ndata: 3"  # held bytes released with the chunk, never lost
     assert c(b"\n\n") == [b"\n\n"]
+
+
+def test_a_large_held_event_goes_out_as_its_pieces_without_a_copy() -> None:
+    obs = RecordingObserver()
+    c = _carrier(obs)
+    c.on_chunk.append(_watch)
+    pieces = [b"data: " + b"x" * 40_000, b"y" * 40_000, b"z" * 40_000]
+    assert [c(p) for p in pieces] == [[], [], []]  # one unfinished event: all held
+    out = c(b"\n\ndata: 2")
+    assert isinstance(out, list)
+    assert len(out) == 3 and out[0] is pieces[0] and out[1] is pieces[1]  # the very objects, no copy
+    assert out[2] == pieces[2] + b"\n\n"  # a small last piece takes the event's end in one write
+    assert c(b"") == [b"data: 2"]  # the truncated tail is flushed at the end
+
+
+def test_a_small_held_event_goes_out_in_one_write() -> None:
+    obs = RecordingObserver()
+    c = _carrier(obs)
+    c.on_chunk.append(_watch)
+    for b in b"data: 1":
+        assert c(bytes([b])) == []
+    assert c(b"\n\n") == [b"data: 1\n\n"]
