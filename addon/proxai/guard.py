@@ -24,7 +24,6 @@ A threshold of 0 disables its rule.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -275,35 +274,3 @@ def _current_call(open_calls: Sequence[OpenCall]) -> OpenCall | None:
         if best is None or c.started_at >= best.started_at:
             best = c
     return best
-
-
-_EOL = re.compile(rb"\r\n|\r|\n")
-
-
-def resume_prefix(sent: bytes) -> bytes:
-    """What to put before an injected SSE event so that the client parses it as an event of its own.
-
-    ``sent`` is what the client has received (its recent tail). At an event boundary: nothing. Inside
-    an event that has no data line yet (only ``event:`` / ``id:`` / comments): end the open line only;
-    our ``event:`` line then replaces the pending type and our data is the event's data. Inside an
-    event with data: end it (it is dispatched as it is: whole when its lines are complete, truncated
-    when the upstream stopped mid-line). A trailing CR is a line end that an LF must not complete.
-    """
-    if not sent:
-        return b""
-    parts = _EOL.split(sent)
-    partial = parts[-1]
-    block: list[bytes] = []
-    for line in reversed(parts[:-1]):
-        if not line:
-            break
-        block.append(line)
-    if partial:
-        block.append(partial)
-    if not block:
-        return b""
-    eol = b"\r" if sent.endswith(b"\r") else b"\n"
-    has_data = any(line == b"data" or line.startswith(b"data:") for line in block)
-    if not has_data:
-        return eol if partial else b""
-    return eol + eol if partial else eol
