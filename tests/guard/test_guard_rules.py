@@ -213,4 +213,3 @@ def test_end_of_body_inside_a_call_is_abnormal_and_stops_time_rules() -> None:
     )
     # no open call: an ended stream is never judged for time, however long ago the last byte was
     assert guard.check(CFG, open_calls=[], ended=True, last_byte_at=0.0, start=0.0, now=1e6) is None
-
