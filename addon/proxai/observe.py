@@ -216,14 +216,19 @@ class StreamObserver:
 
         The message is recorded as the summary's error (source ``proxy``) unless an error is
         already there; the outcome is ``error``, unless the terminal event had already
-        arrived (``completed``) or a tool call was open (``unfinished_tool``).
+        arrived (``completed``, the message kept only as a note) or a tool call was open
+        (``unfinished_tool``).
         """
         if self._done is not None:
             return self._done
         self._aborted = True
         self._http_error()
         acc = self._proto.acc
-        if acc.error is None:
+        if acc.terminal:
+            # The stream had already ended as its protocol says (e.g. an SDK that closes the
+            # connection right after ``[DONE]``, before the upstream's end of message): not an error.
+            acc.note(f"the connection closed after the terminal event: {error_message(message)}")
+        elif acc.error is None:
             acc.error = ErrorInfo(kind=kind, message=error_message(message), source="proxy")
         self._done = self._build(now, final=True)
         return self._done

@@ -270,6 +270,11 @@ def test_abort_after_terminal_stays_completed() -> None:
     assert obs.terminal
     s = obs.abort("client went away", 2.0)
     assert s.outcome is Outcome.COMPLETED
+    # e.g. the openai SDK closes the connection right after [DONE]: not an error of the stream
+    assert s.error is None
+    assert s.to_metadata()["extra"]["notes"] == [
+        "the connection closed after the terminal event: client went away"
+    ]
 
 
 def test_feed_after_finish_is_ignored() -> None:
