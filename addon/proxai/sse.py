@@ -252,36 +252,10 @@ class SseScanner:
                 raise SseLimitError("line", max_line)
             if self._block_size + (pos - raw_start) + self._data_size > max_event:
                 raise SseLimitError("event", max_event)
-            if line[:6] == b"data: ":
-                field, value = b"data", line[6:]
-            elif line[:7] == b"event: ":
+            if line[:7] == b"event: ":  # the commonest non-data line, shortcut
                 self._event_type = line[7:].decode("utf-8", "replace")
-                continue
-            elif line[0] == _COLON:
-                continue  # comment
-            else:
-                colon = line.find(b":")
-                if colon < 0:
-                    field, value = line, b""
-                else:
-                    field = line[:colon]
-                    start = colon + 1
-                    if start < len(line) and line[start] == _SPACE:
-                        start += 1
-                    value = line[start:]
-            if field == b"data":
-                self._data.append(value.decode("utf-8", "replace"))
-                self._data_size += len(value) + 1
-                if self._block_size + (pos - raw_start) + self._data_size > max_event:
-                    raise SseLimitError("event", max_event)
-            elif field == b"event":
-                self._event_type = value.decode("utf-8", "replace")
-            elif field == b"id":
-                if b"\x00" not in value:
-                    self._last_id = value.decode("utf-8", "replace")
-            elif field == b"retry" and value and value.isdigit() and value.isascii():
-                self.retry = int(value)
-            # any other field is ignored
+            elif line[0] != _COLON:  # not a comment
+                self._field(line, pos - raw_start)
         # The rest of the block so far (complete lines and a partial one) is kept for ``raw``.
         n = len(data)
         if raw_start < n:
@@ -324,22 +298,29 @@ class SseScanner:
             self._dispatch(out)
             return
         self._check_event_size()  # a block of comment lines alone must not grow without bound
-        first = line[0]
-        if first == _COLON:
-            return  # comment
-        colon = line.find(b":")
-        if colon < 0:
-            field, value = line, b""
+        if line[0] != _COLON:  # not a comment
+            self._field(line, 0)
+
+    def _field(self, line: bytes, unaccounted: int) -> None:
+        """Interpret one non-empty, non-comment line. ``unaccounted``: bytes of the current block
+        not yet added to ``_block_size`` (the LF fast path adds them at the end of the chunk)."""
+        if line[:6] == b"data: ":
+            field, value = b"data", line[6:]
         else:
-            field = line[:colon]
-            start = colon + 1
-            if start < len(line) and line[start] == _SPACE:
-                start += 1
-            value = line[start:]
+            colon = line.find(b":")
+            if colon < 0:
+                field, value = line, b""
+            else:
+                field = line[:colon]
+                start = colon + 1
+                if start < len(line) and line[start] == _SPACE:
+                    start += 1
+                value = line[start:]
         if field == b"data":
             self._data.append(value.decode("utf-8", "replace"))
             self._data_size += len(value) + 1
-            self._check_event_size()
+            if self._block_size + unaccounted + self._data_size > self.max_event:
+                raise SseLimitError("event", self.max_event)
         elif field == b"event":
             self._event_type = value.decode("utf-8", "replace")
         elif field == b"id":
