@@ -228,6 +228,7 @@ def test_request_body_cap() -> None:
     with FakeUpstream(time_scale=0.0, max_body=1000) as up, httpx.Client(verify=PLAIN) as client:
         r = client.post(up.url + PATHS["chat"], json={"model": "text", "pad": "x" * 2000})
         assert r.status_code == 413
+        assert r.headers["connection"] == "close"  # the next request must not race the close
         r = client.post(up.url + PATHS["chat"], json={"model": "text"})
         assert r.status_code == 200
 

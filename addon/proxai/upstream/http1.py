@@ -75,7 +75,12 @@ def reset(writer: asyncio.StreamWriter) -> None:
 
 async def _refuse(sink: H1Sink, status: int, message: str) -> None:
     msg = orjson.dumps({"error": {"message": message, "type": "invalid_request_error"}})
-    await sink.start(status, [("content-type", "application/json"), ("content-length", str(len(msg)))])
+    # The connection ends after a refusal: say so, or a keep-alive client may send its next request
+    # on it and race the close (a reset instead of an answer).
+    await sink.start(
+        status,
+        [("content-type", "application/json"), ("content-length", str(len(msg))), ("connection", "close")],
+    )
     await sink.write(msg)
     await sink.end()
 
