@@ -30,7 +30,7 @@ from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtoco
 from proxai.sse import SseEvent
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
-from proxai.translate.stream.sink import BlockKind, Sink, Stop, TokenUsage
+from proxai.translate.stream.sink import BlockKind, DeltaKind, Sink, Stop, TokenUsage
 
 from .common import DEFAULT_MAX_TOOL_ARGS, ToolArgs, as_dict, as_int, as_str, classify, load_object
 
@@ -40,6 +40,13 @@ _DELTA_BLOCK: dict[str, BlockKind] = {
     "thinking_delta": "thinking",
     "signature_delta": "thinking",
     "input_json_delta": "tool",
+}
+# delta type -> (the payload field it carries, the sink's delta kind)
+_DELTA_FIELD: dict[str, tuple[str, DeltaKind]] = {
+    "text_delta": ("text", "text"),
+    "input_json_delta": ("partial_json", "args"),
+    "thinking_delta": ("thinking", "thinking"),
+    "signature_delta": ("signature", "signature"),
 }
 _BLOCK_TYPES: dict[str, BlockKind] = {
     "text": "text",
@@ -244,32 +251,16 @@ class AnthropicSource:
             self._ensure_streaming("content_block_delta")
         if kind != want:
             raise SemanticStreamError(f"{dtype} inside a {kind} block (index {idx})")
-        if dtype == "text_delta":
-            text = delta.get("text")
-            if not isinstance(text, str):
-                raise UpstreamProtocolError(f"text_delta without text (index {idx})")
-            if text:
-                self.sink.delta(idx, "text", text)
-        elif dtype == "input_json_delta":
-            part = delta.get("partial_json")
-            if not isinstance(part, str):
-                raise UpstreamProtocolError(f"input_json_delta without partial_json (index {idx})")
-            if part:
-                self._args.add(idx, part)
-                self.sink.delta(idx, "args", part)
-        elif dtype == "thinking_delta":
-            text = delta.get("thinking")
-            if not isinstance(text, str):
-                raise UpstreamProtocolError(f"thinking_delta without thinking (index {idx})")
-            if text:
-                self.sink.delta(idx, "thinking", text)
-        elif dtype == "signature_delta":
-            sig = delta.get("signature")
-            if not isinstance(sig, str):
-                raise UpstreamProtocolError(f"signature_delta without signature (index {idx})")
-            if sig:
-                self.sink.delta(idx, "signature", sig)
-        # citations_delta: citations are not carried across protocols (text is unaffected)
+        carried = _DELTA_FIELD.get(dtype)
+        if carried is not None:  # citations_delta is not: citations are not carried across protocols
+            field, sink_kind = carried
+            value = delta.get(field)
+            if not isinstance(value, str):
+                raise UpstreamProtocolError(f"{dtype} without {field} (index {idx})")
+            if value:
+                if sink_kind == "args":
+                    self._args.add(idx, value)
+                self.sink.delta(idx, sink_kind, value)
 
     def _block_stop(self, obj: dict[str, Any]) -> None:
         idx = self._index(obj, "content_block_stop")
