@@ -23,9 +23,20 @@ from enum import Enum
 from typing import Any
 
 from proxai.errors import UpstreamProtocolError
-from proxai.model import Protocol, StopClass, Usage
+from proxai.model import Protocol, StopClass
 
-from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields, nbytes
+from .common import (
+    Accum,
+    ObserverBase,
+    ToolBuffer,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    error_fields,
+    nbytes,
+    openai_usage,
+)
 
 
 class State(Enum):
@@ -51,17 +62,6 @@ STOP_CLASSES: dict[str, StopClass] = {
     "function_call": StopClass.TOOL_USE,
     "content_filter": StopClass.CONTENT_FILTER,
 }
-
-
-def chat_usage(u: dict[str, Any]) -> Usage:
-    """Seed 002's table: prompt -> input, completion -> output, API total, cached -> cache read."""
-    inp = as_int(u.get("prompt_tokens"))
-    out = as_int(u.get("completion_tokens"))
-    total = as_int(u.get("total_tokens"))
-    if total is None and inp is not None and out is not None:
-        total = inp + out
-    cached = as_int(as_dict(u.get("prompt_tokens_details")).get("cached_tokens"))
-    return Usage(input_tokens=inp, output_tokens=out, total_tokens=total, cache_read_tokens=cached)
 
 
 class ChatObserver(ObserverBase):
@@ -161,7 +161,7 @@ class ChatObserver(ObserverBase):
         self._transition("finish" if finished else "chunk")
         u = obj.get("usage")
         if type(u) is dict:
-            acc.usage = chat_usage(u)
+            acc.usage = openai_usage(u, "prompt", "completion")
 
     def _identity(self, obj: dict[str, Any]) -> None:
         acc = self.acc
@@ -287,4 +287,4 @@ class ChatObserver(ObserverBase):
                 acc.stop(reason, STOP_CLASSES)
         u = obj.get("usage")
         if type(u) is dict:
-            acc.usage = chat_usage(u)
+            acc.usage = openai_usage(u, "prompt", "completion")

@@ -76,6 +76,18 @@ def as_list(v: Any) -> list[Any]:
     return v if type(v) is list else []
 
 
+def openai_usage(u: dict[str, Any], inp_key: str, out_key: str) -> Usage:
+    """Seed 002's usage table for both OpenAI APIs (Chat names ``prompt``/``completion``, Responses
+    ``input``/``output``): input, output, the API total (or their sum), cached input -> cache read."""
+    inp = as_int(u.get(f"{inp_key}_tokens"))
+    out = as_int(u.get(f"{out_key}_tokens"))
+    total = as_int(u.get("total_tokens"))
+    if total is None and inp is not None and out is not None:
+        total = inp + out
+    cached = as_int(as_dict(u.get(f"{inp_key}_tokens_details")).get("cached_tokens"))
+    return Usage(input_tokens=inp, output_tokens=out, total_tokens=total, cache_read_tokens=cached)
+
+
 def json_valid(text: str) -> bool:
     if not text:
         return False

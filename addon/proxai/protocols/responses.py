@@ -27,9 +27,19 @@ from enum import Enum
 from typing import Any
 
 from proxai.errors import SemanticStreamError, UpstreamProtocolError
-from proxai.model import Protocol, StopClass, Usage
+from proxai.model import Protocol, StopClass
 
-from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields, nbytes
+from .common import (
+    Accum,
+    ObserverBase,
+    ToolBuffer,
+    as_dict,
+    as_list,
+    as_str,
+    error_fields,
+    nbytes,
+    openai_usage,
+)
 
 
 class State(Enum):
@@ -71,16 +81,6 @@ _ARG_FIELD: dict[str, str] = {
 def _server_tool(itype: str) -> bool:
     """Hosted tools that run at the provider and stream no arguments (web_search_call, ...)."""
     return itype.endswith("_call") and itype not in _ARG_TOOLS
-
-
-def responses_usage(u: dict[str, Any]) -> Usage:
-    inp = as_int(u.get("input_tokens"))
-    out = as_int(u.get("output_tokens"))
-    total = as_int(u.get("total_tokens"))
-    if total is None and inp is not None and out is not None:
-        total = inp + out
-    cached = as_int(as_dict(u.get("input_tokens_details")).get("cached_tokens"))
-    return Usage(input_tokens=inp, output_tokens=out, total_tokens=total, cache_read_tokens=cached)
 
 
 class ResponsesObserver(ObserverBase):
@@ -336,7 +336,7 @@ class ResponsesObserver(ObserverBase):
             acc.upstream_error(msg, type=code, outcome=False)
         u = resp.get("usage")
         if type(u) is dict:
-            acc.usage = responses_usage(u)
+            acc.usage = openai_usage(u, "input", "output")
 
     def _count_item(self, itype: str, item: dict[str, Any]) -> None:
         acc = self.acc
