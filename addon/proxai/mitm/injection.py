@@ -198,10 +198,16 @@ def _patch() -> None:
                 conn_layer, hev.RequestProtocolError(stream_id, message, hev.ErrorCode.CANCEL)
             )
 
+    # The wrappers are plain functions that RETURN a command generator: for every event that is not
+    # ours they hand back mitmproxy's own generator, so no extra generator frame sits between the
+    # layer and each command it yields (a ``yield from`` wrapper cost every command of every read of
+    # every flow, guarded or not). Only our event, and events while an upstream cancel is pending,
+    # go through a generator of ours. ``pending`` can only be filled by ``end()`` (our event), so a
+    # layer without it cannot gain one while mitmproxy's generator runs.
     if not getattr(HttpLayer._handle_event, _WRAPPED, False):
-        original_layer = HttpLayer._handle_event
+        original_layer: Callable[[Any, Any], Generator[Any, Any, None]] = HttpLayer._handle_event
 
-        def layer_handle_event(self: Any, event: Any) -> Generator[Any, Any, None]:
+        def layer_with_pending(self: Any, event: Any) -> Generator[Any, Any, None]:
             if isinstance(event, ProxaiEndStream):
                 yield from end(self, event)
             else:
@@ -210,19 +216,29 @@ def _patch() -> None:
             if pending:
                 yield from cancel_dropped(self, pending)
 
+        def layer_handle_event(self: Any, event: Any) -> Generator[Any, Any, None]:
+            if isinstance(event, ProxaiEndStream) or self.__dict__.get(_PENDING):
+                return layer_with_pending(self, event)
+            return original_layer(self, event)
+
         setattr(layer_handle_event, _WRAPPED, True)
         HttpLayer._handle_event = layer_handle_event  # type: ignore[method-assign]
 
     if not getattr(HttpStream._handle_event, _WRAPPED, False):
-        original_stream = HttpStream._handle_event
+        original_stream: Callable[[Any, Any], Generator[Any, Any, None]] = HttpStream._handle_event
 
         def stream_handle_event(self: Any, event: Any) -> Generator[Any, Any, None]:
             if self.__dict__.get(_ENDED) and isinstance(event, server_events):
-                return  # the upstream kept talking after we ended this response: drop it
-            yield from original_stream(self, event)
+                return _nothing()  # the upstream kept talking after we ended this response: drop it
+            return original_stream(self, event)
 
         setattr(stream_handle_event, _WRAPPED, True)
         HttpStream._handle_event = stream_handle_event  # type: ignore[method-assign]
+
+
+def _nothing() -> Generator[Any, Any, None]:
+    """A command generator that yields no command."""
+    yield from ()
 
 
 def end_stream(flow: Any, reason: str = "guard") -> bool:
