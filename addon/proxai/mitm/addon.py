@@ -35,7 +35,7 @@ from mitmproxy import ctx, exceptions, flowfilter, http
 from mitmproxy.addonmanager import Loader
 
 from proxai import observe, render
-from proxai.decode import DEFAULT_MAX_DECODED, Decoder, make_decoder
+from proxai.decode import DEFAULT_MAX_DECODED, Decoder, IdentityDecoder, make_decoder
 from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.errors import ConfigError, DecodeError, ProxaiError
 from proxai.mitm.carrier import Carrier, strip_translated_headers
@@ -347,6 +347,8 @@ class ProxAI:
             decoder = make_decoder(flow.response.headers.get("content-encoding"), self.max_decoded)
         except DecodeError as exc:
             decode_error = str(exc)
+        if isinstance(decoder, IdentityDecoder):
+            decoder = None  # nothing to undo: the carrier scans each chunk as it is, no call per read
         translator = self.stream_translator_for(flow, state)
         carrier = Carrier(
             observer,
