@@ -171,6 +171,13 @@ def check(
     Precedence: abnormal arguments, then tool stall (the more specific diagnosis of a silent upstream
     mid-arguments), then idle.
     """
+    if not open_calls and not calls:
+        # No call to judge (most chunks of a stream): only the idle rule can apply. Decided here
+        # without the rule chain below, which builds the same verdict when it does apply.
+        if terminal or ended or config.idle_timeout <= 0:
+            return None
+        if now - (start if last_byte_at is None else last_byte_at) < config.idle_timeout:
+            return None
     if config.abnormal_arguments:
         for c in calls:
             if c.arguments_complete and not c.arguments_valid_json:
@@ -253,13 +260,16 @@ def next_deadline(
     """The earliest time at which a time rule trips if nothing arrives before; ``None``: no timer."""
     if terminal:
         return None
-    deadlines: list[float] = []
-    stalled_call = _current_call(open_calls)
-    if config.tool_stall > 0 and stalled_call is not None:
-        deadlines.append(stalled_call.last_progress_at + config.tool_stall)
+    deadline: float | None = None  # min(stall, idle) without a list: this runs on every chunk
+    if config.tool_stall > 0 and open_calls:
+        stalled_call = _current_call(open_calls)
+        if stalled_call is not None:
+            deadline = stalled_call.last_progress_at + config.tool_stall
     if config.idle_timeout > 0:
-        deadlines.append((start if last_byte_at is None else last_byte_at) + config.idle_timeout)
-    return min(deadlines) if deadlines else None
+        idle = (start if last_byte_at is None else last_byte_at) + config.idle_timeout
+        if deadline is None or idle < deadline:
+            deadline = idle
+    return deadline
 
 
 def _current_call(open_calls: Sequence[OpenCall]) -> OpenCall | None:
