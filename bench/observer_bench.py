@@ -24,6 +24,7 @@ class Row:
     floor_s: float
     scanner_s: float
     observer_s: float | None
+    events_s: float | None = None
     note: str = ""
 
     @property
@@ -33,6 +34,10 @@ class Row:
     @property
     def observer_ratio(self) -> float | None:
         return None if self.observer_s is None else self.observer_s / self.floor_s
+
+    @property
+    def events_ratio(self) -> float | None:
+        return None if self.events_s is None else self.events_s / self.floor_s
 
 
 def scan_only(chunks: list[bytes]) -> int:
@@ -44,8 +49,10 @@ def scan_only(chunks: list[bytes]) -> int:
     return n
 
 
-def observer_factory() -> Callable[[str, list[bytes]], Any] | None:
-    """``observe(protocol, chunks) -> summary`` if the observers have landed, else None."""
+def observer_factory(events: bool = False) -> Callable[[str, list[bytes]], Any] | None:
+    """``observe(protocol, chunks) -> summary`` if the observers have landed, else None.
+    ``events``: through ``StreamObserver.feed`` (event objects, the translating carrier's path),
+    else ``StreamObserver.observe`` (the observe-only carrier's path)."""
     try:
         mod = importlib.import_module("proxai.observe")
     except ImportError:
@@ -55,7 +62,7 @@ def observer_factory() -> Callable[[str, list[bytes]], Any] | None:
     def observe(protocol: str, chunks: list[bytes]) -> Any:
         obs = cls(Protocol(protocol), start=0.0)
         obs.headers(200, 0.0)
-        feed = obs.feed
+        feed = obs.feed if events else obs.observe
         now = 0.0
         for c in chunks:
             now += 1e-4
@@ -67,6 +74,7 @@ def observer_factory() -> Callable[[str, list[bytes]], Any] | None:
 
 def run(events: int, repeats: int) -> list[Row]:
     observe = observer_factory()
+    observe_events = observer_factory(events=True)
     rows = []
     for proto in streams.PROTOCOLS:
         body = streams.generate(proto, events)
@@ -83,26 +91,44 @@ def run(events: int, repeats: int) -> list[Row]:
             if outcome != "completed":
                 note = f"observer outcome {outcome!r} (expected completed)"
             fns["observer"] = partial(observe, proto, chunks)
+        if observe_events is not None:
+            fns["events"] = partial(observe_events, proto, chunks)
         else:
             note = "proxai.observe not landed"
         best = best_of(fns, repeats)
         rows.append(
-            Row(proto, n_events, len(body) / 1e6, best["floor"], best["scanner"], best.get("observer"), note)
+            Row(
+                proto,
+                n_events,
+                len(body) / 1e6,
+                best["floor"],
+                best["scanner"],
+                best.get("observer"),
+                best.get("events"),
+                note,
+            )
         )
     return rows
 
 
 def report(rows: list[Row]) -> list[str]:
     lines = [
-        "| protocol | events | MB | floor MB/s | scanner x floor | observer x floor "
-        "| observer events/s | note |",
-        "|---|---|---|---|---|---|---|---|",
+        "| protocol | events | MB | floor MB/s | scanner (events) x floor | observer x floor "
+        "| observer events/s | observer with event objects x floor | note |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         obs = "-" if r.observer_ratio is None else f"{r.observer_ratio:.2f}"
         eps = "-" if r.observer_s is None else f"{r.events / r.observer_s:,.0f}"
+        evs = "-" if r.events_ratio is None else f"{r.events_ratio:.2f}"
         lines.append(
             f"| {r.protocol} | {r.events} | {r.mb:.1f} | {r.mb / r.floor_s:.0f} | {r.scanner_ratio:.2f} "
-            f"| {obs} | {eps} | {r.note} |"
+            f"| {obs} | {eps} | {evs} | {r.note} |"
         )
+    lines += [
+        "",
+        "observer: `StreamObserver.observe` (the observe-only carrier's path, no event objects); "
+        "with event objects: `StreamObserver.feed` (the translating carrier's path); "
+        "scanner: `SseScanner.feed` alone.",
+    ]
     return lines

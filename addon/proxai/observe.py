@@ -22,7 +22,6 @@ summary's ``error``:
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +33,7 @@ from .protocols.anthropic import AnthropicObserver
 from .protocols.chat import ChatObserver
 from .protocols.common import Accum, ObserverBase
 from .protocols.responses import ResponsesObserver
-from .sse import SseEvent, SseScanner
+from .sse import Payloads, SseEvent, SseScanner, payloads_of
 
 __all__ = ["Limits", "OpenToolCall", "StreamObserver", "make_protocol_observer", "observe_body"]
 
@@ -91,7 +90,7 @@ class StreamObserver:
         "_stopped",
         "_tail",
         "_tail_bytes",
-        "_tail_len",
+        "_warm",
         "counts",
         "failed",
         "last_byte_at",
@@ -107,8 +106,7 @@ class StreamObserver:
         self._start = start
         self._scanner = SseScanner(limits.max_line, limits.max_event)
         self._proto = make_protocol_observer(protocol, limits, capture)
-        self._tail: deque[bytes] = deque()
-        self._tail_len = 0
+        self._tail = bytearray()  # the last bytes: at most twice ``tail_bytes``
         self._tail_bytes = limits.tail_bytes
         self.counts = Counts()
         self.last_byte_at: float | None = None
@@ -121,6 +119,7 @@ class StreamObserver:
         self._body: bytearray | None = None  # the body of an HTTP error response
         self._done: StreamSummary | None = None
         self._aborted = False
+        self._warm = False
 
     # -- what the guard and the carrier read ------------------------------------------------------
 
@@ -132,8 +131,8 @@ class StreamObserver:
     @property
     def tail(self) -> bytes:
         """The last ``Limits.tail_bytes`` of stream bytes."""
-        data = b"".join(self._tail)
-        return data[len(data) - self._tail_bytes :] if len(data) > self._tail_bytes else data
+        tail = self._tail
+        return bytes(tail[len(tail) - self._tail_bytes :] if len(tail) > self._tail_bytes else tail)
 
     @property
     def pending_bytes(self) -> int | None:
@@ -151,6 +150,11 @@ class StreamObserver:
         """The protocol state machine (read-only use: diagnostics, tests)."""
         return self._proto
 
+    @property
+    def finished_tool_calls(self) -> int:
+        """How many tool calls have finished so far (the guard judges arguments when it moves)."""
+        return self._proto.acc.finished_tools
+
     def open_tool_calls(self) -> list[OpenToolCall]:
         return [
             OpenToolCall(t.id, t.name, t.kind, t.started_at, t.last_progress_at, t.nbytes)
@@ -167,23 +171,10 @@ class StreamObserver:
             self._body = bytearray()
 
     def feed(self, chunk: bytes, now: float) -> list[SseEvent]:
-        """One chunk of DECODED body bytes. Scans it once; never raises ``ProxaiError``."""
-        if not chunk or self._done is not None:
-            return []
-        counts = self.counts
-        counts.bytes += len(chunk)
-        counts.chunks += 1
-        last = self.last_byte_at
-        if last is not None:
-            gap = now - last
-            if self._largest_gap is None or gap > self._largest_gap:
-                self._largest_gap = gap
-        self.last_byte_at = now
-        self._keep_tail(chunk)
-        body = self._body
-        if body is not None and len(body) < self.limits.max_event:
-            body += chunk[: self.limits.max_event - len(body)]
-        if self._stopped:
+        """One chunk of DECODED body bytes, scanned once; returns its events (for a stream
+        translator, which gets each JSON object's parse in ``SseEvent.payload``). Never raises
+        ``ProxaiError``."""
+        if not self._account(chunk, now):
             return []
         try:
             events = self._scanner.feed(chunk)
@@ -191,8 +182,33 @@ class StreamObserver:
             events = exc.events
             self._limit(exc)
         if events:
-            self._observe(events, now)
+            self._observe(len(events), now, events=events)
         return events
+
+    def observe(self, chunk: bytes, now: float) -> int:
+        """``feed`` for a flow that needs no event objects (observe-only, guarded or not): the
+        same observation through the scanner's payload path; returns the number of events."""
+        if not self._account(chunk, now):
+            return 0
+        try:
+            payloads = self._scanner.feed_payloads(chunk)
+        except SseLimitError as exc:
+            payloads = payloads_of(exc.events)
+            self._limit(exc)
+        n = len(payloads) // 3
+        if not n:
+            return 0
+        if self._warm:
+            # The hot path: what ``_observe`` does, without its once-per-stream checks.
+            self.counts.events += n
+            proto = self._proto
+            proto.observe(payloads, now)
+            if proto.failed is not None:
+                self.failed = proto.failed
+                self._warm = False
+            return n
+        self._observe(n, now, payloads=payloads)
+        return n
 
     def finish(self, now: float) -> StreamSummary:
         """Upstream EOF. Idempotent: a second call returns the first summary."""
@@ -200,12 +216,12 @@ class StreamObserver:
             return self._done
         if not self._stopped:
             try:
-                events = self._scanner.close()
+                payloads = self._scanner.close_payloads()
             except SseLimitError as exc:
-                events = exc.events
+                payloads = payloads_of(exc.events)
                 self._limit(exc)
-            if events:
-                self._observe(events, now)
+            if len(payloads) > 1:
+                self._observe(len(payloads) // 3, now, payloads=payloads)
         self._proto.eof()
         self._http_error()
         self._done = self._build(now, final=True)
@@ -265,40 +281,57 @@ class StreamObserver:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _observe(self, events: list[SseEvent], now: float) -> None:
-        self.counts.events += len(events)
+    def _account(self, chunk: bytes, now: float) -> bool:
+        """Bytes, chunks, gaps, tail and an error body for one chunk; False: nothing to scan."""
+        if not chunk or self._done is not None:
+            return False
+        counts = self.counts
+        n = len(chunk)
+        counts.bytes += n
+        counts.chunks += 1
+        last = self.last_byte_at
+        if last is not None:
+            gap = now - last
+            if self._largest_gap is None or gap > self._largest_gap:
+                self._largest_gap = gap
+        self.last_byte_at = now
+        cap = self._tail_bytes
+        if n < cap:  # the tail: amortized O(1) per byte, at most twice ``tail_bytes``
+            tail = self._tail
+            tail += chunk
+            if len(tail) > 2 * cap:
+                del tail[: len(tail) - cap]
+        else:
+            self._tail = bytearray(chunk[n - cap :])
+        body = self._body
+        if body is not None and len(body) < self.limits.max_event:
+            body += chunk[: self.limits.max_event - len(body)]
+        return not self._stopped
+
+    def _observe(
+        self, n: int, now: float, *, payloads: Payloads | None = None, events: list[SseEvent] | None = None
+    ) -> None:
+        self.counts.events += n
         if self._first_event_at is None:
             self._first_event_at = now
         proto = self._proto
-        proto.observe(events, now)
+        if events is not None:
+            proto.observe_events(events, now)
+        elif payloads is not None:
+            proto.observe(payloads, now)
         if self.failed is None and proto.failed is not None:
             self.failed = proto.failed
         if self._first_token_at is None and proto.acc.content_seen:
             self._first_token_at = now
+        # First event and first token seen, no problem: ``observe`` may skip these checks.
+        self._warm = self._first_token_at is not None and self.failed is None
 
     def _limit(self, exc: SseLimitError) -> None:
         self._stopped = True
+        self._warm = False
         if self.failed is None:
             self.failed = exc
         self._proto.acc.own_error(ErrorKind.STREAM_LIMIT, str(exc))
-
-    def _keep_tail(self, chunk: bytes) -> None:
-        """A ring of whole chunks: O(1) per chunk; holds at most ``tail_bytes`` plus one chunk
-        smaller than that (a bigger chunk is cut to its last ``tail_bytes``)."""
-        cap = self._tail_bytes
-        parts = self._tail
-        n = len(chunk)
-        if n >= cap:
-            parts.clear()
-            if cap:
-                parts.append(chunk[n - cap :] if n > cap else chunk)
-            self._tail_len = cap
-            return
-        parts.append(chunk)
-        size = self._tail_len + n
-        while size - len(parts[0]) >= cap:
-            size -= len(parts.popleft())
-        self._tail_len = size
 
     def _http_error(self) -> None:
         """An HTTP error status decides the outcome; the body says what the error was."""
@@ -372,7 +405,7 @@ def observe_body(
     if _is_sse(content_type, body):
         obs = StreamObserver(protocol, start=start, limits=limits, capture=capture)
         obs.headers(status_code, headers_at)
-        obs.feed(body, end)
+        obs.observe(body, end)
         return obs.finish(end)
     proto = make_protocol_observer(protocol, limits, capture)
     proto.observe_body(body, status_code)

@@ -18,11 +18,20 @@ Spec notes (https://html.spec.whatwg.org/multipage/server-sent-events.html#parsi
 - the event type resets after each dispatch; the last event ID persists across events;
 - an ``id`` containing NUL is ignored; ``retry`` takes ASCII digits only;
 - an unfinished block at EOF is not dispatched.
+
+Two ways to read the same events: ``feed`` returns ``SseEvent`` objects (what translators and
+tests use); ``feed_payloads`` returns ``(type, data)`` pairs without building event objects,
+for observe-only flows (docs/performance.md). Its fast path takes runs of the two block shapes
+LLM APIs send, ``data: V`` and ``event: T`` + ``data: V`` (LF only), split in C by one regular
+expression; every other block, a CR, a BOM, a block near a limit, goes through the same
+general rules as ``feed``. Both give the same events, errors and limits for any chunking
+(tests/hardening/test_sse_fuzz.py).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +44,16 @@ _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
 _COLON = 0x3A
 _SPACE = 0x20
+_LF = 0x0A
+
+# One whole block of the commonest shapes: ``[event: T LF] data: V LF LF`` (no CR: the fast path
+# runs only on LF-only bytes). ``split`` gives [gap, T, V, gap, T, V, ..., gap]: the run is all
+# such blocks iff every gap is empty.
+_PLAIN_BLOCK = re.compile(rb"(?:event: ([^\n]*)\n)?data: ([^\n]*)\n\n")
+# The fast path keeps at most this much of an unfinished block itself (a longer one goes to the
+# general rules, which never re-join a long line's pieces per read).
+LEAN_MAX = 1024 * 1024
+_MAX_NAMES = 256
 
 
 @dataclass(slots=True, frozen=True)
@@ -78,6 +97,48 @@ def _new_event(event: str, data: str, id: str, raw: bytes) -> SseEvent:
     return ev
 
 
+# What ``SseScanner.feed_payloads`` returns: the events as one flat list in the layout of
+# ``_PLAIN_BLOCK.split``, ``[_, type, data, _, type, data, ..., _]`` (event ``k`` at ``3k+1`` and
+# ``3k+2``; the hot path indexes it, building no tuple per event). ``type``: the event type line's
+# raw bytes, ``None`` without one, or the type as text (read it with ``event_name``); ``data``: the
+# payload's bytes (the same text the general rules would decode, valid UTF-8 or not) or its text.
+type Payloads = list[bytes | str | None]
+type Payload = tuple[str, bytes | str]
+
+# Raw event type -> the type ``feed`` gives (``message`` when absent or empty); at most
+# ``_MAX_NAMES`` distinct types are remembered (untrusted input).
+EVENT_NAMES: dict[bytes | None, str] = {None: "message", b"": "message"}
+
+
+def event_name(raw: bytes | str | None) -> str:
+    """The event type of a ``Payloads`` entry."""
+    if isinstance(raw, str):
+        return raw
+    name = EVENT_NAMES.get(raw)
+    if name is None:
+        assert raw is not None
+        name = raw.decode("utf-8", "replace") or "message"
+        if len(EVENT_NAMES) < _MAX_NAMES:
+            EVENT_NAMES[raw] = name
+    return name
+
+
+def iter_payloads(payloads: Payloads) -> Iterator[Payload]:
+    """``(type, data)`` per event of a ``Payloads`` list."""
+    for i in range(1, len(payloads), 3):
+        data = payloads[i + 1]
+        assert data is not None
+        yield event_name(payloads[i]), data
+
+
+def payloads_of(events: list[SseEvent]) -> Payloads:
+    """``Payloads`` of event objects."""
+    out: Payloads = [b""]
+    for e in events:
+        out += (e.event, e.data, b"")
+    return out
+
+
 class SseScanner:
     """Feed bytes, get dispatched events. Chunking never changes the result."""
 
@@ -89,10 +150,15 @@ class SseScanner:
         "_data_size",
         "_errored",
         "_event_type",
+        "_general",
+        "_held",
+        "_held_len",
         "_last_id",
+        "_lean_max",
         "_line_parts",
         "_line_size",
         "_raw_parts",
+        "_rest",
         "max_event",
         "max_line",
         "retry",
@@ -113,6 +179,17 @@ class SseScanner:
         self._event_type = ""
         self._last_id = ""
         self._errored: SseLimitError | None = None
+        # The fast path (``feed_payloads``) holds the unfinished block unscanned: in ``_rest``,
+        # or, once it spans reads that end no block, in pieces (``_held``, joined once when the
+        # block ends; one of the two is empty). No block within ``_lean_max`` bytes can reach a
+        # limit: a line is at most the block, and an event counts its bytes plus its data's, at
+        # most twice the block.
+        self._rest = b""
+        self._held: list[bytes] = []
+        self._held_len = 0
+        # The general rules hold an unfinished block, the BOM question is open, or an error stuck.
+        self._general = True
+        self._lean_max = max(0, min(LEAN_MAX, max_line, (max_event - 2) // 2))
 
     # -- public API -------------------------------------------------------------------------
 
@@ -121,6 +198,8 @@ class SseScanner:
             self._errored.events = []
             raise self._errored
         out: list[SseEvent] = []
+        if self._rest or self._held:  # ``feed_payloads`` held an unfinished block: it comes first
+            data = self._take_held() + data
         if not data:
             return out
         if self._bom_pending is not None:
@@ -132,8 +211,54 @@ class SseScanner:
         except SseLimitError as exc:
             exc.events = out  # the events completed before the limit (chunking-independent)
             self._errored = exc
+            self._general = True  # errors stick: every later call raises
             raise
         return out
+
+    def feed_payloads(self, data: bytes) -> Payloads:
+        """``feed`` without event objects: the events' types and data (no id, no raw bytes) as
+        ``Payloads``, the same events, errors and limits. A ``SseLimitError`` carries its
+        ``events`` as ``feed``'s."""
+        if self._general or b"\r" in data:
+            return self._general_payloads(data)
+        if not data:
+            return [b""]
+        j = data.rfind(b"\n\n")
+        if self._held:
+            if j < 0 and (data[0] != _LF or self._held[-1][-1] != _LF):
+                return self._hold(data)  # the held block does not end here
+            self._rest = self._take_held()
+        rest = self._rest
+        if rest:
+            # Where the last block that ends in these bytes ends (after a blank line), if one does.
+            if j >= 0:
+                end = len(rest) + j + 2
+            elif data[0] == _LF and rest[-1] == _LF:
+                end = len(rest) + 1
+            else:
+                return self._hold(data)
+            buf = rest + data
+            self._rest = b""
+        elif data[0] == _LF:  # a blank line first
+            return self._general_payloads(data)
+        elif j < 0:
+            return self._hold(data)
+        else:
+            buf = data
+            end = j + 2
+        n = len(buf)
+        if n > self._lean_max:  # near a limit: the general rules
+            return self._general_payloads(buf)
+        pieces: Payloads = _PLAIN_BLOCK.split(buf if end == n else buf[:end])
+        if any(pieces[::3]):  # a block of another shape: the general rules for all of it
+            return self._general_payloads(buf)
+        if end != n:
+            self._rest = buf[end:]
+        return pieces
+
+    def close_payloads(self) -> Payloads:
+        """``close`` for ``feed_payloads``."""
+        return payloads_of(self.close())
 
     def close(self) -> list[SseEvent]:
         """End of stream. A pending CR still ends its line; an unfinished block is dropped."""
@@ -142,6 +267,8 @@ class SseScanner:
             raise self._errored
         out: list[SseEvent] = []
         try:
+            if self._rest or self._held:  # an unfinished block: its complete lines count (``id``, ``retry``)
+                self.feed(b"")
             if self._bom_pending:
                 # Fewer than three bytes arrived and they were a BOM prefix: they are content.
                 pending, self._bom_pending = self._bom_pending, None
@@ -152,6 +279,7 @@ class SseScanner:
         except SseLimitError as exc:
             exc.events = out
             self._errored = exc
+            self._general = True  # errors stick: every later call raises
             raise
         self._line_parts.clear()
         self._raw_parts.clear()
@@ -168,9 +296,61 @@ class SseScanner:
     def pending_bytes(self) -> int:
         """Bytes fed since the last complete block (event or blank-line-ended block): the
         unfinished block, a pending CR and a pending BOM prefix included. At most ``max_event``."""
-        return self._block_size + (len(self._bom_pending) if self._bom_pending else 0)
+        held = len(self._rest) + self._held_len
+        return self._block_size + held + (len(self._bom_pending) if self._bom_pending else 0)
 
     # -- internals --------------------------------------------------------------------------
+
+    def _take_held(self) -> bytes:
+        """The fast path's unfinished block, which it no longer holds."""
+        if self._held:
+            data = b"".join(self._held)
+            self._held.clear()
+            self._held_len = 0
+        else:
+            data = self._rest
+        self._rest = b""
+        return data
+
+    def _hold(self, data: bytes) -> Payloads:
+        """``data`` ends no block: the fast path keeps it (the general rules take a block that
+        grows past ``_lean_max``)."""
+        held = self._held
+        if not held and self._rest:
+            held.append(self._rest)
+            self._held_len = len(self._rest)
+            self._rest = b""
+        held.append(data)
+        self._held_len += len(data)
+        return self._general_payloads(b"") if self._held_len > self._lean_max else [b""]
+
+    def _general_payloads(self, data: bytes) -> Payloads:
+        """The general rules for ``data`` (after any carried block), then back to the fast path
+        when the general scanner's unfinished block can be handed back: its bytes are all it
+        holds (no CR pending, none in the block, within ``_lean_max``), and re-reading them
+        later gives the same events (only ``id`` / ``retry`` lines write state that outlives a
+        block, and writing them again is idempotent)."""
+        out = payloads_of(self.feed(data))
+        size = self._block_size
+        self._general = True
+        if self._bom_pending is not None:
+            return out
+        if size == 0:
+            self._general = False
+            return out
+        if self._cr_pending or size > self._lean_max:
+            return out
+        raw = b"".join(self._raw_parts)
+        if b"\r" in raw or len(raw) != size:
+            return out
+        self._raw_parts.clear()
+        self._line_parts.clear()
+        self._data.clear()
+        self._line_size = self._block_size = self._data_size = 0
+        self._event_type = ""
+        self._rest = raw
+        self._general = False
+        return out
 
     def _strip_bom(self, data: bytes) -> bytes:
         assert self._bom_pending is not None

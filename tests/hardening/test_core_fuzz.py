@@ -50,10 +50,13 @@ def run_observer(protocol: Protocol, chunks: list[bytes], limits: Limits | None 
     obs = StreamObserver(protocol, start=0.0, limits=limits or Limits())
     obs.headers(200, 0.01)
     now = 0.01
-    for c in chunks:
+    for i, c in enumerate(chunks):
         now += 0.001
-        events = obs.feed(c, now)
-        assert all(isinstance(e, SseEvent) for e in events)
+        if i % 2:  # the payload path (observe-only flows) and the event path, interleaved
+            assert obs.observe(c, now) >= 0
+        else:
+            events = obs.feed(c, now)
+            assert all(isinstance(e, SseEvent) for e in events)
         obs.open_tool_calls()
         check_summary(obs.summary(), protocol)
     return obs

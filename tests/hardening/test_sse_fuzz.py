@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxai.errors import ProxaiError, SseLimitError
-from proxai.sse import SseEvent, SseScanner
+from proxai.sse import Payloads, SseEvent, SseScanner, iter_payloads
 
 _BOM = b"\xef\xbb\xbf"
 _TERM = re.compile(rb"\r\n|\r|\n")
@@ -143,3 +144,132 @@ def test_comment_flood_is_bounded() -> None:
             assert exc.what == "event"
         else:  # pragma: no cover
             raise AssertionError("unbounded comment block")
+
+
+# -- the payload path (``feed_payloads``) against ``feed`` -------------------------------------
+
+_PLAIN = [
+    b'data: {"a":1}\n\n', b"event: delta\ndata: x\n\n", b"event: \ndata: \n\n", b"data: [DONE]\n\n",
+    'event: é\ndata: "日🙂"\n\n'.encode(), b"data: \xff\xfe\n\n", b"event: e\xffv\ndata: 1\n\n",
+]  # fmt: skip
+# Mostly the fast path's block shapes, with everything else mixed in, so that the scanner keeps
+# switching between its fast path and the general rules.
+_sized_plain = st.builds(
+    lambda event, n: (b"event: " + event + b"\n" if event else b"") + b"data: " + b"y" * n + b"\n\n",
+    st.sampled_from([b"", b"e", b"content_block_delta"]),
+    st.integers(0, 90),
+)  # blocks around the limits of the limit tests
+plain_heavy = st.lists(
+    st.one_of(st.sampled_from(_PLAIN), _sized_plain, st.sampled_from(_PIECES)), max_size=40
+).map(b"".join)
+
+
+def _text(data: bytes | str) -> str:
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+
+
+def _texts(payloads: Payloads) -> list[tuple[str, str]]:
+    return [(t, _text(d)) for t, d in iter_payloads(payloads)]
+
+
+def _run_both(stream: bytes, cuts: list[int], max_line: int, max_event: int) -> None:
+    """``feed`` and ``feed_payloads`` over the same chunks: the same events, pending bytes after
+    every chunk, limit errors at the same chunk (with the same events before them), retry and id."""
+    a = SseScanner(max_line=max_line, max_event=max_event)
+    b = SseScanner(max_line=max_line, max_event=max_event)
+    prev = 0
+    chunks = []
+    for c in [*sorted(set(cuts)), len(stream)]:
+        chunks.append(stream[prev:c])
+        prev = c
+    steps: list[Callable[[SseScanner], list[tuple[str, str]]]] = [
+        *((lambda sc, ch=ch: [(e.event, e.data) for e in sc.feed(ch)]) for ch in chunks),
+        lambda sc: [(e.event, e.data) for e in sc.close()],
+    ]
+    payload_steps: list[Callable[[SseScanner], list[tuple[str, str]]]] = [
+        *((lambda sc, ch=ch: _texts(sc.feed_payloads(ch))) for ch in chunks),
+        lambda sc: _texts(sc.close_payloads()),
+    ]
+    for step, payload_step in zip(steps, payload_steps, strict=True):
+        try:
+            expected = step(a)
+        except SseLimitError as exc:
+            with pytest.raises(SseLimitError) as info:
+                payload_step(b)
+            assert info.value.what == exc.what
+            assert [(e.event, e.data) for e in info.value.events] == [(e.event, e.data) for e in exc.events]
+            return
+        assert payload_step(b) == expected
+        assert b.pending_bytes == a.pending_bytes
+    assert (b.retry, b.last_event_id) == (a.retry, a.last_event_id)
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=st.one_of(plain_heavy, any_bytes), data=st.data())
+def test_payloads_equal_events_at_any_chunking(stream: bytes, data: st.DataObject) -> None:
+    _run_both(stream, cut_points(stream, data), 1 << 20, 1 << 21)
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stream=st.one_of(plain_heavy, any_bytes),
+    data=st.data(),
+    max_line=st.integers(1, 60),
+    max_event=st.integers(1, 120),
+)
+def test_payloads_equal_events_with_limits(
+    stream: bytes, data: st.DataObject, max_line: int, max_event: int
+) -> None:
+    _run_both(stream, cut_points(stream, data), max_line, max_event)
+
+
+def test_payloads_byte_by_byte_and_whole() -> None:
+    plain = b"".join(_PLAIN)
+    stream = plain * 3 + b"".join(_PIECES) + plain * 2 + b"\n\ndata: end\r\n\r\n" + plain
+    for cuts in (list(range(len(stream))), [], list(range(0, len(stream), 5))):
+        _run_both(stream, cuts, 1 << 20, 1 << 21)
+
+
+def test_payloads_fast_path_gives_bytes_and_hands_back_after_the_general_rules() -> None:
+    """The fast path's data are the payload bytes; after a block of another shape (a comment, a
+    CR) the scanner goes back to the fast path, so a long stream is not read by the general rules
+    for good because of one odd block."""
+    sc = SseScanner()
+    # The first bytes go through the general rules (a BOM may start the stream): text data.
+    assert sc.feed_payloads(b"data: 0\n\n") == [b"", "message", "0", b""]
+    assert sc.feed_payloads(b'event: a\ndata: {"x":1}\n\ndata: 2\n\nevent: b\nda') == [
+        b"", b"a", b'{"x":1}', b"", None, b"2", b"",
+    ]  # fmt: skip
+    assert sc.pending_bytes == len(b"event: b\nda")
+    assert list(iter_payloads(sc.feed_payloads(b"ta: 3\n\n: ping\n\ndata: 4\r\n\r\nevent: c\ndata: 5"))) == [
+        ("b", "3"),
+        ("message", "4"),
+    ]
+    assert sc.pending_bytes == len(b"event: c\ndata: 5")
+    # The fast path again:
+    assert sc.feed_payloads(b"\n\ndata: 6\n\n") == [b"", b"c", b"5", b"", None, b"6", b""]
+    assert list(iter_payloads(sc.close_payloads())) == []
+
+
+def test_payloads_long_line_in_small_pieces_hits_the_limit_like_feed() -> None:
+    a, b = SseScanner(max_line=1000, max_event=4000), SseScanner(max_line=1000, max_event=4000)
+    piece = b"x" * 7
+    first = b"data: "
+    for feed in (a.feed, b.feed_payloads):
+        feed(first)
+        with pytest.raises(SseLimitError) as info:
+            for _ in range(1000):
+                feed(piece)
+        assert info.value.what == "line"
+    assert a.pending_bytes == b.pending_bytes
+
+
+def test_payloads_limits_at_every_block_size() -> None:
+    """Every block size around both limits, alone and after a held piece: the fast path never
+    takes a block that the general rules would refuse (an event counts its bytes and its data's)."""
+    for max_line, max_event in ((40, 200), (200, 60), (30, 30), (64, 100)):
+        for n in range(0, 110):
+            for event in (b"", b"event: e\n"):
+                block = event + b"data: " + b"y" * n + b"\n\n"
+                for cuts in ([], [len(event) + 3], list(range(0, len(block), 9))):
+                    _run_both(block + b'data: {"a":1}\n\n', cuts, max_line, max_event)

@@ -84,12 +84,16 @@ def run_stream(
     status: int = 200,
     capture: bool = True,
     limits: Limits = DEFAULT_LIMITS,
+    events: bool = True,
 ) -> tuple[StreamSummary, StreamObserver]:
+    """``events``: feed with ``StreamObserver.feed`` (event objects, the translating carrier's
+    path), else with ``StreamObserver.observe`` (the scanner's payload path, observe-only flows)."""
     obs = StreamObserver(protocol, start=100.0, limits=limits, capture=capture)
     obs.headers(status, 100.25)
     t = 100.5
+    feed = obs.feed if events else obs.observe
     for piece in pieces:
-        obs.feed(piece, t)
+        feed(piece, t)
         t += 0.01
     return obs.finish(t), obs
 
@@ -109,12 +113,12 @@ def normalize(s: StreamSummary, failed: BaseException | None) -> dict[str, Any]:
     }
 
 
-def run_case(path: Path, pieces: list[bytes] | None = None) -> dict[str, Any]:
+def run_case(path: Path, pieces: list[bytes] | None = None, *, events: bool = True) -> dict[str, Any]:
     data = path.read_bytes()
     protocol = protocol_of(path)
     status = status_of(path)
     if path.suffix == ".sse":
-        s, obs = run_stream(protocol, pieces if pieces is not None else [data], status=status)
+        s, obs = run_stream(protocol, pieces if pieces is not None else [data], status=status, events=events)
         return normalize(s, obs.failed)
     s = observe_body(protocol, data, status_code=status, start=10.0, headers_at=10.5, end=11.0, capture=True)
     return normalize(s, None)

@@ -28,13 +28,15 @@ def test_fixture_set_covers_every_protocol() -> None:
     assert {p.parent.name for p in BODIES} == protocols
 
 
+@pytest.mark.parametrize("events", [True, False], ids=["feed", "observe"])
 @pytest.mark.parametrize("path", STREAMS, ids=case_id)
-def test_stream_fixture(path: Path) -> None:
+def test_stream_fixture(path: Path, events: bool) -> None:
+    """``StreamObserver.feed`` (event objects) and ``.observe`` (the payload path) alike."""
     expected = _expected(path)
     data = path.read_bytes()
     for how, pieces in splittings(data, path.name):
         assert b"".join(pieces) == data
-        assert run_case(path, pieces) == expected, f"{case_id(path)} fed {how}"
+        assert run_case(path, pieces, events=events) == expected, f"{case_id(path)} fed {how}"
 
 
 @pytest.mark.parametrize("path", BODIES, ids=case_id)

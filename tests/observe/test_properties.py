@@ -25,11 +25,15 @@ BODIES = [p for p in fixture_cases() if p.suffix == ".json"]
 SMALL = Limits(max_line=2048, max_event=4096, tail_bytes=256, max_tool_args=64, max_capture=64)
 
 
-def observe(protocol: Protocol, pieces: list[bytes], limits: Limits, status: int = 200) -> dict[str, object]:
+def observe(
+    protocol: Protocol, pieces: list[bytes], limits: Limits, status: int = 200, *, events: bool = True
+) -> dict[str, object]:
+    """``events``: ``StreamObserver.feed``, else ``.observe`` (the payload path)."""
     obs = StreamObserver(protocol, start=0.0, limits=limits, capture=True)
     obs.headers(status, 0.0)
+    feed = obs.feed if events else obs.observe
     for i, piece in enumerate(pieces):
-        obs.feed(piece, float(i))
+        feed(piece, float(i))
         obs.open_tool_calls()
         obs.summary()
         assert obs.failed is None or isinstance(obs.failed, ProxaiError)
@@ -71,7 +75,9 @@ def mutated(draw: st.DrawFn) -> tuple[Protocol, bytes]:
 @given(protocol=st.sampled_from(PROTOCOLS), raw=st.binary(max_size=3000), data=st.data())
 def test_arbitrary_bytes_never_raise(protocol: Protocol, raw: bytes, data: st.DataObject) -> None:
     pieces = data.draw(cut(raw))
-    assert observe(protocol, pieces, SMALL) == observe(protocol, [raw] if raw else [], SMALL)
+    whole = observe(protocol, [raw] if raw else [], SMALL)
+    assert observe(protocol, pieces, SMALL) == whole
+    assert observe(protocol, pieces, SMALL, events=False) == whole
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -84,7 +90,9 @@ def test_mutated_fixtures_never_raise_and_chunking_never_matters(
     limits = data.draw(st.sampled_from([Limits(), SMALL]))
     whole = observe(protocol, [raw] if raw else [], limits, status)
     assert observe(protocol, pieces, limits, status) == whole
+    assert observe(protocol, pieces, limits, status, events=False) == whole
     assert observe(protocol, [raw[i : i + 1] for i in range(len(raw))], limits, status) == whole
+    assert observe(protocol, [raw[i : i + 1] for i in range(len(raw))], limits, status, events=False) == whole
 
 
 @settings(max_examples=200, deadline=None)

@@ -96,8 +96,8 @@ class ChatObserver(ObserverBase):
         """A mid-stream chunk of one choice (index 0) whose delta is only ``content`` (or only
         one tool call's argument fragment), with the stream's id and model, no finish_reason,
         no usage, no error: the same effect as ``_event`` without the general checks."""
-        if self.state is not State.STREAMING or 0 in self.finished_choices or name == "error":
-            return False
+        if self.state is not State.STREAMING or name == "error":
+            return False  # (a finished choice 0 moved the state to FINISHED)
         acc = self.acc
         choices = obj.get("choices")
         if (

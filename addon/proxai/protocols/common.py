@@ -42,13 +42,26 @@ from proxai.model import (
     ToolCallInfo,
     Usage,
 )
-from proxai.sse import SseEvent, set_payload
+from proxai.sse import EVENT_NAMES, Payloads, SseEvent, event_name, payloads_of, set_payload
 
 MAX_NOTES = 20
 
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 _NOT_JSON = object()
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _loads_text(data: bytes) -> Any:
+    """The parse of ``data`` decoded as the SSE rules decode it (invalid UTF-8 -> U+FFFD)."""
+    try:
+        return _loads(_text(data))
+    except _JSONDecodeError:
+        return _NOT_JSON
+
 
 # Exceptions a handler may hit on a payload of an unexpected shape (a string where an object
 # belongs, a missing key). Untrusted JSON: these are upstream protocol violations, not bugs.
@@ -186,6 +199,7 @@ class Accum:
         "error",
         "error_is_outcome",
         "extra",
+        "finished_tools",
         "id",
         "limits_capture",
         "limits_tool_args",
@@ -217,6 +231,7 @@ class Accum:
         self.usage = Usage()
         self.tools: dict[Any, ToolBuffer] = {}
         self.tool_order: list[ToolBuffer] = []
+        self.finished_tools = 0  # tool calls finished (``tool_finish``)
         self.error: ErrorInfo | None = None
         self.error_is_outcome = False
         self.terminal = False
@@ -313,6 +328,8 @@ class Accum:
         )
 
     def tool_finish(self, tb: ToolBuffer) -> None:
+        if not tb.finished:
+            self.finished_tools += 1
         tb.finish(self.capture)
 
     def tool_complete(self, key: Any, id: str | None, name: str | None, kind: str, args: str | None) -> None:
@@ -477,37 +494,59 @@ class ObserverBase:
 
     # -- streamed -------------------------------------------------------------------------------
 
-    def observe(self, events: list[SseEvent], now: float) -> None:
-        """Interpret a batch of events. Each payload is parsed once (a JSON object is left in
-        ``SseEvent.payload`` for a translator); the protocol's ``_fast`` takes the common deltas
-        inline, everything else goes through ``_event``."""
+    def observe(self, payloads: Payloads, now: float, parsed: list[Any] | None = None) -> None:
+        """Interpret a batch of events (``SseScanner.feed_payloads``). Each payload is parsed once;
+        the protocol's ``_fast`` takes the common deltas inline (it never errs, ends the stream or
+        leaves a bad payload pending, so the checks for those run only after the general path),
+        everything else goes through ``_event``. ``parsed``: receives each interpreted event's
+        parse, in order."""
         acc = self.acc
         fast = self._fast
         loads = _loads
-        for ev in events:
-            if self.errored or acc.terminal:
-                return  # errored for good, or the terminal event came: nothing more to interpret
-            if self.pending_bad is not None:
+        names = EVENT_NAMES
+        if self.errored or acc.terminal:
+            return  # errored for good, or the terminal event came: nothing more to interpret
+        for i in range(1, len(payloads), 3):
+            if self.pending_bad is not None:  # a bad payload was not the stream's last
                 bad, self.pending_bad = self.pending_bad, None
                 self.fail(UpstreamProtocolError(bad))
                 return
-            data = ev.data
+            name = payloads[i]
+            if name is None:
+                name = "message"
+            elif not isinstance(name, str):
+                name = names.get(name) or event_name(name)
+            data: Any = payloads[i + 1]
             try:
                 obj = loads(data)
             except _JSONDecodeError:
-                obj = _NOT_JSON
+                # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
+                obj = _NOT_JSON if type(data) is str or data.isascii() else _loads_text(data)
+            if parsed is not None:
+                parsed.append(obj)
             try:
                 if type(obj) is dict:
-                    set_payload(ev, obj)  # a stream translator fed this event reuses the parse
                     acc.received = True
-                    if not fast(ev.event, obj, now):
-                        self._event(ev.event, obj, now)
+                    if fast(name, obj, now):
+                        continue
+                    self._event(name, obj, now)
                 else:
-                    self._not_object(ev.event, data, obj)
+                    self._not_object(name, data if type(data) is str else _text(data), obj)
             except UpstreamProtocolError as exc:
                 self.fail(exc)
             except SHAPE_ERRORS as exc:
-                self.fail(UpstreamProtocolError(f"{self.protocol}: malformed {ev.event!r} event: {exc!r}"))
+                self.fail(UpstreamProtocolError(f"{self.protocol}: malformed {name!r} event: {exc!r}"))
+            if self.errored or acc.terminal:
+                return
+
+    def observe_events(self, events: list[SseEvent], now: float) -> None:
+        """``observe`` for event objects; a JSON-object parse is left in ``SseEvent.payload``, so a
+        stream translator fed the same events does not parse them again."""
+        parsed: list[Any] = []
+        self.observe(payloads_of(events), now, parsed)
+        for ev, obj in zip(events, parsed, strict=False):  # parsing stops at the terminal event
+            if type(obj) is dict:
+                set_payload(ev, obj)
 
     def eof(self) -> None:
         """Upstream EOF: a pending unparsable tail payload is tolerated (seed 002)."""
