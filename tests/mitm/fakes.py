@@ -40,6 +40,9 @@ class RecordingObserver:
         self.events.extend(evs)
         return evs
 
+    def observe(self, chunk: bytes, now: float) -> int:
+        return len(self.feed(chunk, now))
+
     def finish(self, now: float) -> StreamSummary:
         self.finished_at = now
         terminal = any(e.data == "[DONE]" for e in self.events)

@@ -98,11 +98,11 @@ def test_hook_bug_is_contained_and_other_hooks_still_run() -> None:
     c = _carrier(obs)
     seen: list[int] = []
 
-    def bad(_c: Carrier, _e: list[SseEvent], _now: float) -> GuardAction | None:
+    def bad(_c: Carrier, _e: int, _now: float) -> GuardAction | None:
         raise ValueError("hook bug")
 
-    def good(_c: Carrier, events: list[SseEvent], _now: float) -> GuardAction | None:
-        seen.append(len(events))
+    def good(_c: Carrier, events: int, _now: float) -> GuardAction | None:
+        seen.append(events)
         return None
 
     c.on_chunk += [bad, good]
@@ -118,7 +118,7 @@ def test_guard_inject_and_close_in_callable() -> None:
     c.close_handlers.append(closed.append)
     c.on_end.append(lambda _c, s: ended.append(s.outcome))
 
-    def guard(_c: Carrier, _e: list[SseEvent], now: float) -> GuardAction | None:
+    def guard(_c: Carrier, _e: int, now: float) -> GuardAction | None:
         return (
             GuardAction(close=True, kind=ErrorKind.TOOL_STALL, message="tool args stalled")
             if now > 101
@@ -267,7 +267,7 @@ def test_observer_protocol_problem_is_left_to_the_translator() -> None:
 def test_a_repeating_bug_is_logged_once_per_flow(caplog: pytest.LogCaptureFixture) -> None:
     c = _carrier(RecordingObserver())
 
-    def bad(_c: Carrier, _e: list[SseEvent], _now: float) -> GuardAction | None:
+    def bad(_c: Carrier, _e: int, _now: float) -> GuardAction | None:
         raise ValueError("hook bug")
 
     c.on_chunk.append(bad)
@@ -298,7 +298,7 @@ def test_a_bug_in_translated_mode_ends_the_client_stream_with_an_error() -> None
 # -- event alignment (guarded pass-through) ----------------------------------------------------------
 
 
-def _watch(_c: Carrier, _e: list[SseEvent], _now: float) -> GuardAction | None:
+def _watch(_c: Carrier, _e: int, _now: float) -> GuardAction | None:
     return None
 
 

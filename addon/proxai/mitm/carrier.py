@@ -4,7 +4,8 @@ Seed 001 (001_5998ffc26e6ec2b6.txt, "通用 streaming carrier" and "先保 carri
 carrier owns bytes, lifecycle hooks and injection; the protocol observer owns the semantics.
 Per upstream chunk:
 
-    decode (gzip/deflate/br/zstd, bounded)  ->  observer.feed(decoded, now)  (scanned ONCE)
+    decode (gzip/deflate/br/zstd, bounded)  ->  observer.observe(decoded, now)  (scanned ONCE;
+                                                observer.feed when translating: event objects)
       -> client bytes: the ORIGINAL chunk (observe-only, the default)
                        or translator.feed(events) (translation)
                        (guarded pass-through: the original bytes up to the last complete event)
@@ -19,7 +20,8 @@ Extension points (guard and translation engineers plug in here, nowhere else):
 - ``Carrier.translator``: a ``StreamTranslator`` (TEAM.md contract). When set, the client gets
   its output instead of the upstream bytes, ``finish()`` at end of message, ``fail()`` on errors.
   ``strip_translated_headers(response)`` drops the upstream's content-encoding/length.
-- ``Carrier.on_chunk``: hooks ``(carrier, events, now) -> GuardAction | None`` run after each chunk;
+- ``Carrier.on_chunk``: hooks ``(carrier, n_events, now) -> GuardAction | None`` run after each chunk
+  (``n_events``: the SSE events it completed);
   with ``Carrier.at_end_hooks = True`` they also run once at end of message (``carrier.ending``
   is then True), before ``translator.finish()``, so the guard can judge a call left open.
 - ``Carrier.on_end``: hooks ``(carrier, summary) -> None`` run once when the stream ends.
@@ -94,7 +96,8 @@ class GuardAction:
     message: str = ""
 
 
-ChunkHook = Callable[["Carrier", list[SseEvent], float], GuardAction | None]
+# ``(carrier, events, now)``: ``events`` is the number of SSE events the chunk completed.
+ChunkHook = Callable[["Carrier", int, float], GuardAction | None]
 EndHook = Callable[["Carrier", StreamSummary], None]
 CloseHandler = Callable[["Carrier"], None]
 # Delivers bytes to the client outside the stream callable and ends the client stream.
@@ -141,7 +144,7 @@ class Carrier:
         self.flow = flow
         self.state = CarrierState.STREAMING
         self.on_chunk: list[ChunkHook] = []
-        # on_chunk hooks also run once at end of message (events of the decoder flush, maybe []),
+        # on_chunk hooks also run once at end of message (events of the decoder flush, maybe 0),
         # with ``ending`` True; the guard turns this on.
         self.at_end_hooks = False
         self.ending = False
@@ -273,14 +276,16 @@ class Carrier:
             return []  # after we closed the client stream, upstream bytes are dropped
         if self._pending_injection is not None:
             return self._deliver_pending(now)
-        events = self._observe(self._decode(chunk), now)
         out: list[bytes] = []
         if self.translator is None:
+            n = self._observe_only(self._decode(chunk), now)
             out.extend(self._pass_through(chunk))
         else:
+            events = self._observe(self._decode(chunk), now)
+            n = len(events)
             out.extend(self._translate(events, now))
         if self.state is CarrierState.STREAMING:
-            out.extend(self._run_chunk_hooks(events, now))
+            out.extend(self._run_chunk_hooks(n, now))
         return out
 
     def _end(self) -> list[bytes]:
@@ -300,13 +305,16 @@ class Carrier:
                 rest = self.decoder.flush()
             except DecodeError as exc:
                 self.observe_error = str(exc)
-        events = self._observe(rest, now) if rest else []
         if self.translator is not None:
+            events = self._observe(rest, now) if rest else []
+            n = len(events)
             out.extend(self._translate(events, now))
+        else:
+            n = self._observe_only(rest, now) if rest else 0
         if self.state is CarrierState.STREAMING and self.at_end_hooks:
             # The guard's end-of-message check (issue 3): it may inject an error and close.
             self.ending = True
-            out.extend(self._run_chunk_hooks(events, now))
+            out.extend(self._run_chunk_hooks(n, now))
             if self.state is not CarrierState.STREAMING:
                 return out
         if self.translator is not None and self.state is CarrierState.STREAMING:
@@ -393,14 +401,28 @@ class Carrier:
             return b""
 
     def _observe(self, decoded: bytes, now: float) -> list[SseEvent]:
+        """Observe a translated flow's bytes: the translator needs the event objects."""
         if not decoded or not self.observing:
             return []
         try:
             return self.observer.feed(decoded, now)
         except Exception as exc:
-            self._bug("internal error in the observer (observing stops for this flow)")
-            self.observe_error = f"internal error in the observer: {type(exc).__name__}"
+            self._observer_bug(exc)
             return []
+
+    def _observe_only(self, decoded: bytes, now: float) -> int:
+        """Observe a pass-through flow's bytes (no event objects); the number of events."""
+        if not decoded or not self.observing:
+            return 0
+        try:
+            return self.observer.observe(decoded, now)
+        except Exception as exc:
+            self._observer_bug(exc)
+            return 0
+
+    def _observer_bug(self, exc: Exception) -> None:
+        self._bug("internal error in the observer (observing stops for this flow)")
+        self.observe_error = f"internal error in the observer: {type(exc).__name__}"
 
     def _translate(self, events: list[SseEvent], now: float) -> list[bytes]:
         assert self.translator is not None
@@ -444,11 +466,11 @@ class Carrier:
         self._close(kind, message, now, len(data), out_of_band=False)
         return data
 
-    def _run_chunk_hooks(self, events: list[SseEvent], now: float) -> list[bytes]:
+    def _run_chunk_hooks(self, n_events: int, now: float) -> list[bytes]:
         out: list[bytes] = []
         for hook in list(self.on_chunk):
             try:
-                action = hook(self, events, now)
+                action = hook(self, n_events, now)
             except Exception:
                 self.hook_errors += 1
                 self._bug("internal error in an on_chunk hook")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,29 +29,12 @@ from proxai.guard import GuardConfig, Verdict
 from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
 from proxai.model import ErrorInfo, StreamSummary
-from proxai.sse import SseEvent
 
 if TYPE_CHECKING:
     from mitmproxy import http
 
 logger = logging.getLogger(__name__)
 
-# Events after which a call's arguments are declared done (or the stream is over), per protocol.
-_CLOSING_EVENTS = frozenset(
-    {
-        "content_block_stop",
-        "message_delta",
-        "message_stop",
-        "response.function_call_arguments.done",
-        "response.custom_tool_call_input.done",
-        "response.mcp_call_arguments.done",
-        "response.output_item.done",
-        "response.completed",
-        "response.incomplete",
-        "response.failed",
-    }
-)
-_CHAT_FINISH = re.compile(r'"finish_reason"\s*:\s*"')
 
 
 def parse_seconds(name: str, value: str) -> float:
@@ -90,6 +72,7 @@ class FlowGuard:
         self.path: str | None = None  # "data" | "timer" | "end"
         self.end_requested = False
         self._open_count = 0
+        self._finished_seen = 0  # the observer's finished tool calls when last judged
         self._end_stream = end_stream
         self.timer = injection.GuardTimer(self.on_timer, carrier.clock)
         if not timer:
@@ -147,25 +130,26 @@ class FlowGuard:
             start=self.start,
         )
 
-    def _calls_may_have_closed(self, events: list[SseEvent]) -> bool:
+    def _calls_may_have_closed(self) -> bool:
         """Cheap trigger for the abnormal-argument rule (a summary per chunk would cost 5x the
-        observer): an event that closes calls in some protocol, or the terminal event."""
-        for e in events:
-            if e.event in _CLOSING_EVENTS:
-                return True
-            if "finish_reason" in e.data and _CHAT_FINISH.search(e.data) is not None:
-                return True
-        return self.carrier.observer.terminal
+        observer): a tool call finished since the last look (the observer counts them; only a
+        finished call's arguments are judged), or the terminal event came."""
+        obs = self.carrier.observer
+        finished: int = obs.finished_tool_calls
+        if finished != self._finished_seen:
+            self._finished_seen = finished
+            return True
+        return obs.terminal
 
     # -- carrier hooks ----------------------------------------------------------------------------
 
-    def on_chunk(self, carrier: Carrier, events: list[SseEvent], now: float) -> GuardAction | None:
+    def on_chunk(self, carrier: Carrier, events: int, now: float) -> GuardAction | None:
         if not self._guarding():
             self.timer.cancel()
             return None
         ending = carrier.ending  # the end-of-message check: mitmproxy ends the client stream itself
         open_before = self._open_count
-        with_calls = ending or (bool(events) and self._calls_may_have_closed(events))
+        with_calls = ending or (events > 0 and self._calls_may_have_closed())
         verdict, open_calls = self.check(now, with_calls=with_calls, ended=ending)
         self._open_count = len(open_calls)
         if verdict is None and not with_calls and self._open_count < open_before:
