@@ -103,6 +103,7 @@ def _new_event(event: str, data: str, id: str, raw: bytes) -> SseEvent:
 # raw bytes, ``None`` without one, or the type as text (read it with ``event_name``); ``data``: the
 # payload's bytes (the same text the general rules would decode, valid UTF-8 or not) or its text.
 type Payloads = list[bytes | str | None]
+type RawName = bytes | str | None  # an event type in ``Payloads``
 type Payload = tuple[str, bytes | str]
 
 # Raw event type -> the type ``feed`` gives (``message`` when absent or empty); at most
@@ -110,7 +111,7 @@ type Payload = tuple[str, bytes | str]
 EVENT_NAMES: dict[bytes | None, str] = {None: "message", b"": "message"}
 
 
-def event_name(raw: bytes | str | None) -> str:
+def event_name(raw: RawName) -> str:
     """The event type of a ``Payloads`` entry."""
     if isinstance(raw, str):
         return raw

@@ -23,6 +23,7 @@ import orjson
 
 from proxai.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.model import Protocol, StopClass
+from proxai.sse import RawName
 
 from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields, nbytes
 
@@ -119,7 +120,7 @@ class AnthropicObserver(ObserverBase):
 
     # -- streamed -------------------------------------------------------------------------------
 
-    def _fast(self, name: str, obj: dict[str, Any], now: float) -> bool:
+    def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
         """``content_block_delta`` of an open block with a matching delta type, and ``ping``:
         the same effect as ``_event``, without the general checks' cost."""
         etype = obj.get("type")

@@ -24,6 +24,7 @@ from typing import Any
 
 from proxai.errors import UpstreamProtocolError
 from proxai.model import Protocol, StopClass
+from proxai.sse import RawName, event_name
 
 from .common import (
     Accum,
@@ -92,11 +93,11 @@ class ChatObserver(ObserverBase):
             return
         super()._not_object(name, data, obj)
 
-    def _fast(self, name: str, obj: dict[str, Any], now: float) -> bool:
+    def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
         """A mid-stream chunk of one choice (index 0) whose delta is only ``content`` (or only
         one tool call's argument fragment), with the stream's id and model, no finish_reason,
         no usage, no error: the same effect as ``_event`` without the general checks."""
-        if self.state is not State.STREAMING or name == "error":
+        if self.state is not State.STREAMING or (name is not None and event_name(name) == "error"):
             return False  # (a finished choice 0 moved the state to FINISHED)
         acc = self.acc
         choices = obj.get("choices")

@@ -42,7 +42,7 @@ from proxai.model import (
     ToolCallInfo,
     Usage,
 )
-from proxai.sse import EVENT_NAMES, Payloads, SseEvent, event_name, payloads_of, set_payload
+from proxai.sse import Payloads, RawName, SseEvent, event_name, payloads_of, set_payload
 
 MAX_NOTES = 20
 
@@ -503,7 +503,6 @@ class ObserverBase:
         acc = self.acc
         fast = self._fast
         loads = _loads
-        names = EVENT_NAMES
         if self.errored or acc.terminal:
             return  # errored for good, or the terminal event came: nothing more to interpret
         for i in range(1, len(payloads), 3):
@@ -511,11 +510,7 @@ class ObserverBase:
                 bad, self.pending_bad = self.pending_bad, None
                 self.fail(UpstreamProtocolError(bad))
                 return
-            name = payloads[i]
-            if name is None:
-                name = "message"
-            elif not isinstance(name, str):
-                name = names.get(name) or event_name(name)
+            raw_name = payloads[i]
             data: Any = payloads[i + 1]
             try:
                 obj = loads(data)
@@ -527,14 +522,17 @@ class ObserverBase:
             try:
                 if type(obj) is dict:
                     acc.received = True
-                    if fast(name, obj, now):
+                    if fast(raw_name, obj, now):
                         continue
+                    name = event_name(raw_name)
                     self._event(name, obj, now)
                 else:
+                    name = event_name(raw_name)
                     self._not_object(name, data if type(data) is str else _text(data), obj)
             except UpstreamProtocolError as exc:
                 self.fail(exc)
             except SHAPE_ERRORS as exc:
+                name = event_name(raw_name)
                 self.fail(UpstreamProtocolError(f"{self.protocol}: malformed {name!r} event: {exc!r}"))
             if self.errored or acc.terminal:
                 return
@@ -567,8 +565,9 @@ class ObserverBase:
             return
         raise UpstreamProtocolError(bad)
 
-    def _fast(self, name: str, obj: dict[str, Any], now: float) -> bool:
-        """The protocol's hot path for its most common events; False: not taken."""
+    def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
+        """The protocol's hot path for its most common events; False: not taken. ``name``: the
+        event type as the scanner gives it (``sse.event_name`` reads it)."""
         return False
 
     def fail(self, exc: ProxaiError) -> None:

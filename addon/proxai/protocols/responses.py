@@ -28,6 +28,7 @@ from typing import Any
 
 from proxai.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.model import Protocol, StopClass
+from proxai.sse import RawName
 
 from .common import (
     Accum,
@@ -109,7 +110,7 @@ class ResponsesObserver(ObserverBase):
 
     # -- streamed -------------------------------------------------------------------------------
 
-    def _fast(self, name: str, obj: dict[str, Any], now: float) -> bool:
+    def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
         """A text / reasoning / refusal / argument delta for a known item, with the next
         sequence number: the same effect as ``_event`` without the general checks."""
         if self.state is not State.ACTIVE:
