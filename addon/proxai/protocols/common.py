@@ -494,12 +494,12 @@ class ObserverBase:
 
     # -- streamed -------------------------------------------------------------------------------
 
-    def observe(self, payloads: Payloads, now: float, parsed: list[Any] | None = None) -> None:
+    def observe(self, payloads: Payloads, now: float, events: list[SseEvent] | None = None) -> None:
         """Interpret a batch of events (``SseScanner.feed_payloads``). Each payload is parsed once;
         the protocol's ``_fast`` takes the common deltas inline (it never errs, ends the stream or
         leaves a bad payload pending, so the checks for those run only after the general path),
-        everything else goes through ``_event``. ``parsed``: receives each interpreted event's
-        parse, in order."""
+        everything else goes through ``_event``. ``events``: the same events as objects, whose
+        ``payload`` gets each JSON object's parse (for a stream translator)."""
         acc = self.acc
         fast = self._fast
         loads = _loads
@@ -517,10 +517,10 @@ class ObserverBase:
             except _JSONDecodeError:
                 # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
                 obj = _NOT_JSON if type(data) is str or data.isascii() else _loads_text(data)
-            if parsed is not None:
-                parsed.append(obj)
             try:
                 if type(obj) is dict:
+                    if events is not None:
+                        set_payload(events[i // 3], obj)
                     acc.received = True
                     if fast(raw_name, obj, now):
                         continue
@@ -540,11 +540,7 @@ class ObserverBase:
     def observe_events(self, events: list[SseEvent], now: float) -> None:
         """``observe`` for event objects; a JSON-object parse is left in ``SseEvent.payload``, so a
         stream translator fed the same events does not parse them again."""
-        parsed: list[Any] = []
-        self.observe(payloads_of(events), now, parsed)
-        for ev, obj in zip(events, parsed, strict=False):  # parsing stops at the terminal event
-            if type(obj) is dict:
-                set_payload(ev, obj)
+        self.observe(payloads_of(events), now, events)
 
     def eof(self) -> None:
         """Upstream EOF: a pending unparsable tail payload is tolerated (seed 002)."""
