@@ -22,7 +22,7 @@ _PATHS = {
     "openai_chat": "/v1/chat/completions",
     "openai_responses": "/v1/responses",
 }
-_STAMP = re.compile(rb"(?:^|\n)id: (\d+)\n")
+_STAMP = re.compile(rb'"bench_ts":(\d+)')  # bench.upstream's send time in each event's JSON
 
 
 @dataclass

@@ -6,8 +6,11 @@ streams of ``bench.streams`` (HTTP/1.1, chunked) and can:
 
 - ``x-bench-events: N``   stream size in events (the whole generated stream);
 - ``x-bench-interval-ms`` pace events (0 = as fast as the socket takes them, 16 KiB writes);
-- ``x-bench-stamp: 1``    prefix each event with ``id: <monotonic ns>`` (an SSE field every
-  observer ignores, so observe-only output is unchanged) for per-event latency;
+- ``x-bench-stamp: 1``    put the send time (monotonic ns) into each event's JSON object as its first
+  member, ``"bench_ts": N`` (every observer ignores members it does not know, so observation is
+  unchanged; an ``id:`` line would make every event a block of an unusual shape, which the
+  scanner's fast path leaves to its general rules, and real LLM APIs send no ``id:``), for the
+  per-event latency;
 - ``x-bench-bytes: M``    repeat a run of delta events until about M bytes, then end validly.
 
 The protocol comes from the path (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``).
@@ -90,7 +93,11 @@ async def _serve_one(path: str, headers: dict[str, str], writer: asyncio.StreamW
             writer.write(_chunk(tail[i : i + 16384]))
     elif interval or stamp:
         for b in bl:
-            writer.write(_chunk(b"id: %d\n" % time.monotonic_ns() + b if stamp else b))
+            writer.write(
+                _chunk(
+                    b.replace(b"data: {", b'data: {"bench_ts":%d,' % time.monotonic_ns(), 1) if stamp else b
+                )
+            )
             await writer.drain()
             if interval:
                 await asyncio.sleep(interval)
