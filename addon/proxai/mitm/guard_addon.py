@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-
 def parse_seconds(name: str, value: str) -> float:
     try:
         seconds = float(value)
@@ -90,7 +89,7 @@ class FlowGuard:
         return (
             self.verdict is None
             and c.state is CarrierState.STREAMING
-            and c.observing
+            and c.observe_error is None  # ``c.observing``, without a property call per chunk
             and getattr(c.observer, "failed", None) is None
         )
 
