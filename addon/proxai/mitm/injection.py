@@ -18,8 +18,9 @@ chunk will ever call our code, so this module reaches into mitmproxy's HTTP laye
 3. Once the stream was dropped from the layer (the client stream has ended), the same wrapper sends
    ``RequestProtocolError(..., CANCEL)`` to the server-side connection layer: HTTP/1 closes that
    connection, HTTP/2 resets only that stream. The upstream stops spending tokens.
-4. A wrapper around ``HttpStream._handle_event`` swallows upstream events that still arrive for a stream
-   we ended (they would otherwise hit ``state_done`` and raise).
+4. The stream we ended gets its own ``_handle_event`` (an instance attribute, as mitmproxy does for
+   ``passthrough``) that swallows upstream events still arriving for it (they would otherwise hit
+   ``state_done`` and raise). Other streams' events reach mitmproxy's method directly.
 
 ``install()`` checks at start-up that every internal used here exists; when one does not, it logs ONE
 warning and ProxAI keeps the data-driven path only (errors injected on the next upstream chunk).
@@ -146,12 +147,6 @@ def _patch() -> None:
     HttpStream = mhttp.HttpStream
     stream_body_state = HttpStream.state_stream_response_body
     passthrough = HttpStream.passthrough
-    server_events = (
-        hev.ResponseData,
-        hev.ResponseTrailers,
-        hev.ResponseEndOfMessage,
-        hev.ResponseProtocolError,
-    )
 
     def tunnels_http(layer: Any, stream: Any) -> bool:
         """A CONNECT stream in passthrough whose tunnel holds an HttpLayer of the same client."""
@@ -180,6 +175,7 @@ def _patch() -> None:
             layer.__dict__.setdefault(_PENDING, {})[stream.stream_id] = (server_conn, CANCEL_MESSAGE)
             yield from layer.event_to_child(stream, hev.ResponseEndOfMessage(stream.stream_id))
             stream.__dict__[_ENDED] = True
+            drop_server_events(stream)
             return
         for stream in list(layer.streams.values()):
             if tunnels_http(layer, stream):
@@ -224,16 +220,27 @@ def _patch() -> None:
         setattr(layer_handle_event, _WRAPPED, True)
         HttpLayer._handle_event = layer_handle_event  # type: ignore[method-assign]
 
-    if not getattr(HttpStream._handle_event, _WRAPPED, False):
-        original_stream: Callable[[Any, Any], Generator[Any, Any, None]] = HttpStream._handle_event
 
-        def stream_handle_event(self: Any, event: Any) -> Generator[Any, Any, None]:
-            if self.__dict__.get(_ENDED) and isinstance(event, server_events):
-                return _nothing()  # the upstream kept talking after we ended this response: drop it
-            return original_stream(self, event)
+def drop_server_events(stream: Any) -> None:
+    """Upstream events that still arrive for an ``HttpStream`` we ended would hit ``state_done`` and
+    raise: this one stream drops them from now on (mitmproxy's own pattern of an instance
+    ``_handle_event``, as for ``passthrough``; no wrapper on every other stream's events)."""
+    from mitmproxy.proxy.layers.http import _events as hev
 
-        setattr(stream_handle_event, _WRAPPED, True)
-        HttpStream._handle_event = stream_handle_event  # type: ignore[method-assign]
+    server_events = (
+        hev.ResponseData,
+        hev.ResponseTrailers,
+        hev.ResponseEndOfMessage,
+        hev.ResponseProtocolError,
+    )
+    handle: Callable[[Any], Generator[Any, Any, None]] = stream._handle_event
+
+    def handle_event(event: Any) -> Generator[Any, Any, None]:
+        if isinstance(event, server_events):
+            return _nothing()  # the upstream kept talking after we ended this response
+        return handle(event)
+
+    stream.__dict__["_handle_event"] = handle_event
 
 
 def _nothing() -> Generator[Any, Any, None]:
