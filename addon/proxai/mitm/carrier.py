@@ -197,6 +197,11 @@ class Carrier:
                 # Translated: the upstream bytes mean nothing to this client; end its stream with a
                 # well-formed error in its own protocol instead of leaving it without a terminal event.
                 out = self._fail_translated_after_bug()
+        if len(out) == 1:  # the common case: one piece per read, no list to filter
+            if out[0]:
+                self.client_bytes += len(out[0])
+                return out
+            return []  # never b"" mid-stream
         out = [b for b in out if b]  # never b"" mid-stream
         self.client_bytes += sum(len(b) for b in out)
         return out
@@ -334,13 +339,11 @@ class Carrier:
     def _aligning(self) -> bool:
         """Hold unfinished SSE blocks back: something may inject (a guard hook), the client gets
         the upstream bytes as they are (no translator, identity encoding) and they are scanned."""
-        return (
-            not self._align_off
-            and self.translator is None
-            and bool(self.on_chunk)
-            and self.observing
-            and getattr(self.decoder, "encoding", "identity") == "identity"
-        )
+        if self._align_off or self.translator is not None or not self.on_chunk:
+            return False
+        if self.observe_error is not None:  # not ``observing``: a property call per read
+            return False
+        return self.decoder is None or getattr(self.decoder, "encoding", "identity") == "identity"
 
     def _pass_through(self, chunk: bytes) -> list[bytes]:
         """The client's bytes for one upstream chunk: all of it, or (aligned) everything up to the
@@ -357,6 +360,8 @@ class Carrier:
             out = self._release_held()
             out.append(chunk)
             return out
+        if pending == 0 and not self._held:  # the common case: whole events, nothing held
+            return [chunk]
         if pending == total:
             self._held.append(chunk)
             self._held_len = total
@@ -390,7 +395,7 @@ class Carrier:
         self._held, self._held_len = [], 0
 
     def _decode(self, chunk: bytes) -> bytes:
-        if not self.observing:
+        if self.observe_error is not None:  # not ``observing``: a property call per read
             return b""
         if self.decoder is None:
             return chunk
@@ -412,7 +417,7 @@ class Carrier:
 
     def _observe_only(self, decoded: bytes, now: float) -> int:
         """Observe a pass-through flow's bytes (no event objects); the number of events."""
-        if not decoded or not self.observing:
+        if not decoded or self.observe_error is not None:
             return 0
         try:
             return self.observer.observe(decoded, now)
