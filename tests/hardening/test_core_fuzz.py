@@ -57,7 +57,7 @@ def run_observer(protocol: Protocol, chunks: list[bytes], limits: Limits | None 
         else:
             events = obs.feed(c, now)
             assert all(isinstance(e, SseEvent) for e in events)
-        obs.open_tool_calls()
+        assert obs.open_tool_count == len(obs.open_tool_calls())
         check_summary(obs.summary(), protocol)
     return obs
 

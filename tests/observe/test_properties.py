@@ -34,7 +34,7 @@ def observe(
     feed = obs.feed if events else obs.observe
     for i, piece in enumerate(pieces):
         feed(piece, float(i))
-        obs.open_tool_calls()
+        assert obs.open_tool_count == len(obs.open_tool_calls())  # the count the guard reads
         obs.summary()
         assert obs.failed is None or isinstance(obs.failed, ProxaiError)
     s = obs.finish(float(len(pieces)))

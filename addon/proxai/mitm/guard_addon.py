@@ -149,12 +149,21 @@ class FlowGuard:
         ending = carrier.ending  # the end-of-message check: mitmproxy ends the client stream itself
         open_before = self._open_count
         with_calls = ending or (events > 0 and self._calls_may_have_closed())
+        if not with_calls and open_before == 0 and self.timer.armed_at is not None:
+            obs = carrier.observer
+            if obs.open_tool_count == 0 and obs.last_byte_at == now:
+                # No call open before or now, none finished: only the idle rule applies, and a
+                # chunk that arrived now cannot trip it; the armed timer is at or before the idle
+                # deadline (which only moves later). ``check`` would return None, ``arm`` at once.
+                return None
         verdict, open_calls = self.check(now, with_calls=with_calls, ended=ending)
         self._open_count = len(open_calls)
         if verdict is None and not with_calls and self._open_count < open_before:
             verdict, open_calls = self.check(now, with_calls=True)  # a call closed another way
         if verdict is None:
-            if not ending:
+            if not ending and (open_calls or self.timer.armed_at is None):
+                # Without an open call the deadline is the idle one, which only moves later: an
+                # armed timer is already at or before it (``arm`` would return at once).
                 self.timer.arm(self.deadline(open_calls))
             return None
         self.verdict, self.path = verdict, "end" if ending else "data"
