@@ -22,6 +22,7 @@ summary's ``error``:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,15 +83,19 @@ class StreamObserver:
         "_done",
         "_first_event_at",
         "_first_token_at",
+        "_gap",
         "_headers_at",
-        "_largest_gap",
+        "_prev_at",
         "_proto",
         "_scanner",
+        "_special",
         "_start",
         "_stopped",
         "_tail",
         "_tail_bytes",
+        "_tail_len",
         "_warm",
+        "acc",
         "counts",
         "failed",
         "last_byte_at",
@@ -106,7 +111,11 @@ class StreamObserver:
         self._start = start
         self._scanner = SseScanner(limits.max_line, limits.max_event)
         self._proto = make_protocol_observer(protocol, limits, capture)
-        self._tail = bytearray()  # the last bytes: at most twice ``tail_bytes``
+        # The protocol-neutral accumulator (read-only use: the guard reads its tool-call counts).
+        self.acc = self._proto.acc
+        # The last chunks, at most twice ``tail_bytes`` plus one chunk (joined and cut when longer).
+        self._tail: list[bytes] = []
+        self._tail_len = 0
         self._tail_bytes = limits.tail_bytes
         self.counts = Counts()
         self.last_byte_at: float | None = None
@@ -114,9 +123,11 @@ class StreamObserver:
         self._headers_at: float | None = None
         self._first_event_at: float | None = None
         self._first_token_at: float | None = None
-        self._largest_gap: float | None = None
+        self._prev_at = math.inf  # ``last_byte_at`` as a number (the first gap is -inf)
+        self._gap = -math.inf  # the largest gap between chunks (-inf: fewer than two chunks)
         self._stopped = False  # a limit error: no more scanning
         self._body: bytearray | None = None  # the body of an HTTP error response
+        self._special = False  # ``_stopped`` or ``_body``: ``_account`` takes its slow path
         self._done: StreamSummary | None = None
         self._aborted = False
         self._warm = False
@@ -131,8 +142,8 @@ class StreamObserver:
     @property
     def tail(self) -> bytes:
         """The last ``Limits.tail_bytes`` of stream bytes."""
-        tail = self._tail
-        return bytes(tail[len(tail) - self._tail_bytes :] if len(tail) > self._tail_bytes else tail)
+        data = b"".join(self._tail)
+        return data[len(data) - self._tail_bytes :] if len(data) > self._tail_bytes else data
 
     @property
     def pending_bytes(self) -> int | None:
@@ -174,6 +185,7 @@ class StreamObserver:
         self._proto.acc.status_code = status_code
         if status_code >= 400:
             self._body = bytearray()
+            self._special = True
 
     def feed(self, chunk: bytes, now: float) -> list[SseEvent]:
         """One chunk of DECODED body bytes, scanned once; returns its events (for a stream
@@ -287,31 +299,36 @@ class StreamObserver:
     # -- internals ------------------------------------------------------------------------------
 
     def _account(self, chunk: bytes, now: float) -> bool:
-        """Bytes, chunks, gaps, tail and an error body for one chunk; False: nothing to scan."""
+        """Bytes, chunks, gaps, tail and an error body for one chunk; False: nothing to scan.
+        Per chunk on every flow: plain attribute arithmetic, no branch that is not needed."""
         if not chunk or self._done is not None:
             return False
-        counts = self.counts
         n = len(chunk)
+        counts = self.counts
         counts.bytes += n
         counts.chunks += 1
-        last = self.last_byte_at
-        if last is not None:
-            gap = now - last
-            if self._largest_gap is None or gap > self._largest_gap:
-                self._largest_gap = gap
-        self.last_byte_at = now
+        gap = now - self._prev_at
+        if gap > self._gap:  # noqa: PLR1730 (no call to max per chunk)
+            self._gap = gap
+        self._prev_at = self.last_byte_at = now
+        self._tail.append(chunk)
+        self._tail_len += n
+        if self._tail_len > 2 * self._tail_bytes:
+            self._cut_tail()
+        if self._special:
+            body = self._body
+            if body is not None and len(body) < self.limits.max_event:
+                body += chunk[: self.limits.max_event - len(body)]
+            return not self._stopped
+        return True
+
+    def _cut_tail(self) -> None:
+        """Keep the last ``tail_bytes`` (amortized: about two bytes copied per byte fed)."""
         cap = self._tail_bytes
-        if n < cap:  # the tail: amortized O(1) per byte, at most twice ``tail_bytes``
-            tail = self._tail
-            tail += chunk
-            if len(tail) > 2 * cap:
-                del tail[: len(tail) - cap]
-        else:
-            self._tail = bytearray(chunk[n - cap :])
-        body = self._body
-        if body is not None and len(body) < self.limits.max_event:
-            body += chunk[: self.limits.max_event - len(body)]
-        return not self._stopped
+        data = b"".join(self._tail)
+        data = data[len(data) - cap :] if cap else b""
+        self._tail = [data] if data else []
+        self._tail_len = len(data)
 
     def _observe(
         self, n: int, now: float, *, payloads: Payloads | None = None, events: list[SseEvent] | None = None
@@ -333,6 +350,7 @@ class StreamObserver:
 
     def _limit(self, exc: SseLimitError) -> None:
         self._stopped = True
+        self._special = True
         self._warm = False
         if self.failed is None:
             self.failed = exc
@@ -344,6 +362,7 @@ class StreamObserver:
         if body is None:
             return
         self._body = None
+        self._special = self._stopped
         acc = self._proto.acc
         status = acc.status_code or 0
         if acc.error is not None and acc.error.source == "event":
@@ -358,7 +377,7 @@ class StreamObserver:
         def rel(t: float | None) -> float | None:
             return None if t is None else t - start
 
-        gap = self._largest_gap
+        gap = None if self._gap == -math.inf else self._gap
         if final and end is not None and self.last_byte_at is not None:
             g = end - self.last_byte_at
             if gap is None or g > gap:
