@@ -14,12 +14,14 @@ splits, with clock steps that cross the stall and idle thresholds.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from proxai.decode import make_decoder
 from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier, GuardAction
 from proxai.mitm.guard_addon import FlowGuard
@@ -61,13 +63,18 @@ class ReferenceGuard(FlowGuard):
 
 
 def _run(
-    guard_cls: type[FlowGuard], protocol: Protocol, pieces: list[bytes], steps: list[float]
+    guard_cls: type[FlowGuard],
+    protocol: Protocol,
+    pieces: list[bytes],
+    steps: list[float],
+    gzipped: bool = False,
 ) -> list[Any]:
     async def main() -> list[Any]:
         clock = [0.0]
         observer = StreamObserver(protocol, start=0.0)
         observer.headers(200, 0.0)
-        carrier = Carrier(observer, protocol=protocol, decoder=None, clock=lambda: clock[0])
+        decoder = make_decoder("gzip") if gzipped else None
+        carrier = Carrier(observer, protocol=protocol, decoder=decoder, clock=lambda: clock[0])
         guard = guard_cls(CFG, None, carrier, start=0.0, end_stream=lambda _flow: True)
         trace: list[Any] = []
         for piece, step in zip(pieces, steps, strict=True):
@@ -81,13 +88,47 @@ def _run(
     return asyncio.run(main())
 
 
-@pytest.mark.parametrize(("protocol", "path"), STREAMS, ids=[f"{p}/{f.name}" for p, f in STREAMS])
-def test_armed_deadline_verdict_and_bytes_match_the_reference(protocol: str, path: Path) -> None:
-    data = path.read_bytes()
-    rng = random.Random(f"{protocol}/{path.name}")
+def _compare(protocol: str, data: bytes, seed: str, *, gzipped: bool = False) -> list[list[Any]]:
+    """Both guards over ``data`` at five random splittings; the reference's traces."""
+    rng = random.Random(seed)
+    traces = []
     for _ in range(5):
         pieces = random_pieces(data, rng, max_size=rng.choice([1, 7, 64, 4096]))
         # Mostly small steps, sometimes one past the stall (10 s) or idle (25 s) threshold.
         steps = [rng.choice([0.0, 0.001, 0.5, 3.0, 9.99, 10.0, 12.0, 25.0, 30.0]) for _ in pieces]
         p = Protocol(protocol)
-        assert _run(FlowGuard, p, pieces, steps) == _run(ReferenceGuard, p, pieces, steps)
+        expected = _run(ReferenceGuard, p, pieces, steps, gzipped)
+        assert _run(FlowGuard, p, pieces, steps, gzipped) == expected
+        traces.append(expected)
+    return traces
+
+
+@pytest.mark.parametrize(("protocol", "path"), STREAMS, ids=[f"{p}/{f.name}" for p, f in STREAMS])
+def test_armed_deadline_verdict_and_bytes_match_the_reference(protocol: str, path: Path) -> None:
+    _compare(protocol, path.read_bytes(), f"{protocol}/{path.name}")
+
+
+def _broken_arguments(data: bytes) -> bytes:
+    """Every call's arguments start with ``{{``: not JSON once the call is declared done."""
+    for field in (b'"partial_json":"{', b'"arguments":"{', b'"delta":"{'):
+        data = data.replace(field, field + b"{")
+    return data
+
+
+@pytest.mark.parametrize("protocol", sorted(Protocol))
+def test_a_call_started_and_finished_within_one_chunk_is_still_judged(protocol: str) -> None:
+    """Calls with invalid JSON arguments, often started and declared done inside one chunk (no call
+    open before or after it): the abnormal-argument verdict comes at the same chunk as the reference's."""
+    data = _broken_arguments((FIXTURES / protocol / "parallel_tools.sse").read_bytes())
+    traces = _compare(protocol, data, f"broken/{protocol}")
+    verdicts = {str(t[-1][1].kind) for t in traces if t[-1][1] is not None}
+    assert "abnormal_arguments" in verdicts  # the case is really exercised
+
+
+@pytest.mark.parametrize(("protocol", "path"), STREAMS[::3], ids=[f"{p}/{f.name}" for p, f in STREAMS[::3]])
+def test_compressed_chunks_that_decode_to_nothing_are_judged_by_the_idle_rule(
+    protocol: str, path: Path
+) -> None:
+    """A gzip piece may decode to no byte: then the last byte is older than the chunk and the idle
+    rule may trip on it (the shortcut must not skip that chunk)."""
+    _compare(protocol, gzip.compress(path.read_bytes()), f"gzip/{protocol}/{path.name}", gzipped=True)

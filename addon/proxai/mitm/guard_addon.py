@@ -29,6 +29,7 @@ from proxai.guard import GuardConfig, Verdict
 from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
 from proxai.model import ErrorInfo, StreamSummary
+from proxai.protocols.common import Accum
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -72,6 +73,8 @@ class FlowGuard:
         self.end_requested = False
         self._open_count = 0
         self._finished_seen = 0  # the observer's finished tool calls when last judged
+        # The observer's accumulator (open and finished call counts, terminal), read per chunk.
+        self._acc: Accum | None = getattr(carrier.observer, "acc", None)
         self._end_stream = end_stream
         self.timer = injection.GuardTimer(self.on_timer, carrier.clock)
         if not timer:
@@ -90,7 +93,7 @@ class FlowGuard:
             self.verdict is None
             and c.state is CarrierState.STREAMING
             and c.observe_error is None  # ``c.observing``, without a property call per chunk
-            and getattr(c.observer, "failed", None) is None
+            and c.observer.failed is None
         )
 
     def check(self, now: float, *, with_calls: bool, ended: bool = False) -> tuple[Verdict | None, list[Any]]:
@@ -143,19 +146,28 @@ class FlowGuard:
     # -- carrier hooks ----------------------------------------------------------------------------
 
     def on_chunk(self, carrier: Carrier, events: int, now: float) -> GuardAction | None:
+        acc = self._acc
+        if (
+            acc is not None
+            and self._open_count == 0
+            and acc.open_count == 0
+            and (events == 0 or (acc.finished_tools == self._finished_seen and not acc.terminal))
+            and not carrier.ending
+            and carrier.observer.last_byte_at == now
+            and self.timer.armed_at is not None
+            and self._guarding()
+        ):
+            # Most chunks: no call open before or now, none finished, not the end. Only the idle
+            # rule applies, and a chunk that arrived now cannot trip it; the armed timer is at or
+            # before the idle deadline (which only moves later). ``check`` would return None and
+            # ``arm`` return at once (tests/guard/test_guard_timer_skip.py compares the two).
+            return None
         if not self._guarding():
             self.timer.cancel()
             return None
         ending = carrier.ending  # the end-of-message check: mitmproxy ends the client stream itself
         open_before = self._open_count
         with_calls = ending or (events > 0 and self._calls_may_have_closed())
-        if not with_calls and open_before == 0 and self.timer.armed_at is not None:
-            obs = carrier.observer
-            if obs.open_tool_count == 0 and obs.last_byte_at == now:
-                # No call open before or now, none finished: only the idle rule applies, and a
-                # chunk that arrived now cannot trip it; the armed timer is at or before the idle
-                # deadline (which only moves later). ``check`` would return None, ``arm`` at once.
-                return None
         verdict, open_calls = self.check(now, with_calls=with_calls, ended=ending)
         self._open_count = len(open_calls)
         if verdict is None and not with_calls and self._open_count < open_before:
