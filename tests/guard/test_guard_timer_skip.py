@@ -132,3 +132,14 @@ def test_compressed_chunks_that_decode_to_nothing_are_judged_by_the_idle_rule(
     """A gzip piece may decode to no byte: then the last byte is older than the chunk and the idle
     rule may trip on it (the shortcut must not skip that chunk)."""
     _compare(protocol, gzip.compress(path.read_bytes()), f"gzip/{protocol}/{path.name}", gzipped=True)
+    # A corrupt gzip body: decoding fails mid-stream, observing stops, the guard stands down.
+    packed = bytearray(gzip.compress(path.read_bytes()))
+    packed[len(packed) // 2 :: 7] = bytes(len(packed[len(packed) // 2 :: 7]))
+    traces = _compare(protocol, bytes(packed), f"gzip-bad/{protocol}/{path.name}", gzipped=True)
+    assert all(t[-1][0] is None for t in traces)  # no timer left armed
+    # The same at one instant (no clock step): the guard must stand down at the failing chunk.
+    pieces = [bytes(packed[i : i + 16]) for i in range(0, len(packed), 16)]
+    steps = [0.0] * len(pieces)
+    p = Protocol(protocol)
+    expected = _run(ReferenceGuard, p, pieces, steps, gzipped=True)
+    assert _run(FlowGuard, p, pieces, steps, gzipped=True) == expected

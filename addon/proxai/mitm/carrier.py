@@ -348,6 +348,10 @@ class Carrier:
     def _pass_through(self, chunk: bytes) -> list[bytes]:
         """The client's bytes for one upstream chunk: all of it, or (aligned) everything up to the
         last complete SSE block, the unfinished block held until a later chunk completes it."""
+        if not self._held and chunk[-2:] == b"\n\n":
+            # The common read (whole events): nothing held, and the chunk ends with a blank line,
+            # which always ends a block (no bytes pending), so aligned or not it goes out whole.
+            return [chunk]
         if not self._aligning():
             out = self._release_held()
             out.append(chunk)

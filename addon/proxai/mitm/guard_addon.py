@@ -155,7 +155,10 @@ class FlowGuard:
             and not carrier.ending
             and carrier.observer.last_byte_at == now
             and self.timer.armed_at is not None
-            and self._guarding()
+            and self.verdict is None  # ``_guarding()``, inline
+            and carrier.state is CarrierState.STREAMING
+            and carrier.observe_error is None
+            and carrier.observer.failed is None
         ):
             # Most chunks: no call open before or now, none finished, not the end. Only the idle
             # rule applies, and a chunk that arrived now cannot trip it; the armed timer is at or
