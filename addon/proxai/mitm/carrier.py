@@ -281,16 +281,23 @@ class Carrier:
             return []  # after we closed the client stream, upstream bytes are dropped
         if self._pending_injection is not None:
             return self._deliver_pending(now)
-        out: list[bytes] = []
+        out: list[bytes]
         if self.translator is None:
-            n = self._observe_only(self._decode(chunk), now)
-            out.extend(self._pass_through(chunk))
+            # Pass-through, every read of every observed flow: the uncompressed case needs no
+            # decoder call.
+            if self.decoder is None and self.observe_error is None:
+                n = self._observe_only(chunk, now)
+            else:
+                n = self._observe_only(self._decode(chunk), now)
+            out = self._pass_through(chunk)
         else:
             events = self._observe(self._decode(chunk), now)
             n = len(events)
-            out.extend(self._translate(events, now))
-        if self.state is CarrierState.STREAMING:
-            out.extend(self._run_chunk_hooks(n, now))
+            out = self._translate(events, now)
+        if self.on_chunk and self.state is CarrierState.STREAMING:
+            more = self._run_chunk_hooks(n, now)
+            if more:
+                out.extend(more)
         return out
 
     def _end(self) -> list[bytes]:
