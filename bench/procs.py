@@ -104,22 +104,36 @@ def _wait_listening(p: Proc, timeout: float = 30.0) -> Proc:
     raise RuntimeError(f"not listening on {p.port} after {timeout}s:\n{p.log()[-3000:]}")
 
 
-def _spawn(args: list[str], port: int) -> Proc:
+def _spawn(args: list[str], port: int, cpus: set[int] | None = None) -> Proc:
+    """Start ``args``; ``cpus``: the CPUs it may run on (``sched_setaffinity``), None: any."""
     workdir = Path(tempfile.mkdtemp(prefix="proxai-bench-"))
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+
     with open(workdir / "log.txt", "wb") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO), env=env)
+    if cpus:  # at once, before the interpreter starts its threads (they inherit it)
+        os.sched_setaffinity(proc.pid, cpus)
     return _wait_listening(Proc(proc, port, workdir))
 
 
-def start_upstream() -> Proc:
+def cpu_layout() -> tuple[set[int], set[int]] | None:
+    """(the CPU for mitmdump, the CPUs for everything else), or None with fewer than two CPUs."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None
+    return {cpus[-1]}, set(cpus[:-1])
+
+
+def start_upstream(cpus: set[int] | None = None) -> Proc:
     port = free_port()
-    return _spawn([sys.executable, "-m", "bench.upstream", str(port)], port)
+    return _spawn([sys.executable, "-m", "bench.upstream", str(port)], port, cpus)
 
 
-def start_mitmdump(upstream_url: str, *, addon: bool, extra: list[str] | None = None) -> Proc:
+def start_mitmdump(
+    upstream_url: str, *, addon: bool, extra: list[str] | None = None, cpus: set[int] | None = None
+) -> Proc:
     """mitmdump in reverse mode. Plain mitmdump streams every body (``stream_large_bodies=1``)
-    so both variants stream; the addon streams SSE through its own carrier."""
+    so both variants stream; the addon streams SSE through its own carrier. ``cpus``: pin it."""
     port = free_port()
     conf = Path(tempfile.mkdtemp(prefix="proxai-bench-conf-"))
     args = [
@@ -136,4 +150,4 @@ def start_mitmdump(upstream_url: str, *, addon: bool, extra: list[str] | None = 
     else:
         args += ["--set", "stream_large_bodies=1"]
     args += extra or []
-    return _spawn(args, port)
+    return _spawn(args, port, cpus)
