@@ -42,7 +42,7 @@ from proxai.model import (
     ToolCallInfo,
     Usage,
 )
-from proxai.sse import Payloads, RawName, SseEvent, event_name, payloads_of, set_payload
+from proxai.sse import Payloads, RawName, SseEvent, event_name, set_payload
 
 MAX_NOTES = 20
 
@@ -500,21 +500,20 @@ class ObserverBase:
 
     # -- streamed -------------------------------------------------------------------------------
 
-    def observe(self, payloads: Payloads, now: float, events: list[SseEvent] | None = None) -> None:
+    def observe(self, payloads: Payloads, now: float) -> None:
         """Interpret a batch of events (``SseScanner.feed_payloads``). Each payload is parsed once;
         the protocol's ``_fast`` takes the common deltas inline (it never errs, ends the stream or
         leaves a bad payload pending, so the checks for those run only after the general path),
-        everything else goes through ``_event``. ``events``: the same events as objects, whose
-        ``payload`` gets each JSON object's parse (for a stream translator)."""
+        everything else goes through ``_general``. ``observe_events`` is the same loop over event
+        objects (two loops, one per input shape: this runs per event on every flow)."""
         acc = self.acc
         fast = self._fast
         loads = _loads
         if self.errored or acc.terminal:
             return  # errored for good, or the terminal event came: nothing more to interpret
         for i in range(1, len(payloads), 3):
-            if self.pending_bad is not None:  # a bad payload was not the stream's last
-                bad, self.pending_bad = self.pending_bad, None
-                self.fail(UpstreamProtocolError(bad))
+            if self.pending_bad is not None:
+                self._bad_not_last()
                 return
             raw_name = payloads[i]
             data: Any = payloads[i + 1]
@@ -523,30 +522,67 @@ class ObserverBase:
             except _JSONDecodeError:
                 # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
                 obj = _NOT_JSON if type(data) is str or data.isascii() else _loads_text(data)
-            try:
-                if type(obj) is dict:
-                    if events is not None:
-                        set_payload(events[i // 3], obj)
-                    acc.received = True
+            if type(obj) is dict:
+                acc.received = True
+                try:
                     if fast(raw_name, obj, now):
                         continue
-                    name = event_name(raw_name)
-                    self._event(name, obj, now)
-                else:
-                    name = event_name(raw_name)
-                    self._not_object(name, data if type(data) is str else _text(data), obj)
-            except UpstreamProtocolError as exc:
-                self.fail(exc)
-            except SHAPE_ERRORS as exc:
-                name = event_name(raw_name)
-                self.fail(UpstreamProtocolError(f"{self.protocol}: malformed {name!r} event: {exc!r}"))
-            if self.errored or acc.terminal:
+                except SHAPE_ERRORS as exc:
+                    self._malformed(event_name(raw_name), exc)
+                    return
+            if self._general(event_name(raw_name), data, obj, now):
                 return
 
     def observe_events(self, events: list[SseEvent], now: float) -> None:
         """``observe`` for event objects; a JSON-object parse is left in ``SseEvent.payload``, so a
         stream translator fed the same events does not parse them again."""
-        self.observe(payloads_of(events), now, events)
+        acc = self.acc
+        fast = self._fast
+        loads = _loads
+        if self.errored or acc.terminal:
+            return
+        for ev in events:
+            if self.pending_bad is not None:
+                self._bad_not_last()
+                return
+            data = ev.data
+            try:
+                obj = loads(data)
+            except _JSONDecodeError:
+                obj = _NOT_JSON
+            if type(obj) is dict:
+                set_payload(ev, obj)
+                acc.received = True
+                try:
+                    if fast(ev.event, obj, now):
+                        continue
+                except SHAPE_ERRORS as exc:
+                    self._malformed(ev.event, exc)
+                    return
+            if self._general(ev.event, data, obj, now):
+                return
+
+    def _general(self, name: str, data: bytes | str, obj: Any, now: float) -> bool:
+        """One event off the fast path; True: interpret no more (errored, or the terminal event)."""
+        try:
+            if type(obj) is dict:
+                self._event(name, obj, now)
+            else:
+                self._not_object(name, data if isinstance(data, str) else _text(data), obj)
+        except UpstreamProtocolError as exc:
+            self.fail(exc)
+        except SHAPE_ERRORS as exc:
+            self._malformed(name, exc)
+        return self.errored or self.acc.terminal
+
+    def _malformed(self, name: str, exc: Exception) -> None:
+        self.fail(UpstreamProtocolError(f"{self.protocol}: malformed {name!r} event: {exc!r}"))
+
+    def _bad_not_last(self) -> None:
+        """A payload that was not a JSON object, and another event followed it: a violation."""
+        bad, self.pending_bad = self.pending_bad, None
+        assert bad is not None
+        self.fail(UpstreamProtocolError(bad))
 
     def eof(self) -> None:
         """Upstream EOF: a pending unparsable tail payload is tolerated (seed 002)."""
