@@ -10,7 +10,6 @@ every threshold switched on or off).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,24 +26,7 @@ from proxai.guard import (
     _idle_message,
     _stall_message,
 )
-
-
-@dataclass(frozen=True)
-class Open:
-    id: str | None
-    name: str | None
-    started_at: float
-    last_progress_at: float
-    arguments_bytes: int
-
-
-@dataclass(frozen=True)
-class Done:
-    id: str | None
-    name: str | None
-    arguments_complete: bool
-    arguments_valid_json: bool
-    arguments_bytes: int
+from tests.guard.test_guard_rules import Done, Open
 
 
 def reference_check(
