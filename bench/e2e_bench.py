@@ -92,7 +92,7 @@ def _run_layout(quick: bool, layout: tuple[set[int], set[int]] | None) -> dict[s
     # Paced like a real LLM API (one event per read), at a load that leaves plain mitmdump idle
     # most of the time, so the latency is the per-event cost and not queueing.
     lat_n, lat_events, interval = (6, 100, 10.0) if quick else (12, 1000, 5.0)
-    rounds = 1 if quick else 3
+    rounds = 1 if quick else 5
     up = procs.start_upstream(rest)
     variants = {name: Variant(name) for name in ("plain", "addon")}
     direct: list[int] = []
