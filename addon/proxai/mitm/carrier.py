@@ -286,7 +286,11 @@ class Carrier:
             # Pass-through, every read of every observed flow: the uncompressed case needs no
             # decoder call.
             if self.decoder is None and self.observe_error is None:
-                n = self._observe_only(chunk, now)
+                try:  # ``_observe_only`` inline: the uncompressed read is the common one
+                    n = self.observer.observe(chunk, now)
+                except Exception as exc:
+                    self._observer_bug(exc)
+                    n = 0
             else:
                 n = self._observe_only(self._decode(chunk), now)
             out = self._pass_through(chunk)
