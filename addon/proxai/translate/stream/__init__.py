@@ -15,10 +15,9 @@ from proxai.errors import ConfigError
 from proxai.model import ErrorKind, Protocol
 from proxai.sse import SseEvent
 
+from . import pairs
 from .driver import StreamTranslatorImpl
 from .lifecycle import Lifecycle, Phase, StreamIdentity
-from .pairs import REGISTRY
-from .pairs import normalize as normalize_pair
 from .sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 
 __all__ = [
@@ -51,7 +50,7 @@ class StreamTranslator(TypingProtocol):
 
 
 #: The six translated pairs (upstream, client), one module each in ``pairs/``.
-PAIRS: tuple[tuple[Protocol, Protocol], ...] = tuple(REGISTRY)
+PAIRS: tuple[tuple[Protocol, Protocol], ...] = pairs.PAIRS
 
 
 def make_stream_translator(
@@ -79,14 +78,11 @@ def make_stream_translator(
         if normalize:
             raise ConfigError("normalize needs the same protocol on both sides")
         raise ConfigError(f"same protocol on both sides ({upstream}) needs normalize = true")
-    if normalize:
-        return normalize_pair.build(
-            upstream,
-            created=created,
-            include_usage=include_usage,
-            max_buffer=max_buffer,
-            max_tool_args=max_tool_args,
-        )
-    return REGISTRY[(upstream, client)](
-        created=created, include_usage=include_usage, max_buffer=max_buffer, max_tool_args=max_tool_args
+    return pairs.build(
+        upstream,
+        client,
+        created=created,
+        include_usage=include_usage,
+        max_buffer=max_buffer,
+        max_tool_args=max_tool_args,
     )

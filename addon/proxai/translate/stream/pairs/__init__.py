@@ -1,13 +1,24 @@
-"""The six translated pairs, one module each (issue 5). A pair is one source wrapper driving one
-target writer (docs/streaming-translation.md, "Layout"); each module documents the facts
-specific to its direction and builds its translator."""
+"""The six translated pairs and normalize mode (issue 5). A pair is one source wrapper driving one
+target writer (docs/streaming-translation.md, "Layout"): ``build`` makes both for any pair, and
+each ``<a>_to_<b>`` module documents the facts specific to its direction.
+
+Normalize mode is the same protocol in and out (seed 001 "Anthropic-compatible normalization" and
+its OpenAI-compatible twin): the lenient source wrapper (lifecycle-free deltas accepted, seed 004;
+Chat usage fallback and EOF after ``finish_reason``) drives the strict writer of the same
+protocol, so the client sees a stream that satisfies CLIENTS.md whatever the provider sent.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from proxai.model import Protocol
-from proxai.translate.stream.driver import StreamTranslatorImpl
+from proxai.translate.stream.driver import Source, StreamTranslatorImpl, Writer
+from proxai.translate.stream.sources.anthropic import AnthropicSource
+from proxai.translate.stream.sources.chat import ChatSource
+from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
+from proxai.translate.stream.sources.responses import ResponsesSource
+from proxai.translate.stream.to_anthropic.writer import AnthropicWriter
+from proxai.translate.stream.to_chat.writer import ChatWriter
+from proxai.translate.stream.to_responses.writer import ResponsesWriter
 
 from . import (
     anthropic_to_chat,
@@ -18,10 +29,9 @@ from . import (
     responses_to_chat,
 )
 
-Builder = Callable[..., StreamTranslatorImpl]
-
-REGISTRY: dict[tuple[Protocol, Protocol], Builder] = {
-    (m.SOURCE, m.TARGET): m.build
+#: The six translated pairs (upstream, client).
+PAIRS: tuple[tuple[Protocol, Protocol], ...] = tuple(
+    (m.SOURCE, m.TARGET)
     for m in (
         anthropic_to_chat,
         anthropic_to_responses,
@@ -30,4 +40,33 @@ REGISTRY: dict[tuple[Protocol, Protocol], Builder] = {
         responses_to_anthropic,
         responses_to_chat,
     )
-}
+)
+
+
+def build(
+    upstream: Protocol,
+    client: Protocol,
+    *,
+    created: int = 0,
+    include_usage: bool = True,
+    max_buffer: int = DEFAULT_MAX_BUFFER,
+    max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
+) -> StreamTranslatorImpl:
+    """The translator of one pair, or normalize mode when ``upstream is client`` (the caller
+    checks that the pair is one of ``PAIRS`` or normalize mode was asked for)."""
+    normalize = upstream is client
+    writer: Writer
+    if client is Protocol.ANTHROPIC_MESSAGES:
+        writer = AnthropicWriter()
+    elif client is Protocol.OPENAI_CHAT:
+        writer = ChatWriter(created=created, include_usage=include_usage)
+    else:
+        writer = ResponsesWriter(created_at=created, max_buffer=max_buffer)
+    source: Source
+    if upstream is Protocol.ANTHROPIC_MESSAGES:
+        source = AnthropicSource(writer, lifecycle_free=normalize, max_tool_args=max_tool_args)
+    elif upstream is Protocol.OPENAI_CHAT:
+        source = ChatSource(writer, normalize=normalize, max_tool_args=max_tool_args)
+    else:
+        source = ResponsesSource(writer, max_buffer=max_buffer)
+    return StreamTranslatorImpl(source, writer, upstream, normalize=normalize)

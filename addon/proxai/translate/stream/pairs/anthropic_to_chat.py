@@ -12,22 +12,5 @@
 from __future__ import annotations
 
 from proxai.model import Protocol
-from proxai.translate.stream.driver import StreamTranslatorImpl
-from proxai.translate.stream.sources.anthropic import AnthropicSource
-from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
-from proxai.translate.stream.to_chat.writer import ChatWriter
 
 SOURCE, TARGET = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT
-
-
-def build(
-    *,
-    created: int = 0,
-    include_usage: bool = True,
-    max_buffer: int = DEFAULT_MAX_BUFFER,
-    max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
-) -> StreamTranslatorImpl:
-    writer = ChatWriter(created=created, include_usage=include_usage)
-    return StreamTranslatorImpl(
-        AnthropicSource(writer, max_tool_args=max_tool_args), writer, SOURCE, normalize=False
-    )

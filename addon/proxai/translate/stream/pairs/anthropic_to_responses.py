@@ -14,22 +14,5 @@
 from __future__ import annotations
 
 from proxai.model import Protocol
-from proxai.translate.stream.driver import StreamTranslatorImpl
-from proxai.translate.stream.sources.anthropic import AnthropicSource
-from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
-from proxai.translate.stream.to_responses.writer import ResponsesWriter
 
 SOURCE, TARGET = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES
-
-
-def build(
-    *,
-    created: int = 0,
-    include_usage: bool = True,
-    max_buffer: int = DEFAULT_MAX_BUFFER,
-    max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
-) -> StreamTranslatorImpl:
-    writer = ResponsesWriter(created_at=created, max_buffer=max_buffer)
-    return StreamTranslatorImpl(
-        AnthropicSource(writer, max_tool_args=max_tool_args), writer, SOURCE, normalize=False
-    )

@@ -15,22 +15,5 @@
 from __future__ import annotations
 
 from proxai.model import Protocol
-from proxai.translate.stream.driver import StreamTranslatorImpl
-from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
-from proxai.translate.stream.sources.responses import ResponsesSource
-from proxai.translate.stream.to_anthropic.writer import AnthropicWriter
 
 SOURCE, TARGET = Protocol.OPENAI_RESPONSES, Protocol.ANTHROPIC_MESSAGES
-
-
-def build(
-    *,
-    created: int = 0,
-    include_usage: bool = True,
-    max_buffer: int = DEFAULT_MAX_BUFFER,
-    max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
-) -> StreamTranslatorImpl:
-    writer = AnthropicWriter()
-    return StreamTranslatorImpl(
-        ResponsesSource(writer, max_buffer=max_buffer), writer, SOURCE, normalize=False
-    )

@@ -11,22 +11,5 @@
 from __future__ import annotations
 
 from proxai.model import Protocol
-from proxai.translate.stream.driver import StreamTranslatorImpl
-from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
-from proxai.translate.stream.sources.responses import ResponsesSource
-from proxai.translate.stream.to_chat.writer import ChatWriter
 
 SOURCE, TARGET = Protocol.OPENAI_RESPONSES, Protocol.OPENAI_CHAT
-
-
-def build(
-    *,
-    created: int = 0,
-    include_usage: bool = True,
-    max_buffer: int = DEFAULT_MAX_BUFFER,
-    max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
-) -> StreamTranslatorImpl:
-    writer = ChatWriter(created=created, include_usage=include_usage)
-    return StreamTranslatorImpl(
-        ResponsesSource(writer, max_buffer=max_buffer), writer, SOURCE, normalize=False
-    )
