@@ -283,16 +283,9 @@ class Carrier:
             return self._deliver_pending(now)
         out: list[bytes]
         if self.translator is None:
-            # Pass-through, every read of every observed flow: the uncompressed case needs no
-            # decoder call.
-            if self.decoder is None and self.observe_error is None:
-                try:  # ``_observe_only`` inline: the uncompressed read is the common one
-                    n = self.observer.observe(chunk, now)
-                except Exception as exc:
-                    self._observer_bug(exc)
-                    n = 0
-            else:
-                n = self._observe_only(self._decode(chunk), now)
+            # Pass-through, every read of every observed flow: the uncompressed one needs no
+            # decoder call (``_observe_only`` checks ``observe_error`` as ``_decode`` does).
+            n = self._observe_only(chunk if self.decoder is None else self._decode(chunk), now)
             out = self._pass_through(chunk)
         else:
             events = self._observe(self._decode(chunk), now)
