@@ -1,14 +1,18 @@
-"""Differential test of ``FlowGuard.on_chunk``'s shortcuts without an open call (issue 7).
+"""Differential test of ``FlowGuard.on_chunk``'s shortcut (issue 7).
 
-Without an open tool call (before or after the chunk) and none finished, a data chunk is not judged
-at all: only the idle rule could apply, and a chunk that arrived now cannot trip it.
+``on_chunk`` judges a chunk in full only when the observer interpreted an event off its fast paths
+since the last full look (``Accum.changes``: a call started or finished, the stream ended or
+failed), when the armed deadline is reached, at the end of the message, or when observing
+stopped. Otherwise calls only made progress and bytes arrived, which move every deadline later,
+so no rule can trip before the armed deadline and ``GuardTimer.arm`` would return at once.
 
-Without an open tool call the guard's next deadline is the idle one, ``last_byte_at + idle_timeout``,
-which only moves later; a timer already armed is at or before it, so ``GuardTimer.arm`` would return at
-once and ``on_chunk`` does not compute it. The reference below re-arms with a freshly computed
-deadline after every chunk (what ``on_chunk`` did before): the armed time, the verdict and the client
-bytes must be the same after every chunk, for every fixture stream of the three protocols, at random
-splits, with clock steps that cross the stall and idle thresholds.
+The reference below judges every chunk in full and re-arms with a freshly computed deadline
+after each one (what ``on_chunk`` did before). A due timer fires before the next read, as the
+event loop would run it, or now and then after it (both ready in one loop iteration). The armed
+time, the verdict and the client bytes must be the same after every chunk, for every fixture
+stream of the three protocols (a malformed payload, a mid-stream error, truncation and
+unfinished calls among them), at random splits, with clock steps that are mostly small and
+sometimes cross the stall and idle thresholds.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ def _run(
     pieces: list[bytes],
     steps: list[float],
     gzipped: bool = False,
+    *,
+    fires: list[bool] | None = None,
 ) -> list[Any]:
     async def main() -> list[Any]:
         clock = [0.0]
@@ -77,8 +83,14 @@ def _run(
         carrier = Carrier(observer, protocol=protocol, decoder=decoder, clock=lambda: clock[0])
         guard = guard_cls(CFG, None, carrier, start=0.0, end_stream=lambda _flow: True)
         trace: list[Any] = []
-        for piece, step in zip(pieces, steps, strict=True):
+        for i, (piece, step) in enumerate(zip(pieces, steps, strict=True)):
             clock[0] += step
+            at = guard.timer.armed_at
+            if at is not None and clock[0] >= at and (fires is None or fires[i]):
+                # The event loop runs a due timer before the next read (or, in the same loop
+                # iteration, after it: ``fires[i]`` False).
+                guard.timer._cancel_handle()
+                guard.on_timer()
             out = carrier(piece)
             trace.append((guard.timer.armed_at, guard.verdict, b"".join(out)))
         trace.append((guard.timer.armed_at, guard.verdict, b"".join(carrier(b""))))
@@ -88,17 +100,23 @@ def _run(
     return asyncio.run(main())
 
 
-def _compare(protocol: str, data: bytes, seed: str, *, gzipped: bool = False) -> list[list[Any]]:
-    """Both guards over ``data`` at five random splittings; the reference's traces."""
+def _compare(
+    protocol: str, data: bytes, seed: str, *, gzipped: bool = False, long_steps: bool = True
+) -> list[list[Any]]:
+    """Both guards over ``data`` at five random splittings; the reference's traces.
+    ``long_steps=False``: no step reaches a threshold (no timer verdict comes first)."""
     rng = random.Random(seed)
     traces = []
     for _ in range(5):
         pieces = random_pieces(data, rng, max_size=rng.choice([1, 7, 64, 4096]))
         # Mostly small steps, sometimes one past the stall (10 s) or idle (25 s) threshold.
-        steps = [rng.choice([0.0, 0.001, 0.5, 3.0, 9.99, 10.0, 12.0, 25.0, 30.0]) for _ in pieces]
+        small = [0.0, 0.001, 0.01, 0.5]
+        long = [3.0, 9.99, 10.0, 12.0, 25.0, 30.0] if long_steps else [3.0]
+        steps = [rng.choice(small * 12 + long) for _ in pieces]
         p = Protocol(protocol)
-        expected = _run(ReferenceGuard, p, pieces, steps, gzipped)
-        assert _run(FlowGuard, p, pieces, steps, gzipped) == expected
+        fires = [rng.random() < 0.7 for _ in pieces]
+        expected = _run(ReferenceGuard, p, pieces, steps, gzipped, fires=fires)
+        assert _run(FlowGuard, p, pieces, steps, gzipped, fires=fires) == expected
         traces.append(expected)
     return traces
 
@@ -120,7 +138,7 @@ def test_a_call_started_and_finished_within_one_chunk_is_still_judged(protocol: 
     """Calls with invalid JSON arguments, often started and declared done inside one chunk (no call
     open before or after it): the abnormal-argument verdict comes at the same chunk as the reference's."""
     data = _broken_arguments((FIXTURES / protocol / "parallel_tools.sse").read_bytes())
-    traces = _compare(protocol, data, f"broken/{protocol}")
+    traces = _compare(protocol, data, f"broken/{protocol}", long_steps=False)
     verdicts = {str(t[-1][1].kind) for t in traces if t[-1][1] is not None}
     assert "abnormal_arguments" in verdicts  # the case is really exercised
 

@@ -286,7 +286,9 @@ class Carrier:
             # Pass-through, every read of every observed flow: the uncompressed one needs no
             # decoder call (``_observe_only`` checks ``observe_error`` as ``_decode`` does).
             n = self._observe_only(chunk if self.decoder is None else self._decode(chunk), now)
-            out = self._pass_through(chunk)
+            # The common read: whole events (it ends with a blank line, which always ends a
+            # block) and nothing held, so aligned or not it goes out whole at once.
+            out = [chunk] if not self._held and chunk[-2:] == b"\n\n" else self._pass_through(chunk)
         else:
             events = self._observe(self._decode(chunk), now)
             n = len(events)
@@ -351,11 +353,8 @@ class Carrier:
 
     def _pass_through(self, chunk: bytes) -> list[bytes]:
         """The client's bytes for one upstream chunk: all of it, or (aligned) everything up to the
-        last complete SSE block, the unfinished block held until a later chunk completes it."""
-        if not self._held and chunk[-2:] == b"\n\n":
-            # The common read (whole events): nothing held, and the chunk ends with a blank line,
-            # which always ends a block (no bytes pending), so aligned or not it goes out whole.
-            return [chunk]
+        last complete SSE block, the unfinished block held until a later chunk completes it.
+        (``_chunk`` takes the common read, whole events with nothing held, itself.)"""
         if not self._aligning():
             out = self._release_held()
             out.append(chunk)
@@ -480,8 +479,10 @@ class Carrier:
         return data
 
     def _run_chunk_hooks(self, n_events: int, now: float) -> list[bytes]:
+        """The ``on_chunk`` hooks, in order, only while the client stream is open: the loop stops
+        at the first hook that closes it (hooks may rely on that)."""
         out: list[bytes] = []
-        for hook in list(self.on_chunk):
+        for hook in tuple(self.on_chunk):
             try:
                 action = hook(self, n_events, now)
             except Exception:

@@ -73,7 +73,9 @@ class FlowGuard:
         self.end_requested = False
         self._open_count = 0
         self._finished_seen = 0  # the observer's finished tool calls when last judged
+        self._changes_seen = -1  # ``Accum.changes`` at the last full look (-1: none yet)
         # The observer's accumulator (open and finished call counts, terminal), read per chunk.
+        self._obs: Any = carrier.observer
         self._acc: Accum | None = getattr(carrier.observer, "acc", None)
         self._end_stream = end_stream
         self.timer = injection.GuardTimer(self.on_timer, carrier.clock)
@@ -147,34 +149,25 @@ class FlowGuard:
 
     def on_chunk(self, carrier: Carrier, events: int, now: float) -> GuardAction | None:
         acc = self._acc
+        at = self.timer.armed_at
         if (
             acc is not None
-            and (events == 0 or (acc.finished_tools == self._finished_seen and not acc.terminal))
+            and at is not None
+            and now < at
+            and acc.changes == self._changes_seen
             and not carrier.ending
-            and carrier.observer.last_byte_at == now
-            and self.timer.armed_at is not None
-            and self.verdict is None  # ``_guarding()``, inline
-            and carrier.state is CarrierState.STREAMING
-            and carrier.observe_error is None
-            and carrier.observer.failed is None
+            and self.verdict is None  # ``_guarding()`` inline; the carrier runs hooks only while
+            and carrier.observe_error is None  # it streams (``Carrier._run_chunk_hooks``)
         ):
-            # Most chunks: bytes arrived now, no call finished, not the end, the timer armed. Then
-            # ``check`` returns None and ``arm`` returns at once (the next deadline is now plus a
-            # threshold, never before the armed one) when no call is open before or now (only the
-            # idle rule applies, and a chunk that arrived now cannot trip it), or when the call
-            # the upstream streams, the last started (``guard._current_call``, with the carrier's
-            # monotonic clock), progressed now, a call was open before (so the armed deadline
-            # already counts the stall rule) and no open call closed.
-            # tests/guard/test_guard_timer_skip.py compares this with judging every chunk.
-            n_open = acc.open_count
-            if n_open == 0:
-                if self._open_count == 0:
-                    return None
-            elif 0 < self._open_count <= n_open:  # open before: the armed deadline has a stall term
-                tb = acc.tool_order[-1]
-                if tb.last_progress_at == now and not tb.finished and tb.has_args:
-                    self._open_count = n_open
-                    return None
+            # Most chunks. Since the last full look the observer interpreted nothing off its fast
+            # paths (``Accum.changes``): no call started or finished, the stream did not end or
+            # fail; calls only made progress and bytes arrived, which move every deadline later.
+            # The armed deadline is at or before the earliest, and it is not reached: no rule can
+            # trip and ``arm`` would return at once. tests/guard/test_guard_timer_skip.py compares
+            # this with judging every chunk.
+            return None
+        if acc is not None:
+            self._changes_seen = acc.changes
         if not self._guarding():
             self.timer.cancel()
             return None

@@ -276,24 +276,22 @@ class GuardTimer:
         self._callback = callback
         self._clock = clock
         self._handle: asyncio.TimerHandle | None = None
-        self._at: float | None = None
+        # The armed deadline (None: not armed). Read-only outside this class; a plain attribute
+        # because the guard reads it on every chunk.
+        self.armed_at: float | None = None
         self.closed = False
-
-    @property
-    def armed_at(self) -> float | None:
-        return self._at
 
     def arm(self, deadline: float | None) -> None:
         if self.closed or deadline is None:
             return
-        if self._handle is not None and self._at is not None and self._at <= deadline:
+        if self._handle is not None and self.armed_at is not None and self.armed_at <= deadline:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # no event loop (unit tests of the carrier): data-driven only
         self._cancel_handle()
-        self._at = deadline
+        self.armed_at = deadline
         self._handle = loop.call_later(max(0.0, deadline - self._clock()), self._fire)
 
     def cancel(self) -> None:
@@ -304,11 +302,11 @@ class GuardTimer:
         if self._handle is not None:
             self._handle.cancel()
         self._handle = None
-        self._at = None
+        self.armed_at = None
 
     def _fire(self) -> None:
         self._handle = None
-        self._at = None
+        self.armed_at = None
         if self.closed:
             return
         try:

@@ -195,6 +195,7 @@ class Accum:
         "cap_text",
         "cap_truncated",
         "capture",
+        "changes",
         "content_seen",
         "error",
         "error_is_outcome",
@@ -232,6 +233,10 @@ class Accum:
         self.usage = Usage()
         self.tools: dict[Any, ToolBuffer] = {}
         self.tool_order: list[ToolBuffer] = []
+        # Events interpreted off the protocols' fast paths, plus own errors. Only those start or
+        # finish a tool call, end the stream or fail it (a fast path only adds content and argument
+        # bytes): while this stays, the guard has nothing new to judge but the clock.
+        self.changes = 0
         self.finished_tools = 0  # tool calls finished (``tool_finish``)
         self.open_count = 0  # len(open_tools()), kept as calls start and finish
         self.error: ErrorInfo | None = None
@@ -372,6 +377,7 @@ class Accum:
 
     def own_error(self, kind: ErrorKind, message: str, source: str = "proxy") -> None:
         """A problem we detected (protocol violation, stream limit). Decides the outcome."""
+        self.changes += 1
         if self.error is None or not self.error_is_outcome:
             self.error = ErrorInfo(kind=kind, message=error_message(message), source=source)
         self.error_is_outcome = True
@@ -564,6 +570,7 @@ class ObserverBase:
 
     def _general(self, name: str, data: bytes | str, obj: Any, now: float) -> bool:
         """One event off the fast path; True: interpret no more (errored, or the terminal event)."""
+        self.acc.changes += 1
         try:
             if type(obj) is dict:
                 self._event(name, obj, now)
