@@ -181,7 +181,29 @@ class Carrier:
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         try:
-            out = self._end() if chunk == b"" else self._chunk(chunk)
+            if (
+                chunk[-2:] == b"\n\n"
+                and self.state is CarrierState.STREAMING
+                and self.translator is None
+                and self.decoder is None
+                and not self._held
+                and self._pending_injection is None
+            ):
+                # The hot read, most reads of every observed flow: uncompressed pass-through, whole
+                # events (the read ends with a blank line, which always ends a block), nothing
+                # held, so aligned or not it goes out whole at once. ``_chunk`` does the same for
+                # it, with the checks every other read needs.
+                now = self.clock()
+                size = len(chunk)
+                self.upstream_bytes += size
+                n = self._observe_only(chunk, now)
+                more = self._run_chunk_hooks(n, now) if self.on_chunk else None
+                if not more:
+                    self.client_bytes += size
+                    return [chunk]
+                out = [chunk, *more]
+            else:
+                out = self._end() if chunk == b"" else self._chunk(chunk)
         except Exception:
             # A bug in our code. Observe-only: the client still gets exactly the upstream bytes.
             self._bug("internal error in the carrier (bytes pass through)")
@@ -286,9 +308,7 @@ class Carrier:
             # Pass-through, every read of every observed flow: the uncompressed one needs no
             # decoder call (``_observe_only`` checks ``observe_error`` as ``_decode`` does).
             n = self._observe_only(chunk if self.decoder is None else self._decode(chunk), now)
-            # The common read: whole events (it ends with a blank line, which always ends a
-            # block) and nothing held, so aligned or not it goes out whole at once.
-            out = [chunk] if not self._held and chunk[-2:] == b"\n\n" else self._pass_through(chunk)
+            out = self._pass_through(chunk)
         else:
             events = self._observe(self._decode(chunk), now)
             n = len(events)
@@ -354,7 +374,7 @@ class Carrier:
     def _pass_through(self, chunk: bytes) -> list[bytes]:
         """The client's bytes for one upstream chunk: all of it, or (aligned) everything up to the
         last complete SSE block, the unfinished block held until a later chunk completes it.
-        (``_chunk`` takes the common read, whole events with nothing held, itself.)"""
+        (``__call__`` takes the common read, uncompressed whole events with nothing held.)"""
         if not self._aligning():
             out = self._release_held()
             out.append(chunk)
@@ -480,9 +500,10 @@ class Carrier:
 
     def _run_chunk_hooks(self, n_events: int, now: float) -> list[bytes]:
         """The ``on_chunk`` hooks, in order, only while the client stream is open: the loop stops
-        at the first hook that closes it (hooks may rely on that)."""
+        at the first hook that closes it (hooks may rely on that). A hook does not add or remove
+        hooks."""
         out: list[bytes] = []
-        for hook in tuple(self.on_chunk):
+        for hook in self.on_chunk:
             try:
                 action = hook(self, n_events, now)
             except Exception:

@@ -1,0 +1,104 @@
+"""The carrier's hot read against its general path (issue 7).
+
+``Carrier.__call__`` takes an uncompressed pass-through read of whole events with nothing held
+(most reads of every observed flow) inline; every other read goes through ``Carrier._chunk``. The
+reference below sends every read through ``_chunk`` and does what ``__call__`` does with its
+result. Both must give the same client pieces for every read, the same byte counts, the same
+guard state and the same summary: every fixture stream of the three protocols, guarded and not,
+cut at event boundaries (so the hot read really runs), at random byte offsets, and with a guard
+that trips (arguments that are not JSON).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proxai.guard import GuardConfig
+from proxai.mitm.carrier import Carrier
+from proxai.mitm.guard_addon import FlowGuard
+from proxai.model import Protocol
+from proxai.observe import StreamObserver
+from tests.splits import random_pieces
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+STREAMS = sorted((p.parent.name, p) for p in FIXTURES.glob("*/*.sse") if p.parent.name in set(Protocol))
+CFG = GuardConfig(tool_stall=10.0, idle_timeout=25.0)
+
+
+class GeneralOnly(Carrier):
+    """Every read through ``_chunk`` (the reference)."""
+
+    def __call__(self, chunk: bytes) -> bytes | list[bytes]:
+        out = self._end() if chunk == b"" else self._chunk(chunk)
+        out = [b for b in out if b]
+        self.client_bytes += sum(len(b) for b in out)
+        return out
+
+
+def _event_groups(data: bytes, rng: random.Random) -> list[bytes]:
+    """``data`` cut after blank lines only, one to three events per piece."""
+    blocks = [b + b"\n\n" for b in data.split(b"\n\n")[:-1]]
+    tail = data[sum(len(b) for b in blocks) :]
+    out, i = [], 0
+    while i < len(blocks):
+        n = rng.randint(1, 3)
+        out.append(b"".join(blocks[i : i + n]))
+        i += n
+    return [*out, tail] if tail else out
+
+
+def _run(cls: type[Carrier], protocol: Protocol, pieces: list[bytes], *, guarded: bool) -> list[Any]:
+    async def main() -> list[Any]:
+        clock = [0.0]
+        observer = StreamObserver(protocol, start=0.0)
+        observer.headers(200, 0.0)
+        carrier = cls(observer, protocol=protocol, decoder=None, clock=lambda: clock[0])
+        guard = FlowGuard(CFG, None, carrier, start=0.0, end_stream=lambda _flow: True) if guarded else None
+        trace: list[Any] = []
+        for piece in [*pieces, b""]:
+            clock[0] += 0.25
+            out = carrier(piece)
+            trace.append(list(out) if isinstance(out, list) else [out])
+            if guard is not None:
+                trace.append((guard.timer.armed_at, guard.verdict))
+        if guard is not None:
+            guard.timer.cancel()
+        assert carrier.summary is not None
+        trace.append((carrier.upstream_bytes, carrier.client_bytes, carrier.state))
+        trace.append(carrier.summary.to_metadata())
+        return trace
+
+    return asyncio.run(main())
+
+
+def _compare(protocol: str, data: bytes, seed: str) -> None:
+    rng = random.Random(seed)
+    for guarded in (False, True):
+        for pieces in (
+            _event_groups(data, rng),
+            _event_groups(data, rng),
+            random_pieces(data, rng, max_size=rng.choice([7, 64, 4096])),
+        ):
+            p = Protocol(protocol)
+            assert _run(Carrier, p, pieces, guarded=guarded) == _run(GeneralOnly, p, pieces, guarded=guarded)
+
+
+@pytest.mark.parametrize(("protocol", "path"), STREAMS, ids=[f"{p}/{f.name}" for p, f in STREAMS])
+def test_the_hot_read_matches_the_general_path(protocol: str, path: Path) -> None:
+    _compare(protocol, path.read_bytes(), f"{protocol}/{path.name}")
+
+
+@pytest.mark.parametrize("protocol", sorted(Protocol))
+def test_the_hot_read_matches_when_the_guard_trips(protocol: str) -> None:
+    data = (FIXTURES / protocol / "parallel_tools.sse").read_bytes()
+    for field in (b'"partial_json":"{', b'"arguments":"{', b'"delta":"{'):
+        data = data.replace(field, field + b"{")
+    _compare(protocol, data, f"broken/{protocol}")
+    # The case is real: the guard's error reaches the client on the hot path.
+    trace = _run(Carrier, Protocol(protocol), _event_groups(data, random.Random(1)), guarded=True)
+    assert trace[-1]["outcome"] == "unfinished_tool"
