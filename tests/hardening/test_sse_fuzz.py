@@ -204,10 +204,27 @@ def _run_both(stream: bytes, cuts: list[int], max_line: int, max_event: int) -> 
     assert (b.retry, b.last_event_id) == (a.retry, a.last_event_id)
 
 
+_WARM = b"data: 0\n\n"  # a first read: the general rules settle the BOM question on it
+
+
+def block_cuts(stream: bytes, data: st.DataObject) -> list[int]:
+    """Cuts after blank lines (reads of whole blocks, which the fast path takes in one piece),
+    after the warm-up read, plus a few anywhere."""
+    ends = [i + 2 for i in range(len(stream)) if stream.startswith(b"\n\n", i)]
+    chosen = data.draw(st.lists(st.sampled_from(ends), max_size=12)) if ends else []
+    return [len(_WARM), *chosen, *data.draw(st.lists(st.integers(0, len(stream)), max_size=2))]
+
+
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=st.one_of(plain_heavy, any_bytes), data=st.data())
 def test_payloads_equal_events_at_any_chunking(stream: bytes, data: st.DataObject) -> None:
     _run_both(stream, cut_points(stream, data), 1 << 20, 1 << 21)
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=st.one_of(plain_heavy, any_bytes).map(lambda s: _WARM + s), data=st.data())
+def test_payloads_equal_events_in_reads_of_whole_blocks(stream: bytes, data: st.DataObject) -> None:
+    _run_both(stream, block_cuts(stream, data), 1 << 20, 1 << 21)
 
 
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
@@ -221,6 +238,8 @@ def test_payloads_equal_events_with_limits(
     stream: bytes, data: st.DataObject, max_line: int, max_event: int
 ) -> None:
     _run_both(stream, cut_points(stream, data), max_line, max_event)
+    warm = _WARM + stream
+    _run_both(warm, block_cuts(warm, data), max_line, max_event)
 
 
 def test_payloads_byte_by_byte_and_whole() -> None:
@@ -273,3 +292,7 @@ def test_payloads_limits_at_every_block_size() -> None:
                 block = event + b"data: " + b"y" * n + b"\n\n"
                 for cuts in ([], [len(event) + 3], list(range(0, len(block), 9))):
                     _run_both(block + b'data: {"a":1}\n\n', cuts, max_line, max_event)
+                # After a first read, the block in a read of whole blocks, alone and with the next.
+                w = len(_WARM)
+                for cuts in ([w], [w, w + len(block)], [w, w + len(event) + 3]):
+                    _run_both(_WARM + block + b'data: {"a":1}\n\n', cuts, max_line, max_event)
