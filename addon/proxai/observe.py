@@ -80,7 +80,10 @@ class StreamObserver:
     __slots__ = (
         "_aborted",
         "_body",
+        "_bytes",
+        "_chunks",
         "_done",
+        "_events",
         "_first_event_at",
         "_first_token_at",
         "_gap",
@@ -93,10 +96,10 @@ class StreamObserver:
         "_stopped",
         "_tail",
         "_tail_bytes",
-        "_tail_len",
+        "_tail_cut",
+        "_tail_from",
         "_warm",
         "acc",
-        "counts",
         "failed",
         "last_byte_at",
         "limits",
@@ -113,11 +116,13 @@ class StreamObserver:
         self._proto = make_protocol_observer(protocol, limits, capture)
         # The protocol-neutral accumulator (read-only use: the guard reads its tool-call counts).
         self.acc = self._proto.acc
-        # The last chunks, at most twice ``tail_bytes`` plus one chunk (joined and cut when longer).
+        # The last chunks, at most twice ``tail_bytes`` plus one chunk (joined and cut when longer):
+        # they start after the first ``_tail_from`` bytes of the stream.
         self._tail: list[bytes] = []
-        self._tail_len = 0
+        self._tail_from = 0
         self._tail_bytes = limits.tail_bytes
-        self.counts = Counts()
+        self._tail_cut = 2 * limits.tail_bytes
+        self._bytes = self._chunks = self._events = 0  # the summary's ``Counts``
         self.last_byte_at: float | None = None
         self.failed: ProxaiError | None = None
         self._headers_at: float | None = None
@@ -217,7 +222,7 @@ class StreamObserver:
             return 0
         if self._warm:
             # The hot path: what ``_observe`` does, without its once-per-stream checks.
-            self.counts.events += n
+            self._events += n
             proto = self._proto
             proto.observe(payloads, now)
             if proto.failed is not None:
@@ -303,17 +308,14 @@ class StreamObserver:
         Per chunk on every flow: plain attribute arithmetic, no branch that is not needed."""
         if not chunk or self._done is not None:
             return False
-        n = len(chunk)
-        counts = self.counts
-        counts.bytes += n
-        counts.chunks += 1
+        self._bytes += len(chunk)
+        self._chunks += 1
         gap = now - self._prev_at
         if gap > self._gap:  # noqa: PLR1730 (no call to max per chunk)
             self._gap = gap
         self._prev_at = self.last_byte_at = now
         self._tail.append(chunk)
-        self._tail_len += n
-        if self._tail_len > 2 * self._tail_bytes:
+        if self._bytes - self._tail_from > self._tail_cut:
             self._cut_tail()
         if self._special:
             body = self._body
@@ -328,12 +330,12 @@ class StreamObserver:
         data = b"".join(self._tail)
         data = data[len(data) - cap :] if cap else b""
         self._tail = [data] if data else []
-        self._tail_len = len(data)
+        self._tail_from = self._bytes - len(data)
 
     def _observe(
         self, n: int, now: float, *, payloads: Payloads | None = None, events: list[SseEvent] | None = None
     ) -> None:
-        self.counts.events += n
+        self._events += n
         if self._first_event_at is None:
             self._first_event_at = now
         proto = self._proto
@@ -389,12 +391,11 @@ class StreamObserver:
             largest_gap_s=gap,
             total_s=rel(end) if final else None,
         )
-        c = self.counts
         return self._proto.acc.summary(
             self.protocol,
             streaming=True,
             timing=timing,
-            counts=Counts(c.bytes, c.chunks, c.events),
+            counts=Counts(self._bytes, self._chunks, self._events),
             aborted=self._aborted,
         )
 

@@ -105,7 +105,7 @@ def test_tail_keeps_the_last_bytes_only() -> None:
     assert len(obs.tail) == 100
     obs.feed(b"x" * 500, 2.0)  # one chunk larger than the tail
     assert obs.tail == b"x" * 100
-    assert obs.counts.bytes == len(data) + 500
+    assert obs.summary().counts.bytes == len(data) + 500
 
 
 def test_default_tail_is_16_kib() -> None:
