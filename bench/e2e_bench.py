@@ -10,16 +10,23 @@ same N concurrent streams:
   minus plain.
 
 Variants alternate for ``rounds`` rounds; each reports its best round (noise only adds).
+
+The floor (``bench.floor``: lines + ``orjson.loads`` of every payload, the least any correct
+observer must do) runs in this process over the same bytes in the same read sizes, and is
+reported per MB beside the two variants: it shows how much of the 25% budget any observer
+needs before it does anything else.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import client, procs, streams
+from . import client, procs, streams, upstream
+from .floor import floor
 
 
 @dataclass
@@ -54,6 +61,26 @@ async def _latency(url: str, n: int, events: int, interval_ms: float) -> tuple[l
     hdrs = {"x-bench-events": str(events), "x-bench-interval-ms": str(interval_ms), "x-bench-stamp": "1"}
     results = await asyncio.gather(*(client.stream(url, p, hdrs) for p in protos))
     return [lat for r in results for lat in r.latencies_ns], sum(r.body_bytes for r in results)
+
+
+def _floor_per_mb(events: int, *, paced: bool) -> float:
+    """The floor's CPU seconds per MB over the streams the variants carry, read as mitmdump reads
+    them: one event per read (paced), or the upstream's 16 KiB writes (unpaced). Best of five."""
+    chunks: list[bytes] = []
+    for protocol in streams.PROTOCOLS:
+        bl = upstream.blocks(protocol, events)
+        if paced:
+            chunks += bl
+        else:
+            body = b"".join(bl)
+            chunks += [body[i : i + 16384] for i in range(0, len(body), 16384)]
+    mb = sum(len(c) for c in chunks) / 1e6
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.process_time()
+        floor(chunks)
+        best = min(best, time.process_time() - t0)
+    return best / mb
 
 
 def _pct(values: list[int], q: float) -> float:
@@ -124,6 +151,7 @@ def _run_layout(quick: bool, layout: tuple[set[int], set[int]] | None) -> dict[s
     return {
         "n": n,
         "events": events,
+        "floor": (_floor_per_mb(events, paced=False), _floor_per_mb(lat_events, paced=True)),
         "lat": (lat_n, lat_events, interval),
         "direct": direct,
         "layout": "the scheduler places every process"
@@ -150,6 +178,7 @@ def _report_layout(r: dict[str, Any]) -> list[str]:
         return min(pairs) if pairs else (float("nan"), float("nan"))
 
     cp, ca = min(plain.cpu_per_mb), min(addon.cpu_per_mb)
+    fu, fp = r["floor"]
     pp, pa = min(plain.paced_cpu_per_mb), min(addon.paced_cpu_per_mb)
     (p50p, p99p), (p50a, p99a) = best_lat(plain), best_lat(addon)
     lines = [
@@ -161,6 +190,12 @@ def _report_layout(r: dict[str, Any]) -> list[str]:
         f"| plain mitmdump (stream_large_bodies=1) | {cp:.4f} | 1.00 | {pp:.4f} | 1.00 |",
         f"| mitmdump -s addon/proxai.py | {ca:.4f} | {ca / cp:.2f} ({(ca / cp - 1) * 100:+.0f}%) "
         f"| {pa:.4f} | {pa / pp:.2f} ({(pa / pp - 1) * 100:+.0f}%) |",
+        f"| the floor alone, in process | {fu:.4f} | {fu / cp:.2f} ({fu / cp * 100:.0f}% of plain) "
+        f"| {fp:.4f} | {fp / pp:.2f} ({fp / pp * 100:.0f}% of plain) |",
+        "",
+        "The floor: lines + `orjson.loads` of every payload over the same streams in the same read "
+        "sizes (bench/floor.py), the least any correct observer must do; what the addon adds, in "
+        f"floors: {(ca - cp) / fu:.1f} unpaced, {(pa - pp) / fp:.1f} paced.",
         "",
         "Unpaced: the upstream writes 16 KiB at a time (about 100 events per read). Paced: one event per "
         f"read, the latency run below ({addon.paced_mb:.1f} MB).",
