@@ -2,7 +2,8 @@
 
 Sections: ``observe`` (scanner + observer per protocol), ``translate`` (each stream pair),
 ``memory`` (peak RSS growth on a 200 MB stream, in process and through mitmdump), ``e2e``
-(mitmdump with the addon vs plain mitmdump), ``peer`` (LiteLLM's streaming adapters, optional).
+(mitmdump with the addon vs plain mitmdump, CPU seconds and latency), ``instructions`` (the same
+in instructions counted by valgrind, paced), ``peer`` (LiteLLM's streaming adapters, optional).
 Figures are ratios to a floor measured in the same process and the same run.
 
 Issue 7 (speed) and seed 001 (001_5998ffc26e6ec2b6.txt): the SSE scanner runs once per chunk on the
@@ -17,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 
-SECTIONS = ("observe", "translate", "memory", "e2e", "peer")
+SECTIONS = ("observe", "translate", "memory", "e2e", "instructions", "peer")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         "translate": _translate,
         "memory": _memory,
         "e2e": _e2e,
+        "instructions": _instructions,
         "peer": _peer,
     }
     for name in sections:
@@ -70,6 +72,12 @@ def _e2e(quick: bool) -> list[str]:
     from . import e2e_bench
 
     return e2e_bench.report(e2e_bench.run(quick))
+
+
+def _instructions(quick: bool) -> list[str]:
+    from . import instructions_bench
+
+    return instructions_bench.report(instructions_bench.run(quick))
 
 
 def _peer(quick: bool) -> list[str]:

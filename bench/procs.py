@@ -104,8 +104,9 @@ def _wait_listening(p: Proc, timeout: float = 30.0) -> Proc:
     raise RuntimeError(f"not listening on {p.port} after {timeout}s:\n{p.log()[-3000:]}")
 
 
-def _spawn(args: list[str], port: int, cpus: set[int] | None = None) -> Proc:
-    """Start ``args``; ``cpus``: the CPUs it may run on (``sched_setaffinity``), None: any."""
+def _spawn(args: list[str], port: int, cpus: set[int] | None = None, timeout: float = 30.0) -> Proc:
+    """Start ``args``; ``cpus``: the CPUs it may run on (``sched_setaffinity``), None: any;
+    ``timeout``: how long it may take to listen."""
     workdir = Path(tempfile.mkdtemp(prefix="proxai-bench-"))
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
 
@@ -113,7 +114,7 @@ def _spawn(args: list[str], port: int, cpus: set[int] | None = None) -> Proc:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO), env=env)
     if cpus:  # at once, before the interpreter starts its threads (they inherit it)
         os.sched_setaffinity(proc.pid, cpus)
-    return _wait_listening(Proc(proc, port, workdir))
+    return _wait_listening(Proc(proc, port, workdir), timeout)
 
 
 def cpu_layout() -> tuple[set[int], set[int]] | None:
@@ -130,13 +131,20 @@ def start_upstream(cpus: set[int] | None = None) -> Proc:
 
 
 def start_mitmdump(
-    upstream_url: str, *, addon: bool, extra: list[str] | None = None, cpus: set[int] | None = None
+    upstream_url: str,
+    *,
+    addon: bool,
+    extra: list[str] | None = None,
+    cpus: set[int] | None = None,
+    wrapper: list[str] | None = None,
 ) -> Proc:
     """mitmdump in reverse mode. Plain mitmdump streams every body (``stream_large_bodies=1``)
-    so both variants stream; the addon streams SSE through its own carrier. ``cpus``: pin it."""
+    so both variants stream; the addon streams SSE through its own carrier. ``cpus``: pin it.
+    ``wrapper``: a command that runs the interpreter (valgrind), given minutes to start it."""
     port = free_port()
     conf = Path(tempfile.mkdtemp(prefix="proxai-bench-conf-"))
     args = [
+        *([*wrapper, sys.executable] if wrapper else []),
         str(MITMDUMP),
         "--listen-host", "127.0.0.1", "--listen-port", str(port),
         "--mode", f"reverse:{upstream_url}",
@@ -150,4 +158,4 @@ def start_mitmdump(
     else:
         args += ["--set", "stream_large_bodies=1"]
     args += extra or []
-    return _spawn(args, port, cpus)
+    return _spawn(args, port, cpus, timeout=600.0 if wrapper else 30.0)
