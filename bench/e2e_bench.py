@@ -119,7 +119,7 @@ def _run_layout(quick: bool, layout: tuple[set[int], set[int]] | None) -> dict[s
     # Paced like a real LLM API (one event per read), at a load that leaves plain mitmdump idle
     # most of the time, so the latency is the per-event cost and not queueing.
     lat_n, lat_events, interval = (6, 100, 10.0) if quick else (12, 1000, 5.0)
-    rounds = 1 if quick else 5
+    rounds = 1 if quick else 7
     up = procs.start_upstream(rest)
     variants = {name: Variant(name) for name in ("plain", "addon")}
     direct: list[int] = []
@@ -168,6 +168,15 @@ def report(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _rounds(plain: list[float], addon: list[float]) -> str:
+    """Per-round ratios, and their median."""
+    ratios = sorted(a / p - 1 for p, a in zip(plain, addon, strict=True))
+    if not ratios:
+        return "none"
+    median = ratios[len(ratios) // 2]
+    return ", ".join(f"{x * 100:+.0f}%" for x in ratios) + f" (median {median * 100:+.0f}%)"
+
+
 def _report_layout(r: dict[str, Any]) -> list[str]:
     plain: Variant = r["plain"]
     addon: Variant = r["addon"]
@@ -196,6 +205,10 @@ def _report_layout(r: dict[str, Any]) -> list[str]:
         "The floor: lines + `orjson.loads` of every payload over the same streams in the same read "
         "sizes (bench/floor.py), the least any correct observer must do; what the addon adds, in "
         f"floors: {(ca - cp) / fu:.1f} unpaced, {(pa - pp) / fp:.1f} paced.",
+        "",
+        "Each variant's best round above; addon / plain within each round (they alternate), paced: "
+        f"{_rounds(plain.paced_cpu_per_mb, addon.paced_cpu_per_mb)}; unpaced: "
+        f"{_rounds(plain.cpu_per_mb, addon.cpu_per_mb)}.",
         "",
         "Unpaced: the upstream writes 16 KiB at a time (about 100 events per read). Paced: one event per "
         f"read, the latency run below ({addon.paced_mb:.1f} MB).",
