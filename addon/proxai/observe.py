@@ -205,8 +205,16 @@ class StreamObserver:
     def observe(self, chunk: bytes, now: float) -> int:
         """``feed`` for a flow that needs no event objects (observe-only, guarded or not): the
         same observation through the scanner's payload path; returns the number of events."""
+        return len(self.observe_payloads(chunk, now)) // 3
+
+    def observe_payloads(self, chunk: bytes, now: float) -> Payloads:
+        """``observe`` for a translated flow: the same accounting, scanning, limits and
+        observation, and the chunk's events as ``Payloads`` (``len // 3`` of them; none when
+        there was nothing to scan) in which the observer left its parse of every JSON-object
+        payload it interpreted (``ObserverBase.observe``): a stream translator fed the list does
+        not parse those again. The list is the caller's; nothing here reads it afterwards."""
         if not self._account(chunk, now):
-            return 0
+            return []
         try:
             payloads = self._scanner.feed_payloads(chunk)
         except SseLimitError as exc:
@@ -214,7 +222,7 @@ class StreamObserver:
             self._limit(exc)
         n = len(payloads) // 3
         if not n:
-            return 0
+            return payloads
         if self._warm:
             # The hot path: what ``_observe`` does, without its once-per-stream checks.
             self.counts.events += n
@@ -223,9 +231,9 @@ class StreamObserver:
             if proto.failed is not None:
                 self.failed = proto.failed
                 self._warm = False
-            return n
+            return payloads
         self._observe(n, now, payloads=payloads)
-        return n
+        return payloads
 
     def finish(self, now: float) -> StreamSummary:
         """Upstream EOF. Idempotent: a second call returns the first summary."""

@@ -7,7 +7,8 @@ neutral stream model (identity, text / reasoning sizes, complete tool calls, usa
 reason, error), and ``ObserverBase``, the loop every protocol state machine runs its events
 through:
 
-- each event's JSON is parsed once with orjson (no pydantic per event);
+- each event's JSON is parsed once with orjson (no pydantic per event); the parse of a JSON
+  object is left in the batch (``Payloads`` or ``SseEvent.payload``) for a stream translator;
 - a protocol violation (``UpstreamProtocolError``) or a payload of the wrong shape puts the
   state machine in its errored state for good (after h11 ``_state.py``); later events are
   counted by the carrier but no longer interpreted;
@@ -505,7 +506,13 @@ class ObserverBase:
         the protocol's ``_fast`` takes the common deltas inline (it never errs, ends the stream or
         leaves a bad payload pending, so the checks for those run only after the general path),
         everything else goes through ``_general``. ``observe_events`` is the same loop over event
-        objects (two loops, one per input shape: this runs per event on every flow)."""
+        objects (two loops, one per input shape: this runs per event on every flow).
+
+        The parse of a payload that is a JSON object is left in the list in place of its data
+        (``payloads[i + 1] = obj``, a ``dict``), so that a stream translator fed the same list
+        does not parse it again; every other payload (not JSON, not an object) stays as it was,
+        and so do the payloads this call did not reach (after the terminal event, or once the
+        state errored). Nothing here reads the list after this call."""
         acc = self.acc
         fast = self._fast
         loads = _loads
@@ -515,7 +522,7 @@ class ObserverBase:
             if self.pending_bad is not None:
                 self._bad_not_last()
                 return
-            raw_name = payloads[i]
+            raw_name: Any = payloads[i]
             data: Any = payloads[i + 1]
             try:
                 obj = loads(data)
@@ -523,6 +530,7 @@ class ObserverBase:
                 # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
                 obj = _NOT_JSON if type(data) is str or data.isascii() else _loads_text(data)
             if type(obj) is dict:
+                payloads[i + 1] = obj
                 acc.received = True
                 try:
                     if fast(raw_name, obj, now):
