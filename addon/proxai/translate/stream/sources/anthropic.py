@@ -27,12 +27,20 @@ from typing import Any
 import orjson
 
 from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
-from proxai.sse import SseEvent
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKind, DeltaKind, Sink, Stop, TokenUsage
 
-from .common import DEFAULT_MAX_TOOL_ARGS, ToolArgs, as_dict, as_int, as_str, classify, load_object
+from .common import (
+    DEFAULT_MAX_TOOL_ARGS,
+    PayloadValue,
+    ToolArgs,
+    as_dict,
+    as_int,
+    as_str,
+    classify,
+    load_object,
+)
 
 _DELTA_BLOCK: dict[str, BlockKind] = {
     "text_delta": "text",
@@ -104,14 +112,14 @@ class AnthropicSource:
 
     # -- events -----------------------------------------------------------------------------
 
-    def event(self, ev: SseEvent) -> None:
-        obj = load_object(ev, "Anthropic")
+    def event(self, etype: str, value: PayloadValue) -> None:
+        """One upstream event: its type and its payload (parsed, or its data)."""
+        obj = load_object(value, "Anthropic")
         if obj is None:
             if self._saw_data:
                 return  # seed 002: an empty JSON tail after data is tolerated
             raise UpstreamProtocolError("Anthropic event with an empty payload before any data")
         self._saw_data = True
-        etype = ev.event
         if etype == "message":  # data-only event: typed by its payload (repair)
             etype = as_str(obj.get("type")) or ""
         if etype == "ping":

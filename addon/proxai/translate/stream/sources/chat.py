@@ -27,12 +27,21 @@ from __future__ import annotations
 from typing import Any
 
 from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
-from proxai.sse import SseEvent
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Sink, Stop, TokenUsage
 
-from .common import DEFAULT_MAX_TOOL_ARGS, ToolArgs, as_dict, as_int, as_str, classify, load_object
+from .common import (
+    DEFAULT_MAX_TOOL_ARGS,
+    PayloadValue,
+    ToolArgs,
+    as_dict,
+    as_int,
+    as_str,
+    classify,
+    load_object,
+    text_of,
+)
 
 TEXT_KEY = "text"
 REFUSAL_KEY = "refusal"
@@ -83,12 +92,15 @@ class ChatSource:
         self._saw_data = False
         self._args = ToolArgs(max_tool_args)
 
-    def event(self, ev: SseEvent) -> None:
-        data = ev.data
-        if data == "[DONE]" or data.strip() == "[DONE]":
-            self._done()
-            return
-        obj = load_object(ev, "Chat Completions")
+    def event(self, etype: str, value: PayloadValue) -> None:
+        """One upstream event: its type (unused: Chat types nothing) and its payload (parsed,
+        or its data)."""
+        if not isinstance(value, dict):
+            data = text_of(value)
+            if data == "[DONE]" or data.strip() == "[DONE]":
+                self._done()
+                return
+        obj = load_object(value, "Chat Completions")
         if obj is None:
             if self._saw_data:
                 return  # seed 002: an empty JSON tail after data is tolerated

@@ -23,13 +23,12 @@ from typing import Any
 import orjson
 
 from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
-from proxai.sse import SseEvent
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, DeltaKind, Sink, Stop, TokenUsage
 from proxai.translate.stream.textparts import keep
 
-from .common import DEFAULT_MAX_BUFFER, as_dict, as_int, as_str, classify, load_object
+from .common import DEFAULT_MAX_BUFFER, PayloadValue, as_dict, as_int, as_str, classify, load_object
 
 
 def usage_in(u: dict[str, Any]) -> TokenUsage:
@@ -82,14 +81,16 @@ class ResponsesSource:
         self._refusal = False
         self._saw_data = False
 
-    def event(self, ev: SseEvent) -> None:
-        obj = load_object(ev, "Responses")
+    def event(self, etype: str, value: PayloadValue) -> None:
+        """One upstream event: its type and its payload (parsed, or its data); the payload's
+        ``type`` names it when present."""
+        obj = load_object(value, "Responses")
         if obj is None:
             if self._saw_data:
                 return
             raise UpstreamProtocolError("Responses event with an empty payload before any data")
         self._saw_data = True
-        etype = as_str(obj.get("type")) or ev.event
+        etype = as_str(obj.get("type")) or etype
         if etype == "error" or (
             etype != "response.failed" and isinstance(obj.get("error"), dict) and "type" not in obj
         ):
