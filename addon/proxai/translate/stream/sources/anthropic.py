@@ -56,6 +56,10 @@ _DELTA_FIELD: dict[str, tuple[str, DeltaKind]] = {
     "thinking_delta": ("thinking", "thinking"),
     "signature_delta": ("signature", "signature"),
 }
+# The hot path of ``_block_delta``: delta type -> (block kind, payload field, sink's delta kind).
+_CARRIED: dict[str, tuple[BlockKind, str, DeltaKind]] = {
+    dtype: (_DELTA_BLOCK[dtype], field, kind) for dtype, (field, kind) in _DELTA_FIELD.items()
+}
 _BLOCK_TYPES: dict[str, BlockKind] = {
     "text": "text",
     "thinking": "thinking",
@@ -114,7 +118,7 @@ class AnthropicSource:
 
     def event(self, etype: str, value: PayloadValue) -> None:
         """One upstream event: its type and its payload (parsed, or its data)."""
-        obj = load_object(value, "Anthropic")
+        obj = value if isinstance(value, dict) else load_object(value, "Anthropic")
         if obj is None:
             if self._saw_data:
                 return  # seed 002: an empty JSON tail after data is tolerated
@@ -230,6 +234,28 @@ class AnthropicSource:
                 sink.delta(idx, "text", text)
 
     def _block_delta(self, obj: dict[str, Any]) -> None:
+        # The hot path: a carried delta of the open block's type while streaming. It checks what
+        # the general path below checks and does what it does; anything else goes there.
+        idx = obj.get("index")
+        delta = obj.get("delta")
+        if type(idx) is int and type(delta) is dict:
+            dtype = delta.get("type")
+            carried = _CARRIED.get(dtype) if type(dtype) is str else None
+            if (
+                carried is not None
+                and self._blocks.get(idx) == carried[0]
+                and self.life.phase is Phase.STREAMING
+            ):
+                text = delta.get(carried[1])
+                if type(text) is str:
+                    if text:
+                        if carried[2] == "args":
+                            self._args.add(idx, text)
+                        self.sink.delta(idx, carried[2], text)
+                    return
+        self._block_delta_general(obj)
+
+    def _block_delta_general(self, obj: dict[str, Any]) -> None:
         idx = self._index(obj, "content_block_delta")
         delta = as_dict(obj.get("delta"))
         dtype = as_str(delta.get("type")) or ""

@@ -78,7 +78,7 @@ _DELTA_HEADS = {
 def block_delta(index: int, kind: str, text: str) -> bytes:
     """Hot path: serializes only the index and the text."""
     head, mid = _DELTA_HEADS[kind]
-    return head + str(index).encode() + mid + orjson.dumps(text) + b"}}\n\n"
+    return b"%b%d%b%b}}\n\n" % (head, index, mid, orjson.dumps(text))
 
 
 def block_stop(index: int) -> bytes:

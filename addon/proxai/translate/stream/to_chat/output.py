@@ -30,26 +30,24 @@ _CHOICE_TAIL = b'},"logprobs":null,"finish_reason":null}]}\n\n'
 
 def content_chunk(prefix: bytes, field: bytes, text: str) -> bytes:
     """Hot path: a ``content`` / ``refusal`` delta chunk, serializing only the text."""
-    return (
-        b"data: "
-        + prefix
-        + b'"choices":[{"index":0,"delta":{"'
-        + field
-        + b'":'
-        + orjson.dumps(text)
-        + _CHOICE_TAIL
+    return b'data: %b"choices":[{"index":0,"delta":{"%b":%b%b' % (
+        prefix,
+        field,
+        orjson.dumps(text),
+        _CHOICE_TAIL,
     )
 
 
 def args_chunk(prefix: bytes, index: int, fragment: str) -> bytes:
     """Hot path: a tool-call argument fragment (``function`` on every tool delta, CLIENTS.md)."""
     return (
-        b"data: "
-        + prefix
-        + b'"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":' % index
-        + orjson.dumps(fragment)
-        + b"}}]"
-        + _CHOICE_TAIL
+        b'data: %b"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":%b}}]%b'
+        % (
+            prefix,
+            index,
+            orjson.dumps(fragment),
+            _CHOICE_TAIL,
+        )
     )
 
 
