@@ -36,5 +36,5 @@ def keep(parts: list[str], text: str) -> int:
         run = parts[start:]
         joined = "".join(run)
         parts[start:] = [joined]
-        added += getsizeof(joined) + _SLOT - sum(getsizeof(p) for p in run) - _SLOT * len(run)
+        added += getsizeof(joined) + _SLOT - sum(map(getsizeof, run)) - _SLOT * len(run)
     return added
