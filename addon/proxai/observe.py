@@ -34,7 +34,7 @@ from .protocols.anthropic import AnthropicObserver
 from .protocols.chat import ChatObserver
 from .protocols.common import Accum, ObserverBase
 from .protocols.responses import ResponsesObserver
-from .sse import Payloads, SseEvent, SseScanner, payloads_of
+from .sse import Payloads, SseEvent, SseScanner, payloads_of, set_payload
 
 __all__ = ["Limits", "OpenToolCall", "StreamObserver", "make_protocol_observer", "observe_body"]
 
@@ -188,9 +188,10 @@ class StreamObserver:
             self._special = True
 
     def feed(self, chunk: bytes, now: float) -> list[SseEvent]:
-        """One chunk of DECODED body bytes, scanned once; returns its events (for a stream
-        translator, which gets each JSON object's parse in ``SseEvent.payload``). Never raises
-        ``ProxaiError``."""
+        """One chunk of DECODED body bytes, scanned once; returns its events as objects (tests;
+        the carrier takes ``observe_payloads``), observed as ``observe_payloads`` observes them,
+        each JSON object's parse left in ``SseEvent.payload`` (a stream translator's ``feed``
+        takes it). Never raises ``ProxaiError``."""
         if not self._account(chunk, now):
             return []
         try:
@@ -199,7 +200,11 @@ class StreamObserver:
             events = exc.events
             self._limit(exc)
         if events:
-            self._observe(len(events), now, events=events)
+            payloads = payloads_of(events)
+            self._observe(len(events), now, payloads=payloads)
+            for ev, value in zip(events, payloads[2::3], strict=True):
+                if type(value) is dict:
+                    set_payload(ev, value)
         return events
 
     def observe(self, chunk: bytes, now: float) -> int:
@@ -338,17 +343,12 @@ class StreamObserver:
         self._tail = [data] if data else []
         self._tail_len = len(data)
 
-    def _observe(
-        self, n: int, now: float, *, payloads: Payloads | None = None, events: list[SseEvent] | None = None
-    ) -> None:
+    def _observe(self, n: int, now: float, *, payloads: Payloads) -> None:
         self.counts.events += n
         if self._first_event_at is None:
             self._first_event_at = now
         proto = self._proto
-        if events is not None:
-            proto.observe_events(events, now)
-        elif payloads is not None:
-            proto.observe(payloads, now)
+        proto.observe(payloads, now)
         if self.failed is None and proto.failed is not None:
             self.failed = proto.failed
         if self._first_token_at is None and proto.acc.content_seen:
