@@ -5,11 +5,13 @@ Seed 001 ("Stream carrier ... protocol observer"): the carrier owns the bytes, t
 hands the events to the protocol state (``proxai.protocols.*``), which owns terminal event,
 tool-call completion and the outcome. ``StreamObserver`` is that carrier state; the mitmproxy
 shell feeds it DECODED body bytes with a ``now`` from its own clock (nothing here reads a
-clock). ``observe_body`` runs a whole body (non-streamed JSON, or a buffered SSE body) through
-the same observers.
+clock) through ``observe_payloads``, which returns the chunk's events with the protocol state's
+parse of each JSON object in them, for a stream translator (``observe``: the number of events;
+``feed``: event objects, for tests). ``observe_body`` runs a whole body (non-streamed JSON, or a
+buffered SSE body) through the same observers.
 
-Problems never escape ``feed``: the first typed problem is kept in ``failed`` and in the
-summary's ``error``:
+Problems never escape ``observe_payloads`` / ``observe`` / ``feed``: the first typed problem is
+kept in ``failed`` and in the summary's ``error``:
 
 - an SSE line / event over the limit (``SseLimitError``): error kind ``stream_limit``, outcome
   ``error``; observing stops there (bytes, chunks and the tail are still counted);
