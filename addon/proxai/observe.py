@@ -215,7 +215,8 @@ class StreamObserver:
         return len(self.observe_payloads(chunk, now)) // 3
 
     def observe_payloads(self, chunk: bytes, now: float) -> Payloads:
-        """``observe`` for a translated flow: the same accounting, scanning, limits and
+        """``observe`` returning the events (the carrier's call on every flow; a translated flow
+        feeds the list to its translator): the same accounting, scanning, limits and
         observation, and the chunk's events as ``Payloads`` (``len // 3`` of them; none when
         there was nothing to scan) in which the observer left its parse of every JSON-object
         payload it interpreted (``ObserverBase.observe``): a stream translator fed the list does

@@ -20,13 +20,12 @@ Spec notes (https://html.spec.whatwg.org/multipage/server-sent-events.html#parsi
 - an unfinished block at EOF is not dispatched.
 
 Two ways to read the same events: ``feed`` returns ``SseEvent`` objects (tests, the translation
-of a buffered body); ``feed_payloads`` returns ``(type, data)`` pairs without
-building event objects, for the carrier's flows, observed, guarded or translated
-(docs/performance.md). Its fast path takes runs of the two block shapes
-LLM APIs send, ``data: V`` and ``event: T`` + ``data: V`` (LF only), split in C by one regular
-expression; every other block, a CR, a BOM, a block near a limit, goes through the same
-general rules as ``feed``. Both give the same events, errors and limits for any chunking
-(tests/hardening/test_sse_fuzz.py).
+of a buffered body); ``feed_payloads`` returns ``(type, data)`` pairs without building event
+objects, for the carrier's flows, observed, guarded or translated (docs/performance.md). Its
+fast path takes runs of the two block shapes LLM APIs send, ``data: V`` and ``event: T`` +
+``data: V`` (LF only), split in C by one regular expression; every other block, a CR, a BOM, a
+block near a limit, goes through the same general rules as ``feed``. Both give the same events,
+errors and limits for any chunking (tests/hardening/test_sse_fuzz.py).
 """
 
 from __future__ import annotations
