@@ -100,8 +100,10 @@ class StreamTranslatorImpl:
             for i in range(1, len(payloads), 3):
                 raw: Any = payloads[i]
                 value: Any = payloads[i + 1]
-                # ``event_name`` without its call for the types already seen (never "" there).
-                source.event(names.get(raw) or event_name(raw), value)
+                # ``event_name(raw)`` without its call for the raw types already seen (never ""
+                # there); a type given as text is the name (and never looked up among bytes).
+                name = raw if type(raw) is str else names.get(raw) or event_name(raw)
+                source.event(name, value)
                 if life.done:
                     self._closed = True
                     break
