@@ -51,8 +51,8 @@ def scan_only(chunks: list[bytes]) -> int:
 
 def observer_factory(events: bool = False) -> Callable[[str, list[bytes]], Any] | None:
     """``observe(protocol, chunks) -> summary`` if the observers have landed, else None.
-    ``events``: through ``StreamObserver.feed`` (event objects, the translating carrier's path),
-    else ``StreamObserver.observe`` (the observe-only carrier's path)."""
+    ``events``: through ``StreamObserver.feed`` (event objects: tests, no carrier path), else
+    ``StreamObserver.observe_payloads`` (every carrier's path: observed, guarded or translated)."""
     try:
         mod = importlib.import_module("proxai.observe")
     except ImportError:
@@ -62,7 +62,7 @@ def observer_factory(events: bool = False) -> Callable[[str, list[bytes]], Any] 
     def observe(protocol: str, chunks: list[bytes]) -> Any:
         obs = cls(Protocol(protocol), start=0.0)
         obs.headers(200, 0.0)
-        feed = obs.feed if events else obs.observe
+        feed = obs.feed if events else getattr(obs, "observe_payloads", obs.observe)
         now = 0.0
         for c in chunks:
             now += 1e-4
@@ -127,8 +127,8 @@ def report(rows: list[Row]) -> list[str]:
         )
     lines += [
         "",
-        "observer: `StreamObserver.observe` (the observe-only carrier's path, no event objects); "
-        "with event objects: `StreamObserver.feed` (the translating carrier's path); "
-        "scanner: `SseScanner.feed` alone.",
+        "observer: `StreamObserver.observe_payloads` (every carrier's path: observe-only, guarded "
+        "or translated; no event objects); with event objects: `StreamObserver.feed` (no carrier "
+        "path since the translated flows moved to the payload path); scanner: `SseScanner.feed` alone.",
     ]
     return lines

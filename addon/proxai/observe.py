@@ -5,11 +5,13 @@ Seed 001 ("Stream carrier ... protocol observer"): the carrier owns the bytes, t
 hands the events to the protocol state (``proxai.protocols.*``), which owns terminal event,
 tool-call completion and the outcome. ``StreamObserver`` is that carrier state; the mitmproxy
 shell feeds it DECODED body bytes with a ``now`` from its own clock (nothing here reads a
-clock). ``observe_body`` runs a whole body (non-streamed JSON, or a buffered SSE body) through
-the same observers.
+clock) through ``observe_payloads``, which returns the chunk's events with the protocol state's
+parse of each JSON object in them, for a stream translator (``observe``: the number of events;
+``feed``: event objects, for tests). ``observe_body`` runs a whole body (non-streamed JSON, or a
+buffered SSE body) through the same observers.
 
-Problems never escape ``feed``: the first typed problem is kept in ``failed`` and in the
-summary's ``error``:
+Problems never escape ``observe_payloads`` / ``observe`` / ``feed``: the first typed problem is
+kept in ``failed`` and in the summary's ``error``:
 
 - an SSE line / event over the limit (``SseLimitError``): error kind ``stream_limit``, outcome
   ``error``; observing stops there (bytes, chunks and the tail are still counted);
@@ -34,7 +36,7 @@ from .protocols.anthropic import AnthropicObserver
 from .protocols.chat import ChatObserver
 from .protocols.common import Accum, ObserverBase
 from .protocols.responses import ResponsesObserver
-from .sse import Payloads, SseEvent, SseScanner, payloads_of
+from .sse import Payloads, SseEvent, SseScanner, payloads_of, set_payload
 
 __all__ = ["Limits", "OpenToolCall", "StreamObserver", "make_protocol_observer", "observe_body"]
 
@@ -193,9 +195,10 @@ class StreamObserver:
             self._special = True
 
     def feed(self, chunk: bytes, now: float) -> list[SseEvent]:
-        """One chunk of DECODED body bytes, scanned once; returns its events (for a stream
-        translator, which gets each JSON object's parse in ``SseEvent.payload``). Never raises
-        ``ProxaiError``."""
+        """One chunk of DECODED body bytes, scanned once; returns its events as objects (tests;
+        the carrier takes ``observe_payloads``), observed as ``observe_payloads`` observes them,
+        each JSON object's parse left in ``SseEvent.payload`` (a stream translator's ``feed``
+        takes it). Never raises ``ProxaiError``."""
         if not self._account(chunk, now):
             return []
         try:
@@ -204,14 +207,27 @@ class StreamObserver:
             events = exc.events
             self._limit(exc)
         if events:
-            self._observe(len(events), now, events=events)
+            payloads = payloads_of(events)
+            self._observe(len(events), now, payloads=payloads)
+            for ev, value in zip(events, payloads[2::3], strict=True):
+                if type(value) is dict:
+                    set_payload(ev, value)
         return events
 
     def observe(self, chunk: bytes, now: float) -> int:
         """``feed`` for a flow that needs no event objects (observe-only, guarded or not): the
         same observation through the scanner's payload path; returns the number of events."""
+        return len(self.observe_payloads(chunk, now)) // 3
+
+    def observe_payloads(self, chunk: bytes, now: float) -> Payloads:
+        """``observe`` returning the events (the carrier's call on every flow; a translated flow
+        feeds the list to its translator): the same accounting, scanning, limits and
+        observation, and the chunk's events as ``Payloads`` (``len // 3`` of them; none when
+        there was nothing to scan) in which the observer left its parse of every JSON-object
+        payload it interpreted (``ObserverBase.observe``): a stream translator fed the list does
+        not parse those again. The list is the caller's; nothing here reads it afterwards."""
         if not self._account(chunk, now):
-            return 0
+            return []
         try:
             payloads = self._scanner.feed_payloads(chunk)
         except SseLimitError as exc:
@@ -219,7 +235,7 @@ class StreamObserver:
             self._limit(exc)
         n = len(payloads) // 3
         if not n:
-            return 0
+            return payloads
         if self._warm:
             # The hot path: what ``_observe`` does, without its once-per-stream checks.
             self._events += n
@@ -228,9 +244,9 @@ class StreamObserver:
             if proto.failed is not None:
                 self.failed = proto.failed
                 self._warm = False
-            return n
+            return payloads
         self._observe(n, now, payloads=payloads)
-        return n
+        return payloads
 
     def finish(self, now: float) -> StreamSummary:
         """Upstream EOF. Idempotent: a second call returns the first summary."""
@@ -332,17 +348,12 @@ class StreamObserver:
         self._tail = [data] if data else []
         self._tail_from = self._bytes - len(data)
 
-    def _observe(
-        self, n: int, now: float, *, payloads: Payloads | None = None, events: list[SseEvent] | None = None
-    ) -> None:
+    def _observe(self, n: int, now: float, *, payloads: Payloads) -> None:
         self._events += n
         if self._first_event_at is None:
             self._first_event_at = now
         proto = self._proto
-        if events is not None:
-            proto.observe_events(events, now)
-        elif payloads is not None:
-            proto.observe(payloads, now)
+        proto.observe(payloads, now)
         if self.failed is None and proto.failed is not None:
             self.failed = proto.failed
         if self._first_token_at is None and proto.acc.content_seen:

@@ -19,13 +19,13 @@ Spec notes (https://html.spec.whatwg.org/multipage/server-sent-events.html#parsi
 - an ``id`` containing NUL is ignored; ``retry`` takes ASCII digits only;
 - an unfinished block at EOF is not dispatched.
 
-Two ways to read the same events: ``feed`` returns ``SseEvent`` objects (what translators and
-tests use); ``feed_payloads`` returns ``(type, data)`` pairs without building event objects,
-for observe-only flows (docs/performance.md). Its fast path takes runs of the two block shapes
-LLM APIs send, ``data: V`` and ``event: T`` + ``data: V`` (LF only), split in C by one regular
-expression; every other block, a CR, a BOM, a block near a limit, goes through the same
-general rules as ``feed``. Both give the same events, errors and limits for any chunking
-(tests/hardening/test_sse_fuzz.py).
+Two ways to read the same events: ``feed`` returns ``SseEvent`` objects (tests, the translation
+of a buffered body); ``feed_payloads`` returns ``(type, data)`` pairs without building event
+objects, for the carrier's flows, observed, guarded or translated (docs/performance.md). Its
+fast path takes runs of the two block shapes LLM APIs send, ``data: V`` and ``event: T`` +
+``data: V`` (LF only), split in C by one regular expression; every other block, a CR, a BOM, a
+block near a limit, goes through the same general rules as ``feed``. Both give the same events,
+errors and limits for any chunking (tests/hardening/test_sse_fuzz.py).
 """
 
 from __future__ import annotations
@@ -102,7 +102,10 @@ def _new_event(event: str, data: str, id: str, raw: bytes) -> SseEvent:
 # ``3k+2``; the hot path indexes it, building no tuple per event). ``type``: the event type line's
 # raw bytes, ``None`` without one, or the type as text (read it with ``event_name``); ``data``: the
 # payload's bytes (the same text the general rules would decode, valid UTF-8 or not) or its text.
-type Payloads = list[bytes | str | None]
+# Once a stream observer has interpreted the list (``ObserverBase.observe``), the ``data`` of an
+# event whose payload is a JSON object is that object's parse (a ``dict``; the scanner never puts
+# one there): a stream translator fed the same list does not parse it again.
+type Payloads = list[bytes | str | dict[str, Any] | None]
 type RawName = bytes | str | None  # an event type in ``Payloads``
 type Payload = tuple[str, bytes | str]
 
@@ -125,11 +128,11 @@ def event_name(raw: RawName) -> str:
 
 
 def iter_payloads(payloads: Payloads) -> Iterator[Payload]:
-    """``(type, data)`` per event of a ``Payloads`` list."""
+    """``(type, data)`` per event of a scanner's ``Payloads`` list (not yet observed)."""
     for i in range(1, len(payloads), 3):
-        data = payloads[i + 1]
-        assert data is not None
-        yield event_name(payloads[i]), data
+        raw, data = payloads[i], payloads[i + 1]
+        assert not isinstance(raw, dict) and isinstance(data, (bytes, str))
+        yield event_name(raw), data
 
 
 def payloads_of(events: list[SseEvent]) -> Payloads:

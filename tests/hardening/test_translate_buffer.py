@@ -70,3 +70,21 @@ def test_keep_preserves_the_text_and_counts_what_it_holds(pieces: list[str]) -> 
     for _ in range(10 * textparts.RUN * textparts.SMALL):
         keep(ones, "x")
     assert len(ones) <= 10 * textparts.RUN + textparts.RUN  # about one piece per SMALL characters
+
+
+@given(
+    pieces=st.lists(
+        st.one_of(st.text(alphabet=st.characters(max_codepoint=127), max_size=12), st.text(max_size=3)),
+        min_size=textparts.RUN + 1,
+        max_size=400,
+    )
+)
+def test_keep_counts_ascii_runs_as_getsizeof_does(pieces: list[str]) -> None:
+    """Small ASCII pieces (sized without ``getsizeof``) mixed with others: the count is exact."""
+    parts: list[str] = []
+    held = 0
+    for p in pieces:
+        held += keep(parts, p)
+        assert held == sum(sys.getsizeof(q) + 8 for q in parts)
+    assert "".join(parts) == "".join(pieces)
+    assert len(parts) < len(pieces)  # runs were joined

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from proxai.errors import ProxaiError, UpstreamProtocolError
 from proxai.model import ErrorInfo, ErrorKind, Outcome, Protocol, StreamSummary
-from proxai.sse import SseEvent, SseScanner
+from proxai.sse import Payloads, SseEvent, SseScanner, iter_payloads, payloads_of
 
 
 class RecordingObserver:
@@ -43,6 +43,9 @@ class RecordingObserver:
     def observe(self, chunk: bytes, now: float) -> int:
         return len(self.feed(chunk, now))
 
+    def observe_payloads(self, chunk: bytes, now: float) -> Payloads:
+        return payloads_of(self.feed(chunk, now))
+
     def finish(self, now: float) -> StreamSummary:
         self.finished_at = now
         terminal = any(e.data == "[DONE]" for e in self.events)
@@ -74,6 +77,12 @@ class UpperTranslator:
                 raise UpstreamProtocolError("bad source event")
             out += b"data: " + e.data.upper().encode() + b"\n\n"
         return out
+
+    def feed_payloads(self, payloads: Payloads) -> bytes:
+        events = [
+            SseEvent(t, d if isinstance(d, str) else d.decode(), "") for t, d in iter_payloads(payloads)
+        ]
+        return self.feed(events)
 
     def finish(self) -> bytes:
         self.calls.append("finish")

@@ -1,28 +1,227 @@
-"""The carrier's path parses each event once: the observer leaves its parse of a JSON-object payload
-in ``SseEvent.payload`` and the stream translators take it instead of parsing ``data`` again
-(docs/performance.md). Differential: a translator fed the observer's events gives exactly what it
-gives fed bare scanner events (no payload), on every fixture, mutated fixtures and any chunking,
-output and errors alike; the payload never changes an event's value."""
+"""The carrier's path parses each event once (docs/performance.md).
+
+A translated flow goes through the payload path: ``StreamObserver.observe_payloads`` scans and
+observes each read and leaves its parse of every JSON-object payload in the returned ``Payloads``,
+and ``translator.feed_payloads`` takes those parses instead of parsing the data again. The
+event-object path (``StreamObserver.feed`` leaves the parse in ``SseEvent.payload``,
+``translator.feed`` takes it) does the same for event objects.
+
+Differential: the real ``Carrier`` (a real observer and translator) gives every pair and normalize
+mode's client exactly the bytes, read by read, and the same error as bare scanner events fed to
+``translator.feed`` (nothing parsed beforehand), on every fixture (the observer's and the fake
+upstream's scenarios) whole, byte by byte, at random splits, and on hypothesis-mutated fixtures;
+its observer's summary is the pass-through observer's. What the observer leaves in the list is
+exactly the scanner's events with the JSON objects parsed, and nothing reads the list afterwards
+(a pass-through summary does not change when the caller overwrites it).
+"""
 
 from __future__ import annotations
 
+import itertools
+import random
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxai.errors import ProxaiError
+from proxai.mitm.carrier import Carrier
 from proxai.model import Protocol
 from proxai.observe import StreamObserver
-from proxai.sse import SseEvent, SseScanner
+from proxai.sse import Payloads, SseEvent, SseScanner
 from proxai.translate.stream import PAIRS, make_stream_translator
+from proxai.translate.stream.driver import error_kind_of
+from tests.observe.harness import normalize, status_of
 from tests.observe.test_properties import STREAMS, cut, mutated
+from tests.splits import random_pieces
+from tests.translate_stream.harness import render
+from tests.translate_stream.test_conformance import FAILURE, SUCCESS
+
+# Every pair and normalize mode, by upstream protocol.
+CLIENTS: dict[Protocol, list[Protocol]] = {up: [c for u, c in PAIRS if u is up] + [up] for up in Protocol}
+SCENARIOS = [(up, s) for up in Protocol for s in SUCCESS + FAILURE]
 
 
-def _translate(upstream: Protocol, client: Protocol, batches: list[list[SseEvent]]) -> list[object]:
+def _translator(up: Protocol, client: Protocol) -> Any:
+    return make_stream_translator(up, client, normalize=up is client, created=1_767_225_600)
+
+
+def _bytes(out: bytes | list[bytes]) -> bytes:
+    return out if isinstance(out, bytes) else b"".join(out)
+
+
+def _carrier(
+    up: Protocol, client: Protocol, pieces: list[bytes], status: int = 200
+) -> tuple[list[bytes], str | None, dict[str, Any]]:
+    """The real carrier on a translated flow: the client's bytes per read (the last: end of
+    message), the translation error, the observer's summary."""
+    tick = itertools.count(1)
+    obs = StreamObserver(up, start=0.0, capture=True)
+    obs.headers(status, 0.0)
+    c = Carrier(
+        obs, protocol=up, decoder=None, translator=_translator(up, client), clock=lambda: float(next(tick))
+    )
+    reads = [_bytes(c(p)) for p in pieces]
+    reads.append(_bytes(c(b"")))
+    assert c.summary is not None
+    return reads, c.translate_error, normalize(c.summary, obs.failed)
+
+
+def _scanned(up: Protocol, client: Protocol, pieces: list[bytes]) -> tuple[list[bytes], str | None]:
+    """Bare scanner events (no parse in them) through ``translator.feed``, failed as the carrier
+    fails a translation (``fail`` with the error's kind) and finished at the end."""
+    sc = SseScanner()
+    tr = _translator(up, client)
+    reads: list[bytes] = []
+    error: str | None = None
+    for p in pieces:
+        events = sc.feed(p)
+        assert all(ev.payload is None for ev in events)
+        if error is not None:
+            reads.append(b"")
+            continue
+        try:
+            reads.append(tr.feed(events))
+        except ProxaiError as exc:
+            error = str(exc)
+            reads.append(tr.fail(error_kind_of(exc), error))
+    reads.append(b"" if error is not None else tr.finish())
+    return reads, error
+
+
+def _passthrough(up: Protocol, pieces: list[bytes], status: int = 200) -> dict[str, Any]:
+    obs = StreamObserver(up, start=0.0, capture=True)
+    obs.headers(status, 0.0)
+    for i, p in enumerate(pieces):
+        obs.observe(p, float(i + 1))
+    return normalize(obs.finish(float(len(pieces) + 1)), obs.failed)
+
+
+def _check(up: Protocol, pieces: list[bytes], status: int = 200) -> None:
+    passthrough = _passthrough(up, pieces, status)
+    for client in CLIENTS[up]:
+        reads, error, summary = _carrier(up, client, pieces, status)
+        assert (reads, error) == _scanned(up, client, pieces), f"{up} -> {client}"
+        if error is None:  # a failed translation aborts the observer (the summary says so)
+            assert summary == passthrough, f"{up} -> {client}"
+
+
+def _modes(raw: bytes) -> list[list[bytes]]:
+    return [
+        [raw],
+        [raw[i : i + 1] for i in range(len(raw))],
+        random_pieces(raw, random.Random(len(raw))),
+        random_pieces(raw, random.Random(7), max_size=600),
+    ]
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_carrier_path_equals_scanner_events_on_fixtures(path: Path) -> None:
+    raw = path.read_bytes()
+    for pieces in _modes(raw):
+        _check(Protocol(path.parent.name), pieces, status_of(path))
+
+
+@pytest.mark.parametrize(("up", "scenario"), SCENARIOS, ids=str)
+def test_carrier_path_equals_scanner_events_on_scenarios(up: Protocol, scenario: str) -> None:
+    raw, _ = render(up, scenario)
+    for pieces in _modes(raw):
+        _check(up, pieces)
+
+
+def test_the_differential_sees_a_translation_error() -> None:
+    """The comparison covers errors: a second ``message_start`` fails both paths alike."""
+    raw, _ = render(Protocol.ANTHROPIC_MESSAGES, "text")
+    first = raw.index(b"\n\n") + 2
+    bad = raw[:first] + raw
+    for pieces in ([bad], [bad[:first], bad[first:]]):
+        reads, error, _ = _carrier(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, pieces)
+        assert error == "duplicate message_start"
+        assert b"duplicate message_start" in reads[-2] and reads[-1] == b""
+        assert (reads, error) == _scanned(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, pieces)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=mutated(), data=st.data())
+def test_carrier_path_equals_scanner_events_on_mutated_streams(
+    case: tuple[Protocol, bytes], data: st.DataObject
+) -> None:
+    protocol, raw = case
+    _check(protocol, data.draw(cut(raw)))
+
+
+# -- what the observer leaves in the list ----------------------------------------------------------
+
+
+def _observed_lists(
+    up: Protocol, pieces: list[bytes]
+) -> tuple[list[Payloads], list[Payloads], StreamObserver]:
+    obs = StreamObserver(up, start=0.0)
+    obs.headers(200, 0.0)
+    sc = SseScanner()
+    observed = [obs.observe_payloads(p, float(i)) for i, p in enumerate(pieces)]
+    return observed, [sc.feed_payloads(p) for p in pieces], obs
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_observer_leaves_its_parse_of_json_objects(path: Path) -> None:
+    """The list is the scanner's, each JSON object's data replaced by its parse; a payload that
+    is not a JSON object stays data, and so does one after the terminal event or an error."""
+    raw = path.read_bytes()
+    up = Protocol(path.parent.name)
+    for pieces in ([raw], [raw[i : i + 5] for i in range(0, len(raw), 5)]):
+        observed, scanned, obs = _observed_lists(up, pieces)
+        parsed = unparsed_objects = 0
+        for got, want in zip(observed, scanned, strict=True):
+            assert len(got) == len(want) or (len(got), len(want)) == (0, 1)
+            for i in range(1, len(got), 3):
+                assert got[i] == want[i]
+                data = want[i + 1]
+                assert isinstance(data, (bytes, str))
+                try:
+                    obj = orjson.loads(data)
+                except orjson.JSONDecodeError:
+                    obj = None
+                if type(got[i + 1]) is dict:
+                    assert got[i + 1] == obj
+                    parsed += 1
+                else:
+                    assert got[i + 1] is data or got[i + 1] == data
+                    unparsed_objects += type(obj) is dict
+        assert parsed > 0  # the parse is left (every fixture opens with a JSON object)
+        if unparsed_objects:  # only what the observer did not reach stays unparsed
+            assert obs.terminal or obs.failed is not None or obs.state.errored
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_nothing_reads_the_list_after_observing(path: Path) -> None:
+    """Overwriting every returned list (and growing it) changes no pass-through summary."""
+    raw = path.read_bytes()
+    up = Protocol(path.parent.name)
+    status = status_of(path)
+    for pieces in ([raw], [raw[i : i + 1] for i in range(len(raw))], random_pieces(raw, random.Random(3))):
+        obs = StreamObserver(up, start=0.0, capture=True)
+        obs.headers(status, 0.0)
+        dicts = 0
+        for i, p in enumerate(pieces):
+            payloads = obs.observe_payloads(p, float(i + 1))
+            dicts += sum(type(v) is dict for v in payloads)
+            payloads[:] = [b'{"type":"junk","choices":[]}', b"error", b"data: {\n"] * len(payloads)
+            payloads.append({"junk": True})
+        assert dicts > 0
+        got = normalize(obs.finish(float(len(pieces) + 1)), obs.failed)
+        assert got == _passthrough(up, pieces, status)
+
+
+# -- the event-object path ----------------------------------------------------------------------
+
+
+def _translate_events(upstream: Protocol, client: Protocol, batches: list[list[SseEvent]]) -> list[object]:
     """Every output piece and the first error (type and text), then the finish bytes."""
-    tr = make_stream_translator(upstream, client)
+    tr = _translator(upstream, client)
     out: list[object] = []
     for batch in batches:
         try:
@@ -34,41 +233,33 @@ def _translate(upstream: Protocol, client: Protocol, batches: list[list[SseEvent
     return out
 
 
-def _observed(protocol: Protocol, pieces: list[bytes]) -> list[list[SseEvent]]:
+def _check_events(protocol: Protocol, pieces: list[bytes]) -> None:
     obs = StreamObserver(protocol, start=0.0)
     obs.headers(200, 0.0)
-    return [obs.feed(p, float(i)) for i, p in enumerate(pieces)]
-
-
-def _scanned(pieces: list[bytes]) -> list[list[SseEvent]]:
+    observed = [obs.feed(p, float(i)) for i, p in enumerate(pieces)]
     sc = SseScanner()
-    return [sc.feed(p) for p in pieces]
-
-
-def _check(protocol: Protocol, pieces: list[bytes]) -> None:
-    observed = _observed(protocol, pieces)
-    scanned = _scanned(pieces)
+    scanned = [sc.feed(p) for p in pieces]
     assert observed == scanned  # the payload is not part of an event's value
     assert all(ev.payload is None for batch in scanned for ev in batch)
-    for upstream, client in PAIRS:
-        if upstream is protocol:
-            assert _translate(upstream, client, observed) == _translate(upstream, client, scanned)
+    for client in CLIENTS[protocol]:
+        assert _translate_events(protocol, client, observed) == _translate_events(protocol, client, scanned)
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_translators_reuse_the_observers_parse_unchanged(path: Path) -> None:
+def test_translators_reuse_the_observers_parse_in_events(path: Path) -> None:
     raw = path.read_bytes()
     protocol = Protocol(path.parent.name)
-    observed = [ev for batch in _observed(protocol, [raw]) for ev in batch]
-    assert observed[0].payload is not None  # the reuse happens (every fixture opens with JSON)
-    _check(protocol, [raw])
-    _check(protocol, [raw[i : i + 7] for i in range(0, len(raw), 7)])
+    obs = StreamObserver(protocol, start=0.0)
+    obs.headers(200, 0.0)
+    assert obs.feed(raw, 0.0)[0].payload is not None  # the reuse happens
+    _check_events(protocol, [raw])
+    _check_events(protocol, [raw[i : i + 7] for i in range(0, len(raw), 7)])
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=mutated(), data=st.data())
-def test_translators_reuse_the_observers_parse_on_mutated_streams(
+def test_translators_reuse_the_observers_parse_in_events_on_mutated_streams(
     case: tuple[Protocol, bytes], data: st.DataObject
 ) -> None:
     protocol, raw = case
-    _check(protocol, data.draw(cut(raw)))
+    _check_events(protocol, data.draw(cut(raw)))

@@ -4,10 +4,11 @@ Seed 001 (001_5998ffc26e6ec2b6.txt, "通用 streaming carrier" and "先保 carri
 carrier owns bytes, lifecycle hooks and injection; the protocol observer owns the semantics.
 Per upstream chunk:
 
-    decode (gzip/deflate/br/zstd, bounded)  ->  observer.observe(decoded, now)  (scanned ONCE;
-                                                observer.feed when translating: event objects)
+    decode (gzip/deflate/br/zstd, bounded)  ->  observer.observe_payloads(decoded, now)
+                                                (scanned ONCE, each JSON payload parsed ONCE)
       -> client bytes: the ORIGINAL chunk (observe-only, the default)
-                       or translator.feed(events) (translation)
+                       or translator.feed_payloads(payloads) (translation: it takes the
+                       observer's parses)
                        (guarded pass-through: the original bytes up to the last complete event)
       -> on_chunk hooks (the guard): may inject bytes and close (``BodyAction::InjectAndClose``)
 
@@ -61,7 +62,7 @@ from proxai.decode import Decoder
 from proxai.error_shapes import error_event
 from proxai.errors import DecodeError, ProxaiError, SseLimitError, TranslationError
 from proxai.model import ErrorKind, Protocol, StreamSummary
-from proxai.sse import SseEvent
+from proxai.sse import Payloads
 from proxai.translate.stream import StreamTranslator
 
 if TYPE_CHECKING:
@@ -310,9 +311,9 @@ class Carrier:
             n = self._observe_only(chunk if self.decoder is None else self._decode(chunk), now)
             out = self._pass_through(chunk)
         else:
-            events = self._observe(self._decode(chunk), now)
-            n = len(events)
-            out = self._translate(events, now)
+            payloads = self._observe(self._decode(chunk), now)
+            n = len(payloads) // 3
+            out = self._translate(payloads, now)
         if self.on_chunk and self.state is CarrierState.STREAMING:
             more = self._run_chunk_hooks(n, now)
             if more:
@@ -337,9 +338,9 @@ class Carrier:
             except DecodeError as exc:
                 self.observe_error = str(exc)
         if self.translator is not None:
-            events = self._observe(rest, now) if rest else []
-            n = len(events)
-            out.extend(self._translate(events, now))
+            payloads = self._observe(rest, now) if rest else []
+            n = len(payloads) // 3
+            out.extend(self._translate(payloads, now))
         else:
             n = self._observe_only(rest, now) if rest else 0
         if self.state is CarrierState.STREAMING and self.at_end_hooks:
@@ -432,12 +433,13 @@ class Carrier:
             self.observe_error = str(exc)
             return b""
 
-    def _observe(self, decoded: bytes, now: float) -> list[SseEvent]:
-        """Observe a translated flow's bytes: the translator needs the event objects."""
+    def _observe(self, decoded: bytes, now: float) -> Payloads:
+        """Observe a translated flow's bytes: the translator gets its events as ``Payloads``
+        (with the observer's parse of each JSON object, so it parses none again)."""
         if not decoded or not self.observing:
             return []
         try:
-            return self.observer.feed(decoded, now)
+            return self.observer.observe_payloads(decoded, now)
         except Exception as exc:
             self._observer_bug(exc)
             return []
@@ -447,7 +449,7 @@ class Carrier:
         if not decoded or self.observe_error is not None:
             return 0
         try:
-            return self.observer.observe(decoded, now)
+            return len(self.observer.observe_payloads(decoded, now)) // 3
         except Exception as exc:
             self._observer_bug(exc)
             return 0
@@ -456,7 +458,7 @@ class Carrier:
         self._bug("internal error in the observer (observing stops for this flow)")
         self.observe_error = f"internal error in the observer: {type(exc).__name__}"
 
-    def _translate(self, events: list[SseEvent], now: float) -> list[bytes]:
+    def _translate(self, payloads: Payloads, now: float) -> list[bytes]:
         assert self.translator is not None
         problem: ProxaiError | str | None = None
         if not self.observing:
@@ -466,7 +468,7 @@ class Carrier:
         if problem is not None:
             return [self._translation_failed(problem, now)]
         try:
-            return [self.translator.feed(events)] if events else []
+            return [self.translator.feed_payloads(payloads)] if len(payloads) > 1 else []
         except ProxaiError as exc:
             return [self._translation_failed(exc, now)]
 

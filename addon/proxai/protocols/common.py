@@ -1,13 +1,14 @@
 """What the three protocol observers share: the summary accumulator and the event loop.
 
 Seed 001 splits observation into a carrier (bytes, tail, timing: ``proxai.observe``) and a
-per-protocol state (``state.observe_events``: terminal event, tool-call completion, outcome).
+per-protocol state (``state.observe``: terminal event, tool-call completion, outcome).
 This module holds the protocol-neutral half of that state, the accumulator of seed 002's
 neutral stream model (identity, text / reasoning sizes, complete tool calls, usage, stop
 reason, error), and ``ObserverBase``, the loop every protocol state machine runs its events
 through:
 
-- each event's JSON is parsed once with orjson (no pydantic per event);
+- each event's JSON is parsed once with orjson (no pydantic per event); the parse of a JSON
+  object is left in the batch (``Payloads``) for a stream translator;
 - a protocol violation (``UpstreamProtocolError``) or a payload of the wrong shape puts the
   state machine in its errored state for good (after h11 ``_state.py``); later events are
   counted by the carrier but no longer interpreted;
@@ -42,7 +43,7 @@ from proxai.model import (
     ToolCallInfo,
     Usage,
 )
-from proxai.sse import Payloads, RawName, SseEvent, event_name, set_payload
+from proxai.sse import Payloads, RawName, event_name
 
 MAX_NOTES = 20
 
@@ -510,8 +511,14 @@ class ObserverBase:
         """Interpret a batch of events (``SseScanner.feed_payloads``). Each payload is parsed once;
         the protocol's ``_fast`` takes the common deltas inline (it never errs, ends the stream or
         leaves a bad payload pending, so the checks for those run only after the general path),
-        everything else goes through ``_general``. ``observe_events`` is the same loop over event
-        objects (two loops, one per input shape: this runs per event on every flow)."""
+        everything else goes through ``_general``. Every observed event goes through this loop
+        (``StreamObserver.feed`` hands it its event objects as ``Payloads``).
+
+        The parse of a payload that is a JSON object is left in the list in place of its data
+        (``payloads[i + 1] = obj``, a ``dict``), so that a stream translator fed the same list
+        does not parse it again; every other payload (not JSON, not an object) stays as it was,
+        and so do the payloads this call did not reach (after the terminal event, or once the
+        state errored). Nothing here reads the list after this call."""
         acc = self.acc
         fast = self._fast
         loads = _loads
@@ -521,7 +528,7 @@ class ObserverBase:
             if self.pending_bad is not None:
                 self._bad_not_last()
                 return
-            raw_name = payloads[i]
+            raw_name: Any = payloads[i]
             data: Any = payloads[i + 1]
             try:
                 obj = loads(data)
@@ -529,6 +536,7 @@ class ObserverBase:
                 # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
                 obj = _NOT_JSON if type(data) is str or data.isascii() else _loads_text(data)
             if type(obj) is dict:
+                payloads[i + 1] = obj
                 acc.received = True
                 try:
                     if fast(raw_name, obj, now):
@@ -537,35 +545,6 @@ class ObserverBase:
                     self._malformed(event_name(raw_name), exc)
                     return
             if self._general(event_name(raw_name), data, obj, now):
-                return
-
-    def observe_events(self, events: list[SseEvent], now: float) -> None:
-        """``observe`` for event objects; a JSON-object parse is left in ``SseEvent.payload``, so a
-        stream translator fed the same events does not parse them again."""
-        acc = self.acc
-        fast = self._fast
-        loads = _loads
-        if self.errored or acc.terminal:
-            return
-        for ev in events:
-            if self.pending_bad is not None:
-                self._bad_not_last()
-                return
-            data = ev.data
-            try:
-                obj = loads(data)
-            except _JSONDecodeError:
-                obj = _NOT_JSON
-            if type(obj) is dict:
-                set_payload(ev, obj)
-                acc.received = True
-                try:
-                    if fast(ev.event, obj, now):
-                        continue
-                except SHAPE_ERRORS as exc:
-                    self._malformed(ev.event, exc)
-                    return
-            if self._general(ev.event, data, obj, now):
                 return
 
     def _general(self, name: str, data: bytes | str, obj: Any, now: float) -> bool:

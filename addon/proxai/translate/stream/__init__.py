@@ -1,7 +1,8 @@
 """Streaming translation between Anthropic Messages, OpenAI Chat Completions and OpenAI
 Responses, and same-protocol normalization (issue 5; seeds 000, 001, 003, 004).
 
-Pure and sans-IO: SSE events in, client bytes out. ``make_stream_translator`` picks the source
+Pure and sans-IO: SSE events in (``Payloads`` as the stream observer leaves them, or event
+objects), client bytes out. ``make_stream_translator`` picks the source
 wrapper (``sources/``) for the upstream protocol and the writer (``to_*/``) for the client
 protocol; ``driver.StreamTranslatorImpl`` implements the ``StreamTranslator`` contract of
 TEAM.md. docs/streaming-translation.md describes the design.
@@ -13,7 +14,7 @@ from typing import Protocol as TypingProtocol
 
 from proxai.errors import ConfigError
 from proxai.model import ErrorKind, Protocol
-from proxai.sse import SseEvent
+from proxai.sse import Payloads, SseEvent
 
 from . import pairs
 from .driver import StreamTranslatorImpl
@@ -38,6 +39,10 @@ class StreamTranslator(TypingProtocol):
 
     def feed(self, events: list[SseEvent]) -> bytes:
         """Upstream events -> client bytes (may raise ``ProxaiError``)."""
+
+    def feed_payloads(self, payloads: Payloads) -> bytes:
+        """``feed`` for the carrier's path: the events as ``StreamObserver.observe_payloads``
+        returns them (each JSON-object payload already parsed)."""
 
     def finish(self) -> bytes:
         """Upstream EOF: the terminal flush, or a client-protocol error if truncated."""

@@ -1,10 +1,14 @@
 """The stream translator: one source wrapper driving one target writer (the ``StreamTranslator``
 contract of TEAM.md).
 
-- ``feed(events)`` returns the client bytes for a batch of upstream events. On a typed error
+- ``feed_payloads(payloads)`` returns the client bytes for a batch of upstream events in the
+  scanner's ``Payloads`` layout, as the stream observer leaves it (the parse of each JSON-object
+  payload in place of its data: the carrier's path parses each event once). On a typed error
   (``SemanticStreamError``, ``TranslationError``, ``UpstreamProtocolError``) it keeps the bytes
   already produced for that batch and re-raises; the carrier then calls ``fail()`` (or
   ``finish()``), which emits those bytes followed by a well-formed client-protocol error.
+- ``feed(events)``: the same for event objects (tests, a buffered body): each event's
+  ``SseEvent.payload`` if the observer left one, else its data, through ``feed_payloads``.
 - ``finish()`` at upstream EOF: nothing more when the source stopped; otherwise (truncated
   upstream) a client-protocol error - a truncated stream is never reported as success.
 - ``fail(kind, message)``: a client-protocol error and the end of the stream (the guard's stall
@@ -13,20 +17,22 @@ contract of TEAM.md).
 
 from __future__ import annotations
 
+from typing import Any
 from typing import Protocol as TypingProtocol
 
 from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
 from proxai.model import ErrorKind, Protocol
-from proxai.sse import SseEvent
+from proxai.sse import EVENT_NAMES, Payloads, SseEvent, event_name
 
 from .lifecycle import Lifecycle, Phase
 from .sink import Sink
+from .sources.common import PayloadValue
 
 
 class Source(TypingProtocol):
     life: Lifecycle
 
-    def event(self, ev: SseEvent) -> None: ...
+    def event(self, etype: str, value: PayloadValue) -> None: ...
 
     def eof(self) -> None: ...
 
@@ -82,14 +88,23 @@ class StreamTranslatorImpl:
         """True when the upstream itself sent an error event (translated for the client)."""
         return self.source.life.phase is Phase.ERRORED and self.error is None
 
-    def feed(self, events: list[SseEvent]) -> bytes:
+    def feed_payloads(self, payloads: Payloads) -> bytes:
+        """Upstream events (``Payloads``: ``[_, type, value, _, type, value, ..., _]``, a value
+        being the observer's parse of a JSON object or the data) -> client bytes."""
         if self._closed:
             return b""
         source = self.source
+        life = source.life
+        names = EVENT_NAMES
         try:
-            for ev in events:
-                source.event(ev)
-                if source.life.done:
+            for i in range(1, len(payloads), 3):
+                raw: Any = payloads[i]
+                value: Any = payloads[i + 1]
+                # ``event_name(raw)`` without its call for the raw types already seen (never ""
+                # there); a type given as text is the name (and never looked up among bytes).
+                name = raw if type(raw) is str else names.get(raw) or event_name(raw)
+                source.event(name, value)
+                if life.done:
                     self._closed = True
                     break
         except ProxaiError as exc:
@@ -97,6 +112,14 @@ class StreamTranslatorImpl:
             self._pending = self.writer.take()
             raise
         return self.writer.take()
+
+    def feed(self, events: list[SseEvent]) -> bytes:
+        """``feed_payloads`` for event objects: each event's parse if the observer left one
+        (``SseEvent.payload``), else its data."""
+        payloads: Payloads = [b""]
+        for ev in events:
+            payloads += (ev.event, ev.data if ev.payload is None else ev.payload, b"")
+        return self.feed_payloads(payloads)
 
     def finish(self) -> bytes:
         if self._closed:

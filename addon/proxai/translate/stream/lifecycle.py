@@ -56,11 +56,13 @@ class StreamIdentity:
 class Lifecycle:
     """The inbound lifecycle carrier: phase + identity."""
 
-    __slots__ = ("identity", "phase")
+    __slots__ = ("done", "identity", "phase")
 
     def __init__(self) -> None:
         self.phase = Phase.WAITING
         self.identity: StreamIdentity | None = None
+        # STOPPED or ERRORED: the stream is over (kept with ``phase``; read per event).
+        self.done = False
 
     def _transition(self, step: Step) -> None:
         nxt = _TABLE.get((self.phase, step))
@@ -69,6 +71,7 @@ class Lifecycle:
                 f"stream step {step.value!r} is not allowed in phase {self.phase.value!r}"
             )
         self.phase = nxt
+        self.done = nxt is Phase.STOPPED or nxt is Phase.ERRORED
 
     def start(self, identity: StreamIdentity) -> None:
         self._transition(Step.START)
@@ -97,7 +100,3 @@ class Lifecycle:
         """Enter ERRORED (idempotent). A stopped stream stays stopped: its output is complete."""
         if not self.done:
             self._transition(Step.FAIL)
-
-    @property
-    def done(self) -> bool:
-        return self.phase is Phase.STOPPED or self.phase is Phase.ERRORED

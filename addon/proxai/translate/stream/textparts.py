@@ -21,13 +21,18 @@ from sys import getsizeof
 RUN = 64  # trailing small pieces joined at once
 SMALL = 256  # characters: a piece at least this long is left alone
 _SLOT = 8  # a list slot (pointer)
+# ``getsizeof`` of an ASCII string is this plus its length (CPython's compact ASCII strings,
+# PEP 393), checked here; ``getsizeof`` costs a method lookup per call, more than the rest of
+# ``keep``, so ASCII pieces (the usual deltas) are sized without it.
+_ASCII = getsizeof("")
+_ASCII_SIZES = all(getsizeof("x" * n) == _ASCII + n for n in (1, 2, 255, 4096))
 
 
 def keep(parts: list[str], text: str) -> int:
     """``parts.append(text)``; join the trailing small pieces when there are ``RUN`` of them.
     Returns the change in bytes held (may be negative after a join)."""
     parts.append(text)
-    added = getsizeof(text) + _SLOT
+    added = (_ASCII + len(text) if _ASCII_SIZES and text.isascii() else getsizeof(text)) + _SLOT
     n = len(parts)
     if n >= RUN and len(parts[n - RUN]) < SMALL:
         start = n - RUN
@@ -36,5 +41,8 @@ def keep(parts: list[str], text: str) -> int:
         run = parts[start:]
         joined = "".join(run)
         parts[start:] = [joined]
-        added += getsizeof(joined) + _SLOT - sum(getsizeof(p) for p in run) - _SLOT * len(run)
+        if _ASCII_SIZES and joined.isascii():  # so is every piece: one header and slot instead of many
+            added -= (_ASCII + _SLOT) * (len(run) - 1)
+        else:
+            added += getsizeof(joined) + _SLOT - sum(map(getsizeof, run)) - _SLOT * len(run)
     return added

@@ -27,12 +27,20 @@ from typing import Any
 import orjson
 
 from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
-from proxai.sse import SseEvent
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKind, DeltaKind, Sink, Stop, TokenUsage
 
-from .common import DEFAULT_MAX_TOOL_ARGS, ToolArgs, as_dict, as_int, as_str, classify, load_object
+from .common import (
+    DEFAULT_MAX_TOOL_ARGS,
+    PayloadValue,
+    ToolArgs,
+    as_dict,
+    as_int,
+    as_str,
+    classify,
+    load_object,
+)
 
 _DELTA_BLOCK: dict[str, BlockKind] = {
     "text_delta": "text",
@@ -47,6 +55,10 @@ _DELTA_FIELD: dict[str, tuple[str, DeltaKind]] = {
     "input_json_delta": ("partial_json", "args"),
     "thinking_delta": ("thinking", "thinking"),
     "signature_delta": ("signature", "signature"),
+}
+# The hot path of ``_block_delta``: delta type -> (block kind, payload field, sink's delta kind).
+_CARRIED: dict[str, tuple[BlockKind, str, DeltaKind]] = {
+    dtype: (_DELTA_BLOCK[dtype], field, kind) for dtype, (field, kind) in _DELTA_FIELD.items()
 }
 _BLOCK_TYPES: dict[str, BlockKind] = {
     "text": "text",
@@ -104,14 +116,14 @@ class AnthropicSource:
 
     # -- events -----------------------------------------------------------------------------
 
-    def event(self, ev: SseEvent) -> None:
-        obj = load_object(ev, "Anthropic")
+    def event(self, etype: str, value: PayloadValue) -> None:
+        """One upstream event: its type and its payload (parsed, or its data)."""
+        obj = value if isinstance(value, dict) else load_object(value, "Anthropic")
         if obj is None:
             if self._saw_data:
                 return  # seed 002: an empty JSON tail after data is tolerated
             raise UpstreamProtocolError("Anthropic event with an empty payload before any data")
         self._saw_data = True
-        etype = ev.event
         if etype == "message":  # data-only event: typed by its payload (repair)
             etype = as_str(obj.get("type")) or ""
         if etype == "ping":
@@ -222,6 +234,28 @@ class AnthropicSource:
                 sink.delta(idx, "text", text)
 
     def _block_delta(self, obj: dict[str, Any]) -> None:
+        # The hot path: a carried delta of the open block's type while streaming. It checks what
+        # the general path below checks and does what it does; anything else goes there.
+        idx = obj.get("index")
+        delta = obj.get("delta")
+        if type(idx) is int and type(delta) is dict:
+            dtype = delta.get("type")
+            carried = _CARRIED.get(dtype) if type(dtype) is str else None
+            if (
+                carried is not None
+                and self._blocks.get(idx) == carried[0]
+                and self.life.phase is Phase.STREAMING
+            ):
+                text = delta.get(carried[1])
+                if type(text) is str:
+                    if text:
+                        if carried[2] == "args":
+                            self._args.add(idx, text)
+                        self.sink.delta(idx, carried[2], text)
+                    return
+        self._block_delta_general(obj)
+
+    def _block_delta_general(self, obj: dict[str, Any]) -> None:
         idx = self._index(obj, "content_block_delta")
         delta = as_dict(obj.get("delta"))
         dtype = as_str(delta.get("type")) or ""

@@ -27,12 +27,21 @@ from __future__ import annotations
 from typing import Any
 
 from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
-from proxai.sse import SseEvent
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Sink, Stop, TokenUsage
 
-from .common import DEFAULT_MAX_TOOL_ARGS, ToolArgs, as_dict, as_int, as_str, classify, load_object
+from .common import (
+    DEFAULT_MAX_TOOL_ARGS,
+    PayloadValue,
+    ToolArgs,
+    as_dict,
+    as_int,
+    as_str,
+    classify,
+    load_object,
+    text_of,
+)
 
 TEXT_KEY = "text"
 REFUSAL_KEY = "refusal"
@@ -83,12 +92,18 @@ class ChatSource:
         self._saw_data = False
         self._args = ToolArgs(max_tool_args)
 
-    def event(self, ev: SseEvent) -> None:
-        data = ev.data
-        if data == "[DONE]" or data.strip() == "[DONE]":
-            self._done()
-            return
-        obj = load_object(ev, "Chat Completions")
+    def event(self, etype: str, value: PayloadValue) -> None:
+        """One upstream event: its type (unused: Chat types nothing) and its payload (parsed,
+        or its data)."""
+        obj: dict[str, Any] | None
+        if isinstance(value, dict):
+            obj = value
+        else:
+            data = text_of(value)
+            if data == "[DONE]" or data.strip() == "[DONE]":
+                self._done()
+                return
+            obj = load_object(value, "Chat Completions")
         if obj is None:
             if self._saw_data:
                 return  # seed 002: an empty JSON tail after data is tolerated
@@ -112,12 +127,19 @@ class ChatSource:
             return
         if len(choices) > 1:
             raise TranslationError("multi-choice chunks (n > 1) cannot be translated", "choices")
-        choice = as_dict(choices[0])
-        if as_int(choice.get("index")) not in (0, None):
+        # Per chunk: ``as_dict`` / ``as_int`` / ``as_str`` inlined where the value already is
+        # what they return (the same checks, no calls).
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            choice = {}
+        ci = choice.get("index")
+        if ci is not None and ci != 0 and as_int(ci) not in (0, None):
             raise TranslationError("only choice index 0 can be translated", "choices[].index")
         if choice.get("logprobs") is not None:
             raise TranslationError("logprobs cannot be translated", "choices[0].logprobs")
-        cid = as_str(obj.get("id"))
+        cid = obj.get("id")
+        if not isinstance(cid, str):
+            cid = None
         if phase is Phase.WAITING:
             if not cid:
                 raise UpstreamProtocolError("the first Chat Completions chunk has no id")
@@ -127,7 +149,9 @@ class ChatSource:
         else:
             if phase is Phase.TERMINAL:
                 raise SemanticStreamError("Chat Completions chunk with choices after finish_reason")
-            self.life.check_identity(cid)
+            ident = self.life.identity
+            if cid is not None and (ident is None or cid != ident.id):
+                self.life.check_identity(cid)  # raises
         usage = obj.get("usage")
         if isinstance(usage, dict):
             self._interim_usage = usage_in(usage)  # seed 003: never the final usage
@@ -148,6 +172,19 @@ class ChatSource:
             self.life.terminal()
 
     def _delta(self, delta: dict[str, Any]) -> None:
+        if len(delta) == 1:
+            # The hot path: a delta of only content, or only tool calls (what the general path
+            # below does with such a delta: every other field it reads is absent).
+            content = delta.get("content")
+            if type(content) is str:
+                if content:
+                    self._text(TEXT_KEY, "text", content)
+                return
+            calls = delta.get("tool_calls")
+            if type(calls) is list:
+                for call in calls:
+                    self._tool(call if isinstance(call, dict) else {})
+                return
         role = delta.get("role")
         if role is not None and role != "assistant":
             raise TranslationError(f"delta role {role!r} cannot be translated", "choices[0].delta.role")

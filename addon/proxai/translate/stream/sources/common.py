@@ -1,6 +1,7 @@
-"""Helpers shared by the source wrappers: JSON payload parsing with typed errors (the empty-tail
-tolerance of seed 002 is decided by the caller), and classifying an upstream error event into an
-``ErrorKind`` with the observers' shared classifier."""
+"""Helpers shared by the source wrappers: JSON payload parsing with typed errors (a payload the
+stream observer already parsed is taken as it is; the empty-tail tolerance of seed 002 is decided
+by the caller), and classifying an upstream error event into an ``ErrorKind`` with the observers'
+shared classifier."""
 
 from __future__ import annotations
 
@@ -11,8 +12,14 @@ import orjson
 from proxai.error_kind import classify_error
 from proxai.errors import UpstreamProtocolError
 from proxai.model import ErrorKind
-from proxai.sse import SseEvent
 from proxai.translate.stream.textparts import keep
+
+# One event's payload as a source wrapper gets it: the stream observer's parse of a JSON object
+# (``sse.Payloads`` after observing; ``SseEvent.payload``), or the data as bytes or text.
+type PayloadValue = dict[str, Any] | bytes | str
+
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
 
 
 def classify(type_: object, code: object, message: str) -> ErrorKind:
@@ -21,22 +28,35 @@ def classify(type_: object, code: object, message: str) -> ErrorKind:
     return classify_error(message, type=key if isinstance(key, str) else None)
 
 
-def load_object(ev: SseEvent, protocol: str) -> dict[str, Any] | None:
-    """Parse one event's payload. ``None`` for an empty payload (the caller decides if that is
-    the tolerated empty tail); a non-object or invalid JSON is an ``UpstreamProtocolError``.
-    A payload the stream observer already parsed (``ev.payload``, always a JSON object) is
-    taken as it is: the carrier's path parses each event once."""
-    parsed = ev.payload
-    if parsed is not None:
-        return parsed
-    data = ev.data
-    if not data or data.isspace():
-        return None
+def text_of(value: bytes | str) -> str:
+    """A payload's text: bytes decoded as the SSE rules decode them (invalid UTF-8 -> U+FFFD)."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
+def load_object(value: PayloadValue, protocol: str) -> dict[str, Any] | None:
+    """One event's payload as a JSON object. A ``dict`` is the stream observer's parse (the
+    carrier's path parses each event once) and is taken as it is. Otherwise the payload's data
+    (``bytes`` or ``str``, read as its text) is parsed: ``None`` for an empty or whitespace-only
+    payload (the caller decides if that is the tolerated empty tail); a non-object or invalid
+    JSON is an ``UpstreamProtocolError``."""
+    if isinstance(value, dict):
+        return value
     try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        raise UpstreamProtocolError(f"{protocol} event payload is not valid JSON: {data[:80]!r}") from None
+        # Bytes of valid UTF-8 parse as their text does (orjson reads text as UTF-8); bytes that
+        # are not, and an empty or blank payload, fail here and are judged as text below.
+        obj = _loads(value)
+    except _JSONDecodeError:
+        data = text_of(value)
+        if not data or data.isspace():
+            return None
+        try:
+            obj = _loads(data)
+        except _JSONDecodeError:
+            raise UpstreamProtocolError(
+                f"{protocol} event payload is not valid JSON: {data[:80]!r}"
+            ) from None
     if not isinstance(obj, dict):
+        data = text_of(value)
         raise UpstreamProtocolError(f"{protocol} event payload is not a JSON object: {data[:80]!r}")
     return obj
 

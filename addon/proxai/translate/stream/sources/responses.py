@@ -23,13 +23,12 @@ from typing import Any
 import orjson
 
 from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
-from proxai.sse import SseEvent
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, DeltaKind, Sink, Stop, TokenUsage
 from proxai.translate.stream.textparts import keep
 
-from .common import DEFAULT_MAX_BUFFER, as_dict, as_int, as_str, classify, load_object
+from .common import DEFAULT_MAX_BUFFER, PayloadValue, as_dict, as_int, as_str, classify, load_object
 
 
 def usage_in(u: dict[str, Any]) -> TokenUsage:
@@ -82,16 +81,19 @@ class ResponsesSource:
         self._refusal = False
         self._saw_data = False
 
-    def event(self, ev: SseEvent) -> None:
-        obj = load_object(ev, "Responses")
+    def event(self, etype: str, value: PayloadValue) -> None:
+        """One upstream event: its type and its payload (parsed, or its data); the payload's
+        ``type`` names it when present."""
+        obj = value if isinstance(value, dict) else load_object(value, "Responses")
         if obj is None:
             if self._saw_data:
                 return
             raise UpstreamProtocolError("Responses event with an empty payload before any data")
         self._saw_data = True
-        etype = as_str(obj.get("type")) or ev.event
+        t = obj.get("type")
+        etype = t if isinstance(t, str) and t else etype  # ``as_str(t) or etype`` without the call
         if etype == "error" or (
-            etype != "response.failed" and isinstance(obj.get("error"), dict) and "type" not in obj
+            etype != "response.failed" and "type" not in obj and isinstance(obj.get("error"), dict)
         ):
             self._error(obj)
             return
@@ -269,7 +271,34 @@ class ResponsesSource:
             raise SemanticStreamError(f"{what} for {item_id!r} part {key[1]} without content_part.added")
         return key
 
+    def _live(self, item_id: str, kind: str) -> _Item | None:
+        """The hot paths' lookup: the open item ``item_id`` of ``kind`` while streaming, else
+        None (then the general path checks again and raises its own error)."""
+        if self.life.phase is not Phase.STREAMING:
+            return None
+        item = self._items.get(item_id)
+        if item is None or item.kind != kind or item.done:
+            return None
+        return item
+
     def _part_delta(self, obj: dict[str, Any], etype: str) -> None:
+        # The hot path: a string delta of an open part (what the general path checks, in one step).
+        item_id = obj.get("item_id")
+        ci = obj.get("content_index")
+        text = obj.get("delta")
+        if (
+            type(text) is str
+            and type(ci) is int
+            and type(item_id) is str
+            and self._live(item_id, "message") is not None
+        ):
+            key = (item_id, ci)
+            parts = self._open_parts.get(key)
+            if parts is not None:
+                if text:
+                    self._keep(parts, text)
+                    self.sink.delta(key, "text", text)
+                return
         key = self._part_key(obj, etype)
         text = obj.get("delta")
         if not isinstance(text, str):
@@ -316,6 +345,15 @@ class ResponsesSource:
         self.sink.block_stop(key)
 
     def _args_delta(self, obj: dict[str, Any]) -> None:
+        text = obj.get("delta")
+        item_id = obj.get("item_id")
+        if type(text) is str and type(item_id) is str:  # the hot path: an open call's string fragment
+            live = self._live(item_id, "function_call")
+            if live is not None:
+                if text:
+                    self._keep(live.acc, text)
+                    self.sink.delta(item_id, "args", text)
+                return
         item_id = as_str(obj.get("item_id")) or ""
         item = self._item(item_id, "function_call", "response.function_call_arguments.delta")
         text = obj.get("delta")
@@ -336,6 +374,16 @@ class ResponsesSource:
             self.sink.block_start(item_id, "thinking")
 
     def _reasoning_delta(self, obj: dict[str, Any]) -> None:
+        text = obj.get("delta")
+        item_id = obj.get("item_id")
+        if type(text) is str and type(item_id) is str:  # the hot path: an open item's string delta
+            live = self._live(item_id, "reasoning")
+            if live is not None:
+                self._reasoning_open(item_id, live)
+                if text:
+                    self._keep(live.acc, text)
+                    self.sink.delta(item_id, "thinking", text)
+                return
         item_id = as_str(obj.get("item_id")) or ""
         item = self._item(item_id, "reasoning", as_str(obj.get("type")) or "reasoning delta")
         self._reasoning_open(item_id, item)

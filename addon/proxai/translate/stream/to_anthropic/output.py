@@ -75,10 +75,13 @@ _DELTA_HEADS = {
 }
 
 
-def block_delta(index: int, kind: str, text: str) -> bytes:
-    """Hot path: serializes only the index and the text."""
-    head, mid = _DELTA_HEADS[kind]
-    return head + str(index).encode() + mid + orjson.dumps(text) + b"}}\n\n"
+DELTA_TAIL = b"}}\n\n"
+
+
+def delta_frames(index: int) -> dict[str, bytes]:
+    """The constant head of block ``index``'s delta events per delta kind: an event is
+    ``frame + json(text) + DELTA_TAIL`` (the hot path serializes only the text)."""
+    return {kind: b"%b%d%b" % (head, index, mid) for kind, (head, mid) in _DELTA_HEADS.items()}
 
 
 def block_stop(index: int) -> bytes:

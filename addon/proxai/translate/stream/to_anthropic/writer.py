@@ -8,6 +8,8 @@ raise) and nothing after it.
 
 from __future__ import annotations
 
+import orjson
+
 from proxai.error_shapes import error_event
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
@@ -16,15 +18,20 @@ from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, T
 from . import output
 from .state import AnthropicState
 
+_dumps = orjson.dumps
+_DELTA_TAIL = output.DELTA_TAIL
+
 
 class AnthropicWriter:
     protocol = Protocol.ANTHROPIC_MESSAGES
 
-    __slots__ = ("out", "st")
+    __slots__ = ("frames", "out", "st")
 
     def __init__(self) -> None:
         self.out: list[bytes] = []
         self.st = AnthropicState()
+        # Open blocks' pre-serialized delta heads (``output.delta_frames``), by source key.
+        self.frames: dict[BlockKey, dict[str, bytes]] = {}
 
     def take(self) -> bytes:
         out = b"".join(self.out)
@@ -44,15 +51,18 @@ class AnthropicWriter:
         data: str | None = None,
     ) -> None:
         idx = self.st.open_block(key)
+        self.frames[key] = output.delta_frames(idx)
         self.out.append(output.block_start(idx, kind, id, name, data))
 
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
-        self.out.append(output.block_delta(self.st.index_of[key], kind, text))
+        self.out.append(self.frames[key][kind] + _dumps(text) + _DELTA_TAIL)
 
     def block_stop(self, key: BlockKey) -> None:
+        self.frames.pop(key, None)
         self.out.append(output.block_stop(self.st.close_block(key)))
 
     def end(self, stop: Stop, usage: TokenUsage) -> None:
+        self.frames.clear()
         for idx in self.st.close_all():
             self.out.append(output.block_stop(idx))
         self.out.append(output.message_delta(stops.to_anthropic(stop.cls), usage))

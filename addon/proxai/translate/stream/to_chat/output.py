@@ -25,31 +25,22 @@ def chunk(prefix: bytes, delta: dict[str, Any], finish_reason: str | None = None
     return b"data: " + prefix + b'"choices":[' + orjson.dumps(choice) + b"]}\n\n"
 
 
-_CHOICE_TAIL = b'},"logprobs":null,"finish_reason":null}]}\n\n'
+CHOICE_TAIL = b'},"logprobs":null,"finish_reason":null}]}\n\n'
+ARGS_TAIL = b"}}]" + CHOICE_TAIL
 
 
-def content_chunk(prefix: bytes, field: bytes, text: str) -> bytes:
-    """Hot path: a ``content`` / ``refusal`` delta chunk, serializing only the text."""
-    return (
-        b"data: "
-        + prefix
-        + b'"choices":[{"index":0,"delta":{"'
-        + field
-        + b'":'
-        + orjson.dumps(text)
-        + _CHOICE_TAIL
-    )
+def content_frame(prefix: bytes, field: bytes) -> bytes:
+    """The constant head of a ``content`` / ``refusal`` delta chunk: a chunk is
+    ``frame + json(text) + CHOICE_TAIL`` (the hot path serializes only the text)."""
+    return b'data: %b"choices":[{"index":0,"delta":{"%b":' % (prefix, field)
 
 
-def args_chunk(prefix: bytes, index: int, fragment: str) -> bytes:
-    """Hot path: a tool-call argument fragment (``function`` on every tool delta, CLIENTS.md)."""
-    return (
-        b"data: "
-        + prefix
-        + b'"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":' % index
-        + orjson.dumps(fragment)
-        + b"}}]"
-        + _CHOICE_TAIL
+def args_frame(prefix: bytes, index: int) -> bytes:
+    """The constant head of tool call ``index``'s argument fragments (``function`` on every tool
+    delta, CLIENTS.md): a chunk is ``frame + json(fragment) + ARGS_TAIL``."""
+    return b'data: %b"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":' % (
+        prefix,
+        index,
     )
 
 

@@ -8,6 +8,8 @@ client asked for usage) and ``data: [DONE]``. A failure emits a top-level ``"err
 
 from __future__ import annotations
 
+import orjson
+
 from proxai.error_shapes import error_event
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
@@ -16,17 +18,23 @@ from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, T
 from . import output
 from .state import ChatState
 
+_dumps = orjson.dumps
+_CHOICE_TAIL = output.CHOICE_TAIL
+_ARGS_TAIL = output.ARGS_TAIL
+
 
 class ChatWriter:
     protocol = Protocol.OPENAI_CHAT
 
-    __slots__ = ("created", "include_usage", "out", "st")
+    __slots__ = ("created", "frames", "include_usage", "out", "st")
 
     def __init__(self, *, created: int = 0, include_usage: bool = True) -> None:
         self.out: list[bytes] = []
         self.st = ChatState()
         self.created = created
         self.include_usage = include_usage
+        # Pre-serialized delta chunk heads (``output.content_frame`` / ``args_frame``), by block.
+        self.frames: dict[BlockKey, bytes] = {}
 
     def take(self) -> bytes:
         out = b"".join(self.out)
@@ -46,25 +54,29 @@ class ChatWriter:
         name: str | None = None,
         data: str | None = None,
     ) -> None:
-        idx = self.st.register(key, kind)
+        st = self.st
+        idx = st.register(key, kind)
         if idx is not None:
             assert id is not None and name is not None
-            self.out.append(output.chunk(self.st.prefix, output.tool_start_delta(idx, id, name)))
+            self.frames[key] = output.args_frame(st.prefix, idx)
+            self.out.append(output.chunk(st.prefix, output.tool_start_delta(idx, id, name)))
+        else:
+            field = b"refusal" if kind == "refusal" else b"content"
+            self.frames[key] = output.content_frame(st.prefix, field)
 
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
-        st = self.st
         if kind == "text":
-            field = b"refusal" if st.kinds[key] == "refusal" else b"content"
-            self.out.append(output.content_chunk(st.prefix, field, text))
+            self.out.append(self.frames[key] + _dumps(text) + _CHOICE_TAIL)
         elif kind == "args":
-            self.out.append(output.args_chunk(st.prefix, st.tool_index[key], text))
+            self.out.append(self.frames[key] + _dumps(text) + _ARGS_TAIL)
         elif kind == "thinking":
+            st = self.st
             st.dropped.thinking_chars += len(text)
         else:
-            st.dropped.signature_chars += len(text)
+            self.st.dropped.signature_chars += len(text)
 
     def block_stop(self, key: BlockKey) -> None:
-        pass  # Chat has no block end
+        self.frames.pop(key, None)  # Chat has no block end; no delta follows (the Sink contract)
 
     def end(self, stop: Stop, usage: TokenUsage) -> None:
         st = self.st

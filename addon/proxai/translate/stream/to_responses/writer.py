@@ -24,6 +24,8 @@ from proxai.translate.stream.textparts import keep
 from . import output
 from .state import Item, ItemIdAllocator, ResponsesState
 
+_dumps = orjson.dumps
+
 _DELTA_EVENTS = {
     "text": "response.output_text.delta",
     "refusal": "response.refusal.delta",
@@ -98,8 +100,11 @@ class ResponsesWriter:
         self.kept += keep(item.parts, text)  # bytes really held (proxai.translate.stream.textparts)
         if self.kept > self.max_buffer:
             raise SseLimitError("Responses output kept for the terminal snapshot", self.max_buffer)
+        st = self.st
+        seq = st.seq
+        st.seq = seq + 1  # ``st.next_seq()`` without its call (per delta)
         head, mid, tail = item.frame
-        self.out.append(head + str(self.st.next_seq()).encode() + mid + orjson.dumps(text) + tail)
+        self.out.append(b"%b%d%b%b%b" % (head, seq, mid, _dumps(text), tail))
 
     def block_stop(self, key: BlockKey) -> None:
         self._finish(self.st.by_key[key])

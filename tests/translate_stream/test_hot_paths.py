@@ -1,0 +1,178 @@
+"""The source wrappers' hot paths (a common delta taken in one step) leave every other event to the
+general path: an event that misses any of a hot path's conditions gets the general path's exact
+error, or its exact output (issue 7: speed without a behaviour change)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from proxai.errors import ProxaiError
+from proxai.model import Protocol
+from proxai.sse import SseScanner, encode_event
+from proxai.translate.stream import make_stream_translator
+
+A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
+
+
+def _a(etype: str, **fields: object) -> bytes:
+    return encode_event(orjson.dumps({"type": etype, **fields}), etype)
+
+
+def _c(delta: object, *, index: object = 0, id: str = "c1") -> bytes:
+    chunk = {"id": id, "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    return encode_event(orjson.dumps({**chunk, "choices": [{"index": index, "delta": delta}]}))
+
+
+def _r(etype: str, **fields: object) -> bytes:
+    return encode_event(orjson.dumps({"type": etype, **fields}), etype)
+
+
+A_OPEN = _a("message_start", message={"id": "msg_1", "model": "m", "usage": {"input_tokens": 1}}) + _a(
+    "content_block_start", index=0, content_block={"type": "text", "text": ""}
+)
+C_OPEN = _c({"role": "assistant"})
+R_OPEN = (
+    _r("response.created", response={"id": "resp_1", "model": "m"})
+    + _r("response.output_item.added", item={"id": "msg_1", "type": "message"})
+    + _r(
+        "response.content_part.added",
+        item_id="msg_1",
+        content_index=0,
+        part={"type": "output_text", "text": ""},
+    )
+    + _r("response.output_item.added", item={"id": "rs_1", "type": "reasoning"})
+)
+
+
+def _run(up: Protocol, body: bytes) -> tuple[bytes, str | None]:
+    """The output and the error (``type: text``) of both pairs from ``up``, which must agree on
+    the error; returns the first pair's."""
+    results = []
+    for client in Protocol:
+        if client is up:
+            continue
+        t = make_stream_translator(up, client)
+        try:
+            results.append((t.feed(SseScanner().feed(body)), None))
+        except ProxaiError as exc:
+            results.append((b"", f"{type(exc).__name__}: {exc}"))
+    assert results[0][1] == results[1][1]
+    return results[0]
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (
+            A_OPEN + _a("content_block_delta", index=0, delta={"type": "text_delta", "text": 5}),
+            "UpstreamProtocolError: text_delta without text (index 0)",
+        ),
+        (
+            A_OPEN + _a("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "x"}),
+            "SemanticStreamError: thinking_delta inside a text block (index 0)",
+        ),
+        (
+            A_OPEN + _a("content_block_delta", index="0", delta={"type": "text_delta", "text": "x"}),
+            "UpstreamProtocolError: content_block_delta without an integer index",
+        ),
+        (
+            A_OPEN + _a("content_block_delta", index=0, delta={"type": ["text_delta"], "text": "x"}),
+            "TranslationError: delta.type: Anthropic delta type '' cannot be translated",
+        ),
+        (
+            A_OPEN
+            + _a("content_block_stop", index=0)
+            + _a("content_block_delta", index=0, delta={"type": "text_delta", "text": "x"}),
+            "SemanticStreamError: content_block_delta for stopped block 0",
+        ),
+        (
+            A_OPEN + _a("content_block_delta", index=1, delta={"type": "text_delta", "text": "x"}),
+            "SemanticStreamError: orphan content_block_delta for index 1 (no content_block_start)",
+        ),
+        (A_OPEN + _a("content_block_delta", index=0, delta={"type": "text_delta", "text": ""}), None),
+    ],
+)
+def test_anthropic_deltas_off_the_hot_path(body: bytes, error: str | None) -> None:
+    assert _run(A, body)[1] == error
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (
+            C_OPEN + _c({"content": 5}),
+            "TranslationError: choices[0].delta.content: non-string delta content cannot be translated",
+        ),
+        (
+            C_OPEN + _c({"content": "x"}, index=1),
+            "TranslationError: choices[].index: only choice index 0 can be translated",
+        ),
+        (
+            C_OPEN + _c({"content": "x"}, id="c2"),
+            "SemanticStreamError: chunk id 'c2' does not match the stream id 'c1'",
+        ),
+        (C_OPEN + _c({"tool_calls": [5]}), "UpstreamProtocolError: tool call delta without an integer index"),
+        (C_OPEN + _c({"tool_calls": "x"}), "UpstreamProtocolError: delta.tool_calls is not an array"),
+        (C_OPEN + _c({"content": "x"}, index=True), None),
+        (C_OPEN + _c({"content": ""}) + _c({"tool_calls": []}), None),
+    ],
+)
+def test_chat_deltas_off_the_hot_path(body: bytes, error: str | None) -> None:
+    assert _run(C, body)[1] == error
+
+
+def test_chat_hot_path_output_equals_the_general_paths() -> None:
+    """A content-only delta (hot) and the same text with a ``role`` (general) read alike."""
+    hot, _ = _run(C, C_OPEN + _c({"content": "hi"}))
+    general, _ = _run(C, C_OPEN + _c({"content": "hi", "role": "assistant"}))
+    assert hot == general and b'"text_delta","text":"hi"' in hot
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (
+            R_OPEN + _r("response.output_text.delta", item_id="msg_1", content_index=0, delta=5),
+            "UpstreamProtocolError: response.output_text.delta without a string delta",
+        ),
+        (
+            R_OPEN + _r("response.output_text.delta", item_id="msg_1", content_index=1, delta="x"),
+            "SemanticStreamError: response.output_text.delta for 'msg_1' part 1 without content_part.added",
+        ),
+        (
+            R_OPEN + _r("response.output_text.delta", item_id="rs_1", content_index=0, delta="x"),
+            "SemanticStreamError: response.output_text.delta inside a reasoning item ('rs_1')",
+        ),
+        (
+            R_OPEN
+            + _r("response.output_item.done", item={"id": "msg_1", "type": "message"})
+            + _r("response.output_text.delta", item_id="msg_1", content_index=0, delta="x"),
+            "SemanticStreamError: response.output_text.delta for item 'msg_1' after output_item.done",
+        ),
+        (
+            R_OPEN + _r("response.function_call_arguments.delta", item_id="msg_1", delta="{"),
+            "SemanticStreamError: response.function_call_arguments.delta inside a message item ('msg_1')",
+        ),
+        (
+            R_OPEN + _r("response.reasoning_text.delta", item_id="rs_2", delta="x"),
+            "SemanticStreamError: response.reasoning_text.delta for unknown item 'rs_2'"
+            " (no output_item.added)",
+        ),
+        (
+            R_OPEN + _r("response.reasoning_text.delta", item_id="rs_1", delta=7),
+            "UpstreamProtocolError: reasoning delta without a string delta",
+        ),
+        (R_OPEN + _r("response.output_text.delta", item_id="msg_1", content_index=True, delta="x"), None),
+        (R_OPEN + _r("response.reasoning_text.delta", item_id="rs_1", delta=""), None),
+    ],
+)
+def test_responses_deltas_off_the_hot_path(body: bytes, error: str | None) -> None:
+    assert _run(R, body)[1] == error
+
+
+def test_responses_reasoning_block_opens_on_an_empty_delta() -> None:
+    """The general path opens the thinking block before reading the delta; so does the hot one."""
+    out, err = _run(R, R_OPEN + _r("response.reasoning_text.delta", item_id="rs_1", delta=""))
+    assert err is None  # (Responses -> Anthropic) the thinking block after the text block
+    assert b'"index":1,"content_block":{"type":"thinking"' in out
