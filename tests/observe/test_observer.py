@@ -740,3 +740,20 @@ def test_chat_empty_finish_reason_means_not_yet() -> None:
     assert (s.outcome, s.stop_reason) == (Outcome.COMPLETED, "tool_calls")
     assert [(t.arguments, t.arguments_valid_json) for t in s.tool_calls] == [('{"a":1}', True)]
     assert "notes" not in s.extra
+
+
+@pytest.mark.parametrize("events", [True, False])
+def test_responses_delta_whose_type_is_not_a_string_is_typed_by_its_event_name(events: bool) -> None:
+    """A ``"type"`` that is a JSON array or object: the fast path does not take it (a list cannot
+    be looked up; it used to raise and the stream was reported malformed), the general rules
+    type the event by its SSE event name, as for any payload without a string type."""
+    data = fixture(R, "text.sse")
+    delta = b'{"type":"response.output_text.delta",'
+    assert data.count(delta) >= 2
+    odd = data.replace(delta, b'{"type":["response.output_text.delta"],', 1)
+    expected, _ = run_stream(R, [data[: len(data) // 2], data[len(data) // 2 :]], events=events)
+    for pieces in ([odd], bytewise(odd), [odd[: len(odd) // 2], odd[len(odd) // 2 :]]):
+        summary, _ = run_stream(R, pieces, events=events)
+        assert summary.outcome is Outcome.COMPLETED
+        assert summary.error is None
+        assert summary.to_metadata()["text_bytes"] == expected.to_metadata()["text_bytes"] > 0

@@ -115,7 +115,8 @@ class ResponsesObserver(ObserverBase):
         sequence number: the same effect as ``_event`` without the general checks."""
         if self.state is not State.ACTIVE:
             return False
-        kind = _FAST_DELTAS.get(obj.get("type"))  # type: ignore[arg-type]
+        etype = obj.get("type")
+        kind = _FAST_DELTAS.get(etype) if type(etype) is str else None  # (a list is unhashable)
         if kind is None:
             return False
         seq = obj.get("sequence_number")
