@@ -125,7 +125,9 @@ class AnthropicObserver(ObserverBase):
         the same effect as ``_event``, without the general checks' cost."""
         etype = obj.get("type")
         if etype != "content_block_delta":
-            return etype == "ping"  # allowed in every live state, changes nothing
+            # Allowed in every live state, changes nothing; before ``message_start`` the general
+            # path takes it (it is then the first JSON object: ``Accum.received``).
+            return etype == "ping" and self.state is not State.WAITING
         if self.state is not State.MESSAGE:
             return False
         index = obj.get("index")

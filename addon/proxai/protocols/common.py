@@ -510,24 +510,26 @@ class ObserverBase:
     def observe(self, payloads: Payloads, now: float) -> None:
         """Interpret a batch of events (``SseScanner.feed_payloads``). Each payload is parsed once;
         the protocol's ``_fast`` takes the common deltas inline (it never errs, ends the stream or
-        leaves a bad payload pending, so the checks for those run only after the general path),
-        everything else goes through ``_general``. Every observed event goes through this loop
-        (``StreamObserver.feed`` hands it its event objects as ``Payloads``).
+        leaves a bad payload pending, so the checks for those run only after the general path;
+        it takes an event only in a state that an earlier JSON object, through the general path,
+        led to, so ``Accum.received`` is set there), everything else goes through ``_general``.
+        Every observed event goes through this loop (``StreamObserver.feed`` hands it its event
+        objects as ``Payloads``).
 
         The parse of a payload that is a JSON object is left in the list in place of its data
         (``payloads[i + 1] = obj``, a ``dict``), so that a stream translator fed the same list
         does not parse it again; every other payload (not JSON, not an object) stays as it was,
         and so do the payloads this call did not reach (after the terminal event, or once the
         state errored). Nothing here reads the list after this call."""
-        acc = self.acc
+        if self.errored or self.acc.terminal:
+            return  # errored for good, or the terminal event came: nothing more to interpret
+        end = len(payloads)
+        if self.pending_bad is not None and end > 1:
+            self._bad_not_last()  # an earlier read's bad payload, and an event follows it
+            return
         fast = self._fast
         loads = _loads
-        if self.errored or acc.terminal:
-            return  # errored for good, or the terminal event came: nothing more to interpret
-        for i in range(1, len(payloads), 3):
-            if self.pending_bad is not None:
-                self._bad_not_last()
-                return
+        for i in range(1, end, 3):
             raw_name: Any = payloads[i]
             data: Any = payloads[i + 1]
             try:
@@ -537,7 +539,6 @@ class ObserverBase:
                 obj = _NOT_JSON if type(data) is str or data.isascii() else _loads_text(data)
             if type(obj) is dict:
                 payloads[i + 1] = obj
-                acc.received = True
                 try:
                     if fast(raw_name, obj, now):
                         continue
@@ -546,12 +547,16 @@ class ObserverBase:
                     return
             if self._general(event_name(raw_name), data, obj, now):
                 return
+            if self.pending_bad is not None and i + 3 < end:
+                self._bad_not_last()  # a bad payload, and another event follows it
+                return
 
     def _general(self, name: str, data: bytes | str, obj: Any, now: float) -> bool:
         """One event off the fast path; True: interpret no more (errored, or the terminal event)."""
         self.acc.changes += 1
         try:
             if type(obj) is dict:
+                self.acc.received = True
                 self._event(name, obj, now)
             else:
                 self._not_object(name, data if isinstance(data, str) else _text(data), obj)
