@@ -77,7 +77,9 @@ def make_protocol_observer(protocol: Protocol, limits: Limits, capture: bool) ->
 
 
 class StreamObserver:
-    """Observe one streamed response: ``headers``, ``feed`` per chunk, then ``finish``/``abort``."""
+    """Observe one streamed response: ``headers``, ``observe_payloads`` (or ``feed``) per chunk,
+    then ``end_payloads`` (optional: the events only the end completes) and ``finish``, or
+    ``abort``."""
 
     __slots__ = (
         "_aborted",
@@ -85,6 +87,7 @@ class StreamObserver:
         "_bytes",
         "_chunks",
         "_done",
+        "_ended",
         "_events",
         "_first_event_at",
         "_first_token_at",
@@ -137,6 +140,7 @@ class StreamObserver:
         self._special = False  # ``_stopped`` or ``_body``: ``_account`` takes its slow path
         self._done: StreamSummary | None = None
         self._aborted = False
+        self._ended = False  # ``end_payloads`` ran
         self._warm = False
 
     # -- what the guard and the carrier read ------------------------------------------------------
@@ -248,18 +252,30 @@ class StreamObserver:
         self._observe(n, now, payloads=payloads)
         return payloads
 
+    def end_payloads(self, now: float) -> Payloads:
+        """Upstream EOF, first half: the events the scanner completes only at the end of the
+        stream (a pending CR ends its line), observed and returned as ``observe_payloads``
+        returns events (the carrier translates them, and counts them for the guard's end check,
+        before ``finish``). No chunk may follow. ``finish`` calls it when the caller did not;
+        later calls return nothing."""
+        if self._stopped or self._ended or self._done is not None:
+            return []
+        self._ended = True
+        try:
+            payloads = self._scanner.close_payloads()
+        except SseLimitError as exc:
+            payloads = payloads_of(exc.events)
+            self._limit(exc)
+        if len(payloads) < 4:
+            return []
+        self._observe(len(payloads) // 3, now, payloads=payloads)
+        return payloads
+
     def finish(self, now: float) -> StreamSummary:
         """Upstream EOF. Idempotent: a second call returns the first summary."""
         if self._done is not None:
             return self._done
-        if not self._stopped:
-            try:
-                payloads = self._scanner.close_payloads()
-            except SseLimitError as exc:
-                payloads = payloads_of(exc.events)
-                self._limit(exc)
-            if len(payloads) > 1:
-                self._observe(len(payloads) // 3, now, payloads=payloads)
+        self.end_payloads(now)
         self._proto.eof()
         self._http_error()
         self._done = self._build(now, final=True)

@@ -46,6 +46,11 @@ class RecordingObserver:
     def observe_payloads(self, chunk: bytes, now: float) -> Payloads:
         return payloads_of(self.feed(chunk, now))
 
+    def end_payloads(self, now: float) -> Payloads:
+        evs = self.scanner.close()
+        self.events.extend(evs)
+        return payloads_of(evs) if evs else []
+
     def finish(self, now: float) -> StreamSummary:
         self.finished_at = now
         terminal = any(e.data == "[DONE]" for e in self.events)

@@ -337,12 +337,15 @@ class Carrier:
                 rest = self.decoder.flush()
             except DecodeError as exc:
                 self.observe_error = str(exc)
+        # The decoder's last bytes, then the events the scanner completes only at the end (a
+        # pending CR): the translator and the guard's end check get them before the end.
+        payloads = self._observe(rest, now)
+        last = self._observe(None, now)
+        if last:
+            payloads = [*payloads[:-1], *last] if payloads else last
+        n = len(payloads) // 3
         if self.translator is not None:
-            payloads = self._observe(rest, now) if rest else []
-            n = len(payloads) // 3
             out.extend(self._translate(payloads, now))
-        else:
-            n = self._observe_only(rest, now) if rest else 0
         if self.state is CarrierState.STREAMING and self.at_end_hooks:
             # The guard's end-of-message check (issue 3): it may inject an error and close.
             self.ending = True
@@ -433,12 +436,15 @@ class Carrier:
             self.observe_error = str(exc)
             return b""
 
-    def _observe(self, decoded: bytes, now: float) -> Payloads:
-        """Observe a translated flow's bytes: the translator gets its events as ``Payloads``
-        (with the observer's parse of each JSON object, so it parses none again)."""
-        if not decoded or not self.observing:
+    def _observe(self, decoded: bytes | None, now: float) -> Payloads:
+        """Observe decoded bytes (``None``: the end of the stream, ``end_payloads``); their
+        events as ``Payloads``, with the observer's parse of each JSON object (a translator
+        parses none again)."""
+        if decoded == b"" or not self.observing:
             return []
         try:
+            if decoded is None:
+                return self.observer.end_payloads(now)
             return self.observer.observe_payloads(decoded, now)
         except Exception as exc:
             self._observer_bug(exc)
