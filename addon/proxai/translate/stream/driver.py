@@ -17,6 +17,7 @@ contract of TEAM.md).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 from typing import Protocol as TypingProtocol
 
@@ -94,16 +95,16 @@ class StreamTranslatorImpl:
         if self._closed:
             return b""
         source = self.source
+        event = source.event
         life = source.life
         names = EVENT_NAMES
+        it: Iterator[Any] = iter(payloads)
+        next(it, None)  # the layout's leading slot: then (type, value, _) per event
         try:
-            for i in range(1, len(payloads), 3):
-                raw: Any = payloads[i]
-                value: Any = payloads[i + 1]
+            for raw, value, _ in zip(it, it, it, strict=False):
                 # ``event_name(raw)`` without its call for the raw types already seen (never ""
                 # there); a type given as text is the name (and never looked up among bytes).
-                name = raw if type(raw) is str else names.get(raw) or event_name(raw)
-                source.event(name, value)
+                event(raw if type(raw) is str else names.get(raw) or event_name(raw), value)
                 if life.done:
                     self._closed = True
                     break

@@ -96,7 +96,7 @@ class ChatSource:
         """One upstream event: its type (unused: Chat types nothing) and its payload (parsed,
         or its data)."""
         obj: dict[str, Any] | None
-        if isinstance(value, dict):
+        if type(value) is dict or isinstance(value, dict):  # (the first: the observer's parse)
             obj = value
         else:
             data = text_of(value)
@@ -178,7 +178,10 @@ class ChatSource:
             content = delta.get("content")
             if type(content) is str:
                 if content:
-                    self._text(TEXT_KEY, "text", content)
+                    if TEXT_KEY not in self._open:  # ``_text`` inline
+                        self._open.append(TEXT_KEY)
+                        self.sink.block_start(TEXT_KEY, "text")
+                    self.sink.delta(TEXT_KEY, "text", content)
                 return
             calls = delta.get("tool_calls")
             if type(calls) is list:

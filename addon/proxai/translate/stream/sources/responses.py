@@ -84,7 +84,7 @@ class ResponsesSource:
     def event(self, etype: str, value: PayloadValue) -> None:
         """One upstream event: its type and its payload (parsed, or its data); the payload's
         ``type`` names it when present."""
-        obj = value if isinstance(value, dict) else load_object(value, "Responses")
+        obj = value if type(value) is dict else load_object(value, "Responses")  # (it takes a dict as is)
         if obj is None:
             if self._saw_data:
                 return
@@ -290,15 +290,19 @@ class ResponsesSource:
             type(text) is str
             and type(ci) is int
             and type(item_id) is str
-            and self._live(item_id, "message") is not None
+            and self.life.phase is Phase.STREAMING
         ):
-            key = (item_id, ci)
-            parts = self._open_parts.get(key)
-            if parts is not None:
-                if text:
-                    self._keep(parts, text)
-                    self.sink.delta(key, "text", text)
-                return
+            item = self._items.get(item_id)  # ``_live(item_id, "message")`` inline
+            if item is not None and item.kind == "message" and not item.done:
+                key = (item_id, ci)
+                parts = self._open_parts.get(key)
+                if parts is not None:
+                    if text:
+                        self._kept = kept = self._kept + keep(parts, text)  # ``_keep`` inline
+                        if kept > self.max_buffer:
+                            raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
+                        self.sink.delta(key, "text", text)
+                    return
         key = self._part_key(obj, etype)
         text = obj.get("delta")
         if not isinstance(text, str):
@@ -351,7 +355,9 @@ class ResponsesSource:
             live = self._live(item_id, "function_call")
             if live is not None:
                 if text:
-                    self._keep(live.acc, text)
+                    self._kept = kept = self._kept + keep(live.acc, text)  # ``_keep`` inline
+                    if kept > self.max_buffer:
+                        raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
                     self.sink.delta(item_id, "args", text)
                 return
         item_id = as_str(obj.get("item_id")) or ""
@@ -379,9 +385,12 @@ class ResponsesSource:
         if type(text) is str and type(item_id) is str:  # the hot path: an open item's string delta
             live = self._live(item_id, "reasoning")
             if live is not None:
-                self._reasoning_open(item_id, live)
+                if not live.started:  # ``_reasoning_open`` inline
+                    self._reasoning_open(item_id, live)
                 if text:
-                    self._keep(live.acc, text)
+                    self._kept = kept = self._kept + keep(live.acc, text)  # ``_keep`` inline
+                    if kept > self.max_buffer:
+                        raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
                     self.sink.delta(item_id, "thinking", text)
                 return
         item_id = as_str(obj.get("item_id")) or ""
