@@ -17,7 +17,6 @@ contract of TEAM.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from typing import Protocol as TypingProtocol
 
@@ -98,10 +97,10 @@ class StreamTranslatorImpl:
         event = source.event
         life = source.life
         names = EVENT_NAMES
-        it: Iterator[Any] = iter(payloads)
-        next(it, None)  # the layout's leading slot: then (type, value, _) per event
         try:
-            for raw, value, _ in zip(it, it, it, strict=False):
+            for i in range(1, len(payloads), 3):
+                raw: Any = payloads[i]
+                value: Any = payloads[i + 1]
                 # ``event_name(raw)`` without its call for the raw types already seen (never ""
                 # there); a type given as text is the name (and never looked up among bytes).
                 event(raw if type(raw) is str else names.get(raw) or event_name(raw), value)

@@ -156,7 +156,14 @@ class ChatSource:
         if isinstance(usage, dict):
             self._interim_usage = usage_in(usage)  # seed 003: never the final usage
         delta = choice.get("delta")
-        if isinstance(delta, dict) and delta:
+        if type(delta) is dict and len(delta) == 1 and type(content := delta.get("content")) is str:
+            # ``_delta``'s hot path inline (a delta of only content), what ``_text`` does
+            if content:
+                if TEXT_KEY not in self._open:
+                    self._open.append(TEXT_KEY)
+                    self.sink.block_start(TEXT_KEY, "text")
+                self.sink.delta(TEXT_KEY, "text", content)
+        elif isinstance(delta, dict) and delta:
             self._delta(delta)
         finish = choice.get("finish_reason")
         if finish is not None:
