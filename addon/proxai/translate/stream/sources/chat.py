@@ -120,7 +120,8 @@ class ChatSource:
         if phase is Phase.STOPPED:
             raise SemanticStreamError("Chat Completions chunk after [DONE]")
         choices = obj.get("choices")
-        if not isinstance(choices, list):
+        # ``type(x) is T or isinstance(x, T)``: the parse's exact type first (the same test)
+        if not (type(choices) is list or isinstance(choices, list)):
             raise UpstreamProtocolError("Chat Completions chunk without a choices array")
         if not choices:
             self._usage_only(obj)
@@ -130,7 +131,7 @@ class ChatSource:
         # Per chunk: ``as_dict`` / ``as_int`` / ``as_str`` inlined where the value already is
         # what they return (the same checks, no calls).
         choice = choices[0]
-        if not isinstance(choice, dict):
+        if not (type(choice) is dict or isinstance(choice, dict)):
             choice = {}
         ci = choice.get("index")
         if ci is not None and ci != 0 and as_int(ci) not in (0, None):
@@ -138,7 +139,7 @@ class ChatSource:
         if choice.get("logprobs") is not None:
             raise TranslationError("logprobs cannot be translated", "choices[0].logprobs")
         cid = obj.get("id")
-        if not isinstance(cid, str):
+        if not (type(cid) is str or isinstance(cid, str)):
             cid = None
         if phase is Phase.WAITING:
             if not cid:
@@ -153,7 +154,7 @@ class ChatSource:
             if cid is not None and (ident is None or cid != ident.id):
                 self.life.check_identity(cid)  # raises
         usage = obj.get("usage")
-        if isinstance(usage, dict):
+        if usage is not None and isinstance(usage, dict):
             self._interim_usage = usage_in(usage)  # seed 003: never the final usage
         delta = choice.get("delta")
         if type(delta) is dict and len(delta) == 1 and type(content := delta.get("content")) is str:
