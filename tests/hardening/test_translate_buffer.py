@@ -88,3 +88,35 @@ def test_keep_counts_ascii_runs_as_getsizeof_does(pieces: list[str]) -> None:
         assert held == sum(sys.getsizeof(q) + 8 for q in parts)
     assert "".join(parts) == "".join(pieces)
     assert len(parts) < len(pieces)  # runs were joined
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    pieces=st.lists(
+        st.one_of(
+            st.text(alphabet=st.characters(max_codepoint=127), min_size=1, max_size=12),
+            st.text(min_size=2, max_size=300),  # (a 1-character string may be a shared singleton)
+        ),
+        max_size=3 * textparts.RUN,
+    )
+)
+def test_responses_writer_counts_as_keep(pieces: list[str]) -> None:
+    """The Responses writer keeps its deltas with ``keep`` inlined (issue 7: speed): the same
+    pieces, the same count as ``keep`` followed by ``orjson.dumps`` (which caches a non-ASCII
+    string's UTF-8 form, counted once a join sizes the piece again)."""
+    import orjson
+
+    from proxai.translate.stream.to_responses.writer import ResponsesWriter
+
+    w = ResponsesWriter()
+    w.start("resp_1", "m", None)
+    w.block_start(0, "text")
+    parts: list[str] = []
+    held = 0
+    for p in pieces:
+        fresh, q = p.encode().decode(), p.encode().decode()  # equal strings, no UTF-8 form cached
+        w.delta(0, "text", fresh)
+        held += keep(parts, q)
+        orjson.dumps(q)
+        assert w.kept == held
+    assert w.by_key[0].parts == parts

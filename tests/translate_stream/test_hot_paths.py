@@ -176,3 +176,30 @@ def test_responses_reasoning_block_opens_on_an_empty_delta() -> None:
     out, err = _run(R, R_OPEN + _r("response.reasoning_text.delta", item_id="rs_1", delta=""))
     assert err is None  # (Responses -> Anthropic) the thinking block after the text block
     assert b'"index":1,"content_block":{"type":"thinking"' in out
+
+
+def test_responses_delta_format_keeps_a_percent_in_the_item_id() -> None:
+    """The Responses writer formats a delta with one ``bytes %`` of a pre-serialized event: a
+    ``%`` in a source tool id (the item id, passed through) is text, not a conversion."""
+    tid = "toolu_%s%%d%"
+    body = (
+        _a("message_start", message={"id": "msg_1", "model": "m", "usage": {"input_tokens": 1}})
+        + _a(
+            "content_block_start",
+            index=0,
+            content_block={"type": "tool_use", "id": tid, "name": "f", "input": {}},
+        )
+        + _a(
+            "content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": '{"a": "%d"}'}
+        )
+        + _a("content_block_stop", index=0)
+        + _a("message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 1})
+        + _a("message_stop")
+    )
+    t = make_stream_translator(A, R)
+    out = t.feed(SseScanner().feed(body)) + t.finish()
+    deltas = [e for e in SseScanner().feed(out) if e.event == "response.function_call_arguments.delta"]
+    assert len(deltas) == 1
+    payload = orjson.loads(deltas[0].data)
+    assert (payload["item_id"], payload["delta"], payload["output_index"]) == (tid, '{"a": "%d"}', 0)
+    assert payload["sequence_number"] == 3  # created, in_progress, output_item.added

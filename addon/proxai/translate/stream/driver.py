@@ -94,6 +94,7 @@ class StreamTranslatorImpl:
         if self._closed:
             return b""
         source = self.source
+        event = source.event
         life = source.life
         names = EVENT_NAMES
         try:
@@ -102,8 +103,7 @@ class StreamTranslatorImpl:
                 value: Any = payloads[i + 1]
                 # ``event_name(raw)`` without its call for the raw types already seen (never ""
                 # there); a type given as text is the name (and never looked up among bytes).
-                name = raw if type(raw) is str else names.get(raw) or event_name(raw)
-                source.event(name, value)
+                event(raw if type(raw) is str else names.get(raw) or event_name(raw), value)
                 if life.done:
                     self._closed = True
                     break

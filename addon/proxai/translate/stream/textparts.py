@@ -20,10 +20,17 @@ from sys import getsizeof
 
 RUN = 64  # trailing small pieces joined at once
 SMALL = 256  # characters: a piece at least this long is left alone
-_SLOT = 8  # a list slot (pointer)
+SLOT = 8  # a list slot (pointer)
+# ``sys.getsizeof`` of a string is ``str.__sizeof__`` (a string is not tracked by the garbage
+# collector: no header is added), which it finds by a lookup per call that costs about 8x the
+# call itself (a join sized every piece of its run with it). ``sizeof`` is ``str.__sizeof__``
+# when the two agree, checked here; else ``getsizeof``. Either sizes a non-ASCII string with
+# its cached UTF-8 form once ``orjson.dumps`` made one (so the callers keep their order of
+# ``keep`` and ``dumps``: the count is what it was).
+_SIZES = ("", "x", "\xe9", "\xe9" * 300, "\u65e5\u672c", "\U0001f642", "a\U0001f642" * 100)
+sizeof = str.__sizeof__ if all(getsizeof(s) == str.__sizeof__(s) for s in _SIZES) else getsizeof
 # ``getsizeof`` of an ASCII string is this plus its length (CPython's compact ASCII strings,
-# PEP 393), checked here; ``getsizeof`` costs a method lookup per call, more than the rest of
-# ``keep``, so ASCII pieces (the usual deltas) are sized without it.
+# PEP 393), checked here: a joined ASCII run is sized without sizing its pieces.
 _ASCII = getsizeof("")
 _ASCII_SIZES = all(getsizeof("x" * n) == _ASCII + n for n in (1, 2, 255, 4096))
 
@@ -32,17 +39,22 @@ def keep(parts: list[str], text: str) -> int:
     """``parts.append(text)``; join the trailing small pieces when there are ``RUN`` of them.
     Returns the change in bytes held (may be negative after a join)."""
     parts.append(text)
-    added = (_ASCII + len(text) if _ASCII_SIZES and text.isascii() else getsizeof(text)) + _SLOT
+    added = sizeof(text) + SLOT
     n = len(parts)
     if n >= RUN and len(parts[n - RUN]) < SMALL:
-        start = n - RUN
-        while start > 0 and len(parts[start - 1]) < SMALL:
-            start -= 1
-        run = parts[start:]
-        joined = "".join(run)
-        parts[start:] = [joined]
-        if _ASCII_SIZES and joined.isascii():  # so is every piece: one header and slot instead of many
-            added -= (_ASCII + _SLOT) * (len(run) - 1)
-        else:
-            added += getsizeof(joined) + _SLOT - sum(map(getsizeof, run)) - _SLOT * len(run)
+        added += join_run(parts, n)
     return added
+
+
+def join_run(parts: list[str], n: int) -> int:
+    """``keep``'s join, once the ``n`` pieces end in ``RUN`` small ones: the trailing run of
+    small pieces becomes one. Returns the change in bytes held (negative)."""
+    start = n - RUN
+    while start > 0 and len(parts[start - 1]) < SMALL:
+        start -= 1
+    run = parts[start:]
+    joined = "".join(run)
+    parts[start:] = [joined]
+    if _ASCII_SIZES and joined.isascii():  # so is every piece: one header and slot instead of many
+        return -(_ASCII + SLOT) * (len(run) - 1)
+    return sizeof(joined) + SLOT - sum(map(sizeof, run)) - SLOT * len(run)

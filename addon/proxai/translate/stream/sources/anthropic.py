@@ -118,13 +118,35 @@ class AnthropicSource:
 
     def event(self, etype: str, value: PayloadValue) -> None:
         """One upstream event: its type and its payload (parsed, or its data)."""
-        obj = value if isinstance(value, dict) else load_object(value, "Anthropic")
+        # ``load_object`` takes a dict as it is: the check inline (``type``: the observer's parse)
+        obj = value if type(value) is dict else load_object(value, "Anthropic")
         if obj is None:
             if self._saw_data:
                 return  # seed 002: an empty JSON tail after data is tolerated
             raise UpstreamProtocolError("Anthropic event with an empty payload before any data")
         self._saw_data = True
-        if etype == "message":  # data-only event: typed by its payload (repair)
+        if etype == "content_block_delta":
+            # The hot path: a carried delta of the open block's type while streaming (so not
+            # after message_stop). It checks what the general path checks and does what it
+            # does; anything else goes there, after the checks every event gets.
+            idx = obj.get("index")
+            delta = obj.get("delta")
+            if type(idx) is int and type(delta) is dict:
+                dtype = delta.get("type")
+                carried = _CARRIED.get(dtype) if type(dtype) is str else None
+                if (
+                    carried is not None
+                    and self._blocks.get(idx) == carried[0]
+                    and self.life.phase is Phase.STREAMING
+                ):
+                    text = delta.get(carried[1])
+                    if type(text) is str:
+                        if text:
+                            if carried[2] == "args":
+                                self._args.add(idx, text)
+                            self.sink.delta(idx, carried[2], text)
+                        return
+        elif etype == "message":  # data-only event: typed by its payload (repair)
             etype = as_str(obj.get("type")) or ""
         if etype == "ping":
             return
@@ -234,28 +256,7 @@ class AnthropicSource:
                 sink.delta(idx, "text", text)
 
     def _block_delta(self, obj: dict[str, Any]) -> None:
-        # The hot path: a carried delta of the open block's type while streaming. It checks what
-        # the general path below checks and does what it does; anything else goes there.
-        idx = obj.get("index")
-        delta = obj.get("delta")
-        if type(idx) is int and type(delta) is dict:
-            dtype = delta.get("type")
-            carried = _CARRIED.get(dtype) if type(dtype) is str else None
-            if (
-                carried is not None
-                and self._blocks.get(idx) == carried[0]
-                and self.life.phase is Phase.STREAMING
-            ):
-                text = delta.get(carried[1])
-                if type(text) is str:
-                    if text:
-                        if carried[2] == "args":
-                            self._args.add(idx, text)
-                        self.sink.delta(idx, carried[2], text)
-                    return
-        self._block_delta_general(obj)
-
-    def _block_delta_general(self, obj: dict[str, Any]) -> None:
+        # Every content_block_delta off the hot path (``event``).
         idx = self._index(obj, "content_block_delta")
         delta = as_dict(obj.get("delta"))
         dtype = as_str(delta.get("type")) or ""

@@ -96,7 +96,7 @@ class ChatSource:
         """One upstream event: its type (unused: Chat types nothing) and its payload (parsed,
         or its data)."""
         obj: dict[str, Any] | None
-        if isinstance(value, dict):
+        if type(value) is dict or isinstance(value, dict):  # (the first: the observer's parse)
             obj = value
         else:
             data = text_of(value)
@@ -120,7 +120,8 @@ class ChatSource:
         if phase is Phase.STOPPED:
             raise SemanticStreamError("Chat Completions chunk after [DONE]")
         choices = obj.get("choices")
-        if not isinstance(choices, list):
+        # ``type(x) is T or isinstance(x, T)``: the parse's exact type first (the same test)
+        if not (type(choices) is list or isinstance(choices, list)):
             raise UpstreamProtocolError("Chat Completions chunk without a choices array")
         if not choices:
             self._usage_only(obj)
@@ -130,7 +131,7 @@ class ChatSource:
         # Per chunk: ``as_dict`` / ``as_int`` / ``as_str`` inlined where the value already is
         # what they return (the same checks, no calls).
         choice = choices[0]
-        if not isinstance(choice, dict):
+        if not (type(choice) is dict or isinstance(choice, dict)):
             choice = {}
         ci = choice.get("index")
         if ci is not None and ci != 0 and as_int(ci) not in (0, None):
@@ -138,7 +139,7 @@ class ChatSource:
         if choice.get("logprobs") is not None:
             raise TranslationError("logprobs cannot be translated", "choices[0].logprobs")
         cid = obj.get("id")
-        if not isinstance(cid, str):
+        if not (type(cid) is str or isinstance(cid, str)):
             cid = None
         if phase is Phase.WAITING:
             if not cid:
@@ -153,10 +154,17 @@ class ChatSource:
             if cid is not None and (ident is None or cid != ident.id):
                 self.life.check_identity(cid)  # raises
         usage = obj.get("usage")
-        if isinstance(usage, dict):
+        if usage is not None and isinstance(usage, dict):
             self._interim_usage = usage_in(usage)  # seed 003: never the final usage
         delta = choice.get("delta")
-        if isinstance(delta, dict) and delta:
+        if type(delta) is dict and len(delta) == 1 and type(content := delta.get("content")) is str:
+            # ``_delta``'s hot path inline (a delta of only content), what ``_text`` does
+            if content:
+                if TEXT_KEY not in self._open:
+                    self._open.append(TEXT_KEY)
+                    self.sink.block_start(TEXT_KEY, "text")
+                self.sink.delta(TEXT_KEY, "text", content)
+        elif isinstance(delta, dict) and delta:
             self._delta(delta)
         finish = choice.get("finish_reason")
         if finish is not None:
@@ -178,7 +186,10 @@ class ChatSource:
             content = delta.get("content")
             if type(content) is str:
                 if content:
-                    self._text(TEXT_KEY, "text", content)
+                    if TEXT_KEY not in self._open:  # ``_text`` inline
+                        self._open.append(TEXT_KEY)
+                        self.sink.block_start(TEXT_KEY, "text")
+                    self.sink.delta(TEXT_KEY, "text", content)
                 return
             calls = delta.get("tool_calls")
             if type(calls) is list:

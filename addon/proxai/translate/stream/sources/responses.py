@@ -84,14 +84,15 @@ class ResponsesSource:
     def event(self, etype: str, value: PayloadValue) -> None:
         """One upstream event: its type and its payload (parsed, or its data); the payload's
         ``type`` names it when present."""
-        obj = value if isinstance(value, dict) else load_object(value, "Responses")
+        obj = value if type(value) is dict else load_object(value, "Responses")  # (it takes a dict as is)
         if obj is None:
             if self._saw_data:
                 return
             raise UpstreamProtocolError("Responses event with an empty payload before any data")
         self._saw_data = True
         t = obj.get("type")
-        etype = t if isinstance(t, str) and t else etype  # ``as_str(t) or etype`` without the call
+        # ``as_str(t) or etype`` without the call (``type``: the parse's str; else as before)
+        etype = t if (type(t) is str or isinstance(t, str)) and t else etype
         if etype == "error" or (
             etype != "response.failed" and "type" not in obj and isinstance(obj.get("error"), dict)
         ):
@@ -101,6 +102,25 @@ class ResponsesSource:
         if phase is Phase.STOPPED:
             raise SemanticStreamError(f"Responses event {etype!r} after the terminal event")
         if etype in {"response.output_text.delta", "response.refusal.delta"}:
+            # The hot path: a string delta of an open part (what the general path checks, in one
+            # step); anything else goes to ``_part_delta``.
+            item_id = obj.get("item_id")
+            ci = obj.get("content_index")
+            text = obj.get("delta")
+            if type(text) is str and type(ci) is int and type(item_id) is str and phase is Phase.STREAMING:
+                item = self._items.get(item_id)  # ``_live(item_id, "message")`` inline
+                if item is not None and item.kind == "message" and not item.done:
+                    key = (item_id, ci)
+                    parts = self._open_parts.get(key)
+                    if parts is not None:
+                        if text:
+                            self._kept = kept = self._kept + keep(parts, text)  # ``_keep`` inline
+                            if kept > self.max_buffer:
+                                raise SseLimitError(
+                                    "Responses content kept for .done checks", self.max_buffer
+                                )
+                            self.sink.delta(key, "text", text)
+                        return
             self._part_delta(obj, etype)
         elif etype == "response.function_call_arguments.delta":
             self._args_delta(obj)
@@ -282,23 +302,7 @@ class ResponsesSource:
         return item
 
     def _part_delta(self, obj: dict[str, Any], etype: str) -> None:
-        # The hot path: a string delta of an open part (what the general path checks, in one step).
-        item_id = obj.get("item_id")
-        ci = obj.get("content_index")
-        text = obj.get("delta")
-        if (
-            type(text) is str
-            and type(ci) is int
-            and type(item_id) is str
-            and self._live(item_id, "message") is not None
-        ):
-            key = (item_id, ci)
-            parts = self._open_parts.get(key)
-            if parts is not None:
-                if text:
-                    self._keep(parts, text)
-                    self.sink.delta(key, "text", text)
-                return
+        # A part delta off the hot path (``event``).
         key = self._part_key(obj, etype)
         text = obj.get("delta")
         if not isinstance(text, str):
@@ -351,7 +355,9 @@ class ResponsesSource:
             live = self._live(item_id, "function_call")
             if live is not None:
                 if text:
-                    self._keep(live.acc, text)
+                    self._kept = kept = self._kept + keep(live.acc, text)  # ``_keep`` inline
+                    if kept > self.max_buffer:
+                        raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
                     self.sink.delta(item_id, "args", text)
                 return
         item_id = as_str(obj.get("item_id")) or ""
@@ -379,9 +385,12 @@ class ResponsesSource:
         if type(text) is str and type(item_id) is str:  # the hot path: an open item's string delta
             live = self._live(item_id, "reasoning")
             if live is not None:
-                self._reasoning_open(item_id, live)
+                if not live.started:  # ``_reasoning_open`` inline
+                    self._reasoning_open(item_id, live)
                 if text:
-                    self._keep(live.acc, text)
+                    self._kept = kept = self._kept + keep(live.acc, text)  # ``_keep`` inline
+                    if kept > self.max_buffer:
+                        raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
                     self.sink.delta(item_id, "thinking", text)
                 return
         item_id = as_str(obj.get("item_id")) or ""

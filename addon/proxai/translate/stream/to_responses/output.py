@@ -22,16 +22,17 @@ def event(etype: str, seq: int, fields: dict[str, Any]) -> bytes:
     return b"event: " + etype.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
-def delta_frame(etype: str, item: Item) -> tuple[bytes, bytes, bytes]:
-    """The constant parts of an item's delta events: ``head + seq + mid + json(delta) + tail``
-    (the hot path serializes only the sequence number and the delta text)."""
+def delta_format(etype: str, item: Item) -> bytes:
+    """An item's delta events as one ``bytes %`` format of ``(sequence_number, json(delta))``:
+    everything else is constant within the item (the hot path serializes only those two; a
+    ``%`` in the item id is escaped)."""
     e = etype.encode()
-    head = b"event: " + e + b'\ndata: {"type":"' + e + b'","sequence_number":'
     mid = b',"item_id":' + orjson.dumps(item.item_id) + b',"output_index":%d' % item.output_index
     if item.kind != "tool":
         mid += b',"content_index":0'
     tail = b',"logprobs":[]}\n\n' if item.kind == "text" else b"}\n\n"
-    return head, mid + b',"delta":', tail
+    head = b"event: " + e + b'\ndata: {"type":"' + e + b'","sequence_number":%d'
+    return head + mid.replace(b"%", b"%%") + b',"delta":%b' + tail
 
 
 def usage_out(usage: TokenUsage) -> dict[str, Any]:

@@ -39,7 +39,7 @@ class Item:
     signature: str | None = None  # thinking: encrypted_content
     data: str | None = None  # redacted thinking: encrypted_content
     done: bool = False
-    frame: tuple[bytes, bytes, bytes] = (b"", b"", b"")  # pre-serialized delta event around seq / delta
+    delta_format: bytes = b""  # its delta event, pre-serialized but for seq and delta (output.delta_format)
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
 from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
-from proxai.translate.stream.textparts import keep
+from proxai.translate.stream.textparts import RUN, SLOT, SMALL, join_run, sizeof
 
 from . import output
 from .state import Item, ItemIdAllocator, ResponsesState
@@ -41,13 +41,14 @@ _DONE_EVENTS = {
 class ResponsesWriter:
     protocol = Protocol.OPENAI_RESPONSES
 
-    __slots__ = ("created_at", "kept", "max_buffer", "out", "st")
+    __slots__ = ("by_key", "created_at", "kept", "max_buffer", "out", "st")
 
     def __init__(self, *, created_at: int = 0, max_buffer: int = DEFAULT_MAX_BUFFER) -> None:
         self.max_buffer = max_buffer  # content kept for the terminal snapshot (bounded memory)
         self.kept = 0
         self.out: list[bytes] = []
         self.st = ResponsesState()
+        self.by_key = self.st.by_key  # items by source key (read per delta)
         self.created_at = created_at
 
     def take(self) -> bytes:
@@ -76,9 +77,9 @@ class ResponsesWriter:
     ) -> None:
         item = self.st.add(key, kind, id, name, data)
         if kind == "tool":
-            item.frame = output.delta_frame("response.function_call_arguments.delta", item)
+            item.delta_format = output.delta_format("response.function_call_arguments.delta", item)
         elif kind in _DELTA_EVENTS:
-            item.frame = output.delta_frame(_DELTA_EVENTS[kind], item)
+            item.delta_format = output.delta_format(_DELTA_EVENTS[kind], item)
         self._emit(
             "response.output_item.added", output_index=item.output_index, item=output.item_json(item, False)
         )
@@ -92,19 +93,25 @@ class ResponsesWriter:
             )
 
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
-        item = self.st.by_key[key]
+        item = self.by_key[key]
         if kind == "signature":
             self.kept += len(text)
             item.signature = (item.signature or "") + text
             return
-        self.kept += keep(item.parts, text)  # bytes really held (proxai.translate.stream.textparts)
-        if self.kept > self.max_buffer:
+        # ``keep(item.parts, text)`` inline but for a join (bytes really held: textparts.py)
+        parts = item.parts
+        parts.append(text)
+        kept = self.kept + sizeof(text) + SLOT
+        n = len(parts)
+        if n >= RUN and len(parts[n - RUN]) < SMALL:
+            kept += join_run(parts, n)
+        self.kept = kept
+        if kept > self.max_buffer:
             raise SseLimitError("Responses output kept for the terminal snapshot", self.max_buffer)
         st = self.st
         seq = st.seq
         st.seq = seq + 1  # ``st.next_seq()`` without its call (per delta)
-        head, mid, tail = item.frame
-        self.out.append(b"%b%d%b%b%b" % (head, seq, mid, _dumps(text), tail))
+        self.out.append(item.delta_format % (seq, _dumps(text)))
 
     def block_stop(self, key: BlockKey) -> None:
         self._finish(self.st.by_key[key])
