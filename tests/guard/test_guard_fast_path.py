@@ -1,10 +1,10 @@
 """Differential test of the guard's per-chunk fast paths (issue 7, end-to-end CPU).
 
 ``guard.check`` decides a chunk without calls by the idle rule alone, and ``guard.next_deadline``
-takes the minimum without a list. Both must answer exactly what the full rule chain answered
-before: the reference implementations below are the previous code, verbatim, and hypothesis
-compares them on arbitrary states (open calls, closed calls, terminal, end of body, clock values,
-every threshold switched on or off).
+takes the minimum without a list. Both must answer exactly what the full rule chain answers:
+``check`` is compared with ``guard._rule_chain`` (every rule, no shortcut), and ``next_deadline``
+with its previous code, verbatim, below. hypothesis compares them on arbitrary states (open calls,
+closed calls, terminal, end of body, clock values, every threshold switched on or off).
 """
 
 from __future__ import annotations
@@ -16,100 +16,12 @@ from hypothesis import strategies as st
 
 from proxai import guard
 from proxai.guard import (
-    ClosedCall,
     GuardConfig,
     OpenCall,
-    Verdict,
     VerdictKind,
-    _call_label,
     _current_call,
-    _idle_message,
-    _stall_message,
 )
 from tests.guard.test_guard_rules import Done, Open
-
-
-def reference_check(
-    config: GuardConfig,
-    *,
-    open_calls: Sequence[OpenCall],
-    calls: Sequence[ClosedCall] = (),
-    terminal: bool = False,
-    ended: bool = False,
-    last_byte_at: float | None,
-    start: float,
-    now: float,
-) -> Verdict | None:
-    """``guard.check`` before the fast path (commit 52b7ab3)."""
-    if config.abnormal_arguments:
-        for c in calls:
-            if c.arguments_complete and not c.arguments_valid_json:
-                return Verdict(
-                    kind=VerdictKind.ABNORMAL_ARGUMENTS,
-                    message=(
-                        f"ProxAI guard: {_call_label(c.id, c.name)} was declared done but its "
-                        f"{c.arguments_bytes} argument bytes are not valid JSON; the stream was closed"
-                    ),
-                    tool_id=c.id,
-                    tool_name=c.name,
-                    arguments_bytes=c.arguments_bytes,
-                )
-        if terminal and open_calls:
-            o = open_calls[0]
-            return Verdict(
-                kind=VerdictKind.ABNORMAL_ARGUMENTS,
-                message=(
-                    f"ProxAI guard: the stream reached its terminal event while {_call_label(o.id, o.name)} "
-                    f"was unfinished ({o.arguments_bytes} argument bytes); the stream was closed"
-                ),
-                tool_id=o.id,
-                tool_name=o.name,
-                since_last_delta_s=max(0.0, now - o.last_progress_at),
-                arguments_bytes=o.arguments_bytes,
-            )
-        if ended and open_calls:
-            o = _current_call(open_calls) or open_calls[0]
-            return Verdict(
-                kind=VerdictKind.ABNORMAL_ARGUMENTS,
-                message=(
-                    f"ProxAI guard: the upstream ended the stream while {_call_label(o.id, o.name)} was "
-                    f"unfinished ({o.arguments_bytes} argument bytes); the stream was closed"
-                ),
-                tool_id=o.id,
-                tool_name=o.name,
-                since_last_delta_s=max(0.0, now - o.last_progress_at),
-                arguments_bytes=o.arguments_bytes,
-            )
-    if terminal or ended:
-        return None
-    stalled_call = _current_call(open_calls)
-    if config.tool_stall > 0 and stalled_call is not None:
-        stalled = now - stalled_call.last_progress_at
-        if stalled >= config.tool_stall:
-            return Verdict(
-                kind=VerdictKind.TOOL_STALL,
-                message=_stall_message(stalled_call, stalled, config.tool_stall),
-                tool_id=stalled_call.id,
-                tool_name=stalled_call.name,
-                since_last_delta_s=stalled,
-                idle_s=now - (start if last_byte_at is None else last_byte_at),
-                arguments_bytes=stalled_call.arguments_bytes,
-                threshold_s=config.tool_stall,
-            )
-    if config.idle_timeout > 0:
-        idle = now - (start if last_byte_at is None else last_byte_at)
-        if idle >= config.idle_timeout:
-            return Verdict(
-                kind=VerdictKind.IDLE_TIMEOUT,
-                message=_idle_message(idle, config.idle_timeout, stalled_call),
-                tool_id=None if stalled_call is None else stalled_call.id,
-                tool_name=None if stalled_call is None else stalled_call.name,
-                since_last_delta_s=None if stalled_call is None else now - stalled_call.last_progress_at,
-                idle_s=idle,
-                arguments_bytes=None if stalled_call is None else stalled_call.arguments_bytes,
-                threshold_s=config.idle_timeout,
-            )
-    return None
 
 
 def reference_next_deadline(
@@ -176,7 +88,7 @@ def test_check_and_deadline_match_the_reference(
     elif at_threshold == "stall" and open_calls:
         now = max(open_calls, key=lambda c: c.started_at).last_progress_at + config.tool_stall
     kw = {"open_calls": open_calls, "terminal": terminal, "last_byte_at": last_byte_at, "start": start}
-    assert guard.check(config, calls=calls, ended=ended, now=now, **kw) == reference_check(
+    assert guard.check(config, calls=calls, ended=ended, now=now, **kw) == guard._rule_chain(
         config, calls=calls, ended=ended, now=now, **kw
     )
     assert guard.next_deadline(config, **kw) == reference_next_deadline(config, **kw)
