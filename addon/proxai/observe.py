@@ -173,11 +173,6 @@ class StreamObserver:
         return self._proto
 
     @property
-    def open_tool_count(self) -> int:
-        """``len(open_tool_calls())`` without building them (the guard reads it per chunk)."""
-        return self._proto.acc.open_count
-
-    @property
     def finished_tool_calls(self) -> int:
         """How many tool calls have finished so far (the guard judges arguments when it moves)."""
         return self._proto.acc.finished_tools

@@ -57,7 +57,7 @@ def run_observer(protocol: Protocol, chunks: list[bytes], limits: Limits | None 
         else:
             events = obs.feed(c, now)
             assert all(isinstance(e, SseEvent) for e in events)
-        assert obs.open_tool_count == len(obs.open_tool_calls())
+        assert obs.finished_tool_calls == sum(t.finished for t in obs.state.acc.tool_order)
         check_summary(obs.summary(), protocol)
     return obs
 

@@ -34,7 +34,8 @@ def observe(
     feed = obs.feed if events else obs.observe
     for i, piece in enumerate(pieces):
         feed(piece, float(i))
-        assert obs.open_tool_count == len(obs.open_tool_calls())  # the count the guard reads
+        # The count the guard reads:
+        assert obs.finished_tool_calls == sum(t.finished for t in obs.state.acc.tool_order)
         obs.summary()
         assert obs.failed is None or isinstance(obs.failed, ProxaiError)
     s = obs.finish(float(len(pieces)))

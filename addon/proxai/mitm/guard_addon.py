@@ -74,8 +74,7 @@ class FlowGuard:
         self._open_count = 0
         self._finished_seen = 0  # the observer's finished tool calls when last judged
         self._changes_seen = -1  # ``Accum.changes`` at the last full look (-1: none yet)
-        # The observer's accumulator (open and finished call counts, terminal), read per chunk.
-        self._obs: Any = carrier.observer
+        # The observer's accumulator (``changes``: whether there is anything new to judge).
         self._acc: Accum | None = getattr(carrier.observer, "acc", None)
         self._end_stream = end_stream
         self.timer = injection.GuardTimer(self.on_timer, carrier.clock)

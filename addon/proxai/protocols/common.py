@@ -207,7 +207,6 @@ class Accum:
         "limits_tool_args",
         "model",
         "notes",
-        "open_count",
         "reasoning_bytes",
         "received",
         "refusal_bytes",
@@ -239,7 +238,6 @@ class Accum:
         # bytes): while this stays, the guard has nothing new to judge but the clock.
         self.changes = 0
         self.finished_tools = 0  # tool calls finished (``tool_finish``)
-        self.open_count = 0  # len(open_tools()), kept as calls start and finish
         self.error: ErrorInfo | None = None
         self.error_is_outcome = False
         self.terminal = False
@@ -313,8 +311,6 @@ class Accum:
     ) -> ToolBuffer:
         self.content_seen = True
         tb = ToolBuffer(key, id, name, kind, now=now, limit=self.limits_tool_args, has_args=has_args)
-        if has_args:
-            self.open_count += 1
         self.tools[key] = tb
         self.tool_order.append(tb)
         return tb
@@ -340,8 +336,6 @@ class Accum:
     def tool_finish(self, tb: ToolBuffer) -> None:
         if not tb.finished:
             self.finished_tools += 1
-            if tb.has_args:
-                self.open_count -= 1
         tb.finish(self.capture)
 
     def tool_complete(self, key: Any, id: str | None, name: str | None, kind: str, args: str | None) -> None:
