@@ -197,7 +197,7 @@ class Carrier:
                 now = self.clock()
                 size = len(chunk)
                 self.upstream_bytes += size
-                n = self._observe_only(chunk, now)
+                n = len(self._observe(chunk, now)) // 3
                 more = self._run_chunk_hooks(n, now) if self.on_chunk else None
                 if not more:
                     self.client_bytes += size
@@ -306,9 +306,9 @@ class Carrier:
             return self._deliver_pending(now)
         out: list[bytes]
         if self.translator is None:
-            # Pass-through, every read of every observed flow: the uncompressed one needs no
-            # decoder call (``_observe_only`` checks ``observe_error`` as ``_decode`` does).
-            n = self._observe_only(chunk if self.decoder is None else self._decode(chunk), now)
+            # Pass-through: the uncompressed read needs no decoder call (``_observe`` checks
+            # ``observe_error`` as ``_decode`` does).
+            n = len(self._observe(chunk if self.decoder is None else self._decode(chunk), now)) // 3
             out = self._pass_through(chunk)
         else:
             payloads = self._observe(self._decode(chunk), now)
@@ -439,30 +439,17 @@ class Carrier:
     def _observe(self, decoded: bytes | None, now: float) -> Payloads:
         """Observe decoded bytes (``None``: the end of the stream, ``end_payloads``); their
         events as ``Payloads``, with the observer's parse of each JSON object (a translator
-        parses none again)."""
-        if decoded == b"" or not self.observing:
+        parses none again). Every read of every flow comes here."""
+        if self.observe_error is not None or decoded == b"":  # not ``observing``: no property call
             return []
         try:
             if decoded is None:
                 return self.observer.end_payloads(now)
             return self.observer.observe_payloads(decoded, now)
         except Exception as exc:
-            self._observer_bug(exc)
+            self._bug("internal error in the observer (observing stops for this flow)")
+            self.observe_error = f"internal error in the observer: {type(exc).__name__}"
             return []
-
-    def _observe_only(self, decoded: bytes, now: float) -> int:
-        """Observe a pass-through flow's bytes (no event objects); the number of events."""
-        if not decoded or self.observe_error is not None:
-            return 0
-        try:
-            return len(self.observer.observe_payloads(decoded, now)) // 3
-        except Exception as exc:
-            self._observer_bug(exc)
-            return 0
-
-    def _observer_bug(self, exc: Exception) -> None:
-        self._bug("internal error in the observer (observing stops for this flow)")
-        self.observe_error = f"internal error in the observer: {type(exc).__name__}"
 
     def _translate(self, payloads: Payloads, now: float) -> list[bytes]:
         assert self.translator is not None
