@@ -181,16 +181,9 @@ class ChatSource:
 
     def _delta(self, delta: dict[str, Any]) -> None:
         if len(delta) == 1:
-            # The hot path: a delta of only content, or only tool calls (what the general path
-            # below does with such a delta: every other field it reads is absent).
-            content = delta.get("content")
-            if type(content) is str:
-                if content:
-                    if TEXT_KEY not in self._open:  # ``_text`` inline
-                        self._open.append(TEXT_KEY)
-                        self.sink.block_start(TEXT_KEY, "text")
-                    self.sink.delta(TEXT_KEY, "text", content)
-                return
+            # The hot path: a delta of only tool calls (what the general path below does with
+            # such a delta: every other field it reads is absent). A delta of only content never
+            # comes here: ``event`` takes it.
             calls = delta.get("tool_calls")
             if type(calls) is list:
                 for call in calls:
