@@ -355,9 +355,7 @@ class ResponsesSource:
             live = self._live(item_id, "function_call")
             if live is not None:
                 if text:
-                    self._kept = kept = self._kept + keep(live.acc, text)  # ``_keep`` inline
-                    if kept > self.max_buffer:
-                        raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
+                    self._keep(live.acc, text)
                     self.sink.delta(item_id, "args", text)
                 return
         item_id = as_str(obj.get("item_id")) or ""
@@ -388,9 +386,7 @@ class ResponsesSource:
                 if not live.started:  # ``_reasoning_open`` inline
                     self._reasoning_open(item_id, live)
                 if text:
-                    self._kept = kept = self._kept + keep(live.acc, text)  # ``_keep`` inline
-                    if kept > self.max_buffer:
-                        raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
+                    self._keep(live.acc, text)
                     self.sink.delta(item_id, "thinking", text)
                 return
         item_id = as_str(obj.get("item_id")) or ""
