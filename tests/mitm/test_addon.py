@@ -14,6 +14,7 @@ from mitmproxy.test import taddons, tflow, tutils
 
 from proxai import observe
 from proxai.errors import UpstreamProtocolError
+from proxai.keep import KeepingStream
 from proxai.mitm import addon as addon_mod
 from proxai.mitm.addon import ProxAI
 from proxai.mitm.carrier import Carrier
@@ -106,17 +107,22 @@ def _stream(a: ProxAI, f: http.HTTPFlow, wire: bytes, sizes: int = 7, end: bool 
     """Drive the flow like mitmproxy's HTTP layer; returns what the client received."""
     a.responseheaders(f)
     assert f.response is not None
-    carrier = f.response.stream
-    assert isinstance(carrier, Carrier)
+    stream = f.response.stream
+    assert callable(stream)
+    # proxai_keep_body (on by default) wraps the carrier to keep what the client receives.
+    assert isinstance(stream, KeepingStream) == a.keep_body
+    assert isinstance(stream.inner if isinstance(stream, KeepingStream) else stream, Carrier)
     got = b""
     for i in range(0, len(wire), sizes):
-        out = carrier(wire[i : i + sizes])
+        out = stream(wire[i : i + sizes])
         assert out != b""
         got += out if isinstance(out, bytes) else b"".join(out)
     if end:
-        out = carrier(b"")
+        out = stream(b"")
         got += out if isinstance(out, bytes) else b"".join(out)
         a.response(f)
+        # The flow's body is exactly what the client received (kept), or not stored (keep off).
+        assert f.response.raw_content == (got if a.keep_body else None)
     return got
 
 
@@ -578,5 +584,91 @@ def test_guard_off_installs_no_hooks(tctx: Any) -> None:
     a.request(f)
     f.response = _sse_response()
     a.responseheaders(f)
-    assert f.response is not None and isinstance(f.response.stream, Carrier)
-    assert f.response.stream.on_chunk == [] and not f.response.stream.at_end_hooks
+    assert f.response is not None and isinstance(f.response.stream, KeepingStream)
+    carrier = f.response.stream.inner
+    assert isinstance(carrier, Carrier)
+    assert carrier.on_chunk == [] and not carrier.at_end_hooks
+
+
+# -- proxai_keep_body: the streamed body as the client received it ----------------------------------
+
+
+def test_keep_body_is_on_by_default_with_caps(tctx: Any) -> None:
+    o = tctx.options
+    assert o.proxai_keep_body is True
+    assert o.proxai_keep_body_max == 8 * 1024 * 1024 and o.proxai_keep_body_total == 256 * 1024 * 1024
+    for name in ("proxai_keep_body_max", "proxai_keep_body_total"):
+        with pytest.raises(exceptions.OptionsError, match=name):
+            tctx.configure(tctx.addon, **{name: 0})
+
+
+def test_kept_body_survives_a_client_that_hangs_up_after_the_terminal_event(tctx: Any) -> None:
+    """An SDK closes its connection once it has read ``[DONE]``; mitmproxy then runs the error hook
+    and stores no streamed body (not even with store_streamed_bodies). The kept body is the flow's."""
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response()
+    got = _stream(a, f, CHAT_TEXT, 11, end=False)
+    assert got == CHAT_TEXT
+    f.error = tflow.terr("Client disconnected.")  # type: ignore[attr-defined]
+    a.error(f)
+    assert f.response.raw_content == CHAT_TEXT
+    m = f.metadata["proxai"]
+    assert m["outcome"] == "completed" and "body_not_kept" not in m
+
+
+def test_body_past_the_per_flow_cap_is_dropped_with_a_note(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    tctx.configure(a, proxai_keep_body_max=len(CHAT_TEXT) - 1)
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response()
+    a.responseheaders(f)
+    stream = f.response.stream
+    assert isinstance(stream, KeepingStream)
+    got = b"".join(bytes(b) for b in [*stream(CHAT_TEXT), *stream(b"")])
+    assert got == CHAT_TEXT  # the client's bytes never change
+    a.response(f)
+    assert f.response.raw_content is None
+    m = f.metadata["proxai"]
+    assert m["outcome"] == "completed" and m["usage"]["total_tokens"] == 14
+    assert m["body_not_kept"] == (
+        f"the response body was not kept: it passed proxai_keep_body_max ({len(CHAT_TEXT) - 1} bytes)"
+    )
+    assert a.keep_budget.used == 0
+
+
+def test_total_cap_counts_live_bodies_and_frees_them_with_their_flows(tctx: Any) -> None:
+    import gc
+
+    a: ProxAI = tctx.addon
+    tctx.configure(a, proxai_keep_body_total=len(CHAT_TEXT) * 2)
+    flows = []
+    for _ in range(3):
+        f = _flow()
+        a.request(f)
+        f.response = _sse_response()
+        _stream(a, f, CHAT_TEXT, end=False)
+        f.response.stream(b"")
+        a.response(f)
+        flows.append(f)
+    assert [f.response.raw_content == CHAT_TEXT for f in flows] == [True, True, False]
+    assert flows[2].metadata["proxai"]["body_not_kept"] == (
+        "the response body was not kept: the kept bodies passed proxai_keep_body_total "
+        f"({len(CHAT_TEXT) * 2} bytes)"
+    )
+    assert a.keep_budget.used == len(CHAT_TEXT) * 2
+    del flows[0]
+    gc.collect()
+    assert a.keep_budget.used == len(CHAT_TEXT)  # the freed flow gave its bytes back
+
+
+def test_keep_body_off_leaves_the_carrier_alone(tctx: Any) -> None:
+    a: ProxAI = tctx.addon
+    tctx.configure(a, proxai_keep_body=False)
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response()
+    assert _stream(a, f, CHAT_TEXT) == CHAT_TEXT
+    assert f.metadata["proxai"]["outcome"] == "completed"

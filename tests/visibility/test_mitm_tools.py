@@ -187,8 +187,6 @@ def live_mitmweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
             "--mode",
             f"reverse:{up.url}",
             "--set",
-            "store_streamed_bodies=true",
-            "--set",
             f"proxai_diagnostics_dir={workdir / 'diagnostics'}",
             "--set",
             f"confdir={workdir / 'conf'}",

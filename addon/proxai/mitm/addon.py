@@ -34,7 +34,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from mitmproxy import ctx, exceptions, flowfilter, http
 from mitmproxy.addonmanager import Loader
 
-from proxai import observe, render
+from proxai import keep, observe, render
 from proxai.decode import DEFAULT_MAX_DECODED, Decoder, IdentityDecoder, make_decoder
 from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.errors import ConfigError, DecodeError, ProxaiError
@@ -112,6 +112,7 @@ class FlowState:
     client_protocol: Protocol | None = None  # set by the Router when translating
     route: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    kept: keep.KeptBody | None = None  # the streamed body as the client received it (proxai_keep_body)
 
 
 class ProxAI:
@@ -125,6 +126,8 @@ class ProxAI:
         self.max_decoded = DEFAULT_MAX_DECODED
         self.max_body = DEFAULT_MAX_BODY
         self.capture = False
+        self.keep_body = True
+        self.keep_budget = keep.KeepBudget()
         self.diagnostics_dir = "flows/diagnostics"
         self.flows: weakref.WeakKeyDictionary[http.HTTPFlow, FlowState] = weakref.WeakKeyDictionary()
         # Hooks for other parts of ProxAI (guard): called with each new carrier.
@@ -173,6 +176,28 @@ class ProxAI:
             bool,
             False,
             "Capture the assembled text and reasoning of each flow (bounded by proxai_max_capture).",
+        )
+        loader.add_option(
+            "proxai_keep_body",
+            bool,
+            True,
+            "Keep the body of streamed LLM responses (the bytes the client received) so every mitmproxy "
+            "view shows it, within proxai_keep_body_max per flow and proxai_keep_body_total over all "
+            "kept bodies; past a cap the body is dropped with a note and the summary still shows. "
+            "Independent of store_streamed_bodies, which keeps every streamed body.",
+        )
+        loader.add_option(
+            "proxai_keep_body_max",
+            int,
+            keep.DEFAULT_MAX_PER_FLOW,
+            "Largest streamed LLM response body proxai_keep_body keeps, in bytes.",
+        )
+        loader.add_option(
+            "proxai_keep_body_total",
+            int,
+            keep.DEFAULT_MAX_TOTAL,
+            "Most bytes of streamed LLM response bodies proxai_keep_body keeps at once (bodies of "
+            "flows still in memory); past it further bodies are dropped with a note.",
         )
         loader.add_option(
             "proxai_max_decoded",
@@ -235,6 +260,15 @@ class ProxAI:
             self.diagnostics_dir = opts.proxai_diagnostics_dir
         if "proxai_capture" in updated:
             self.capture = bool(opts.proxai_capture)
+        if "proxai_keep_body" in updated:
+            self.keep_body = bool(opts.proxai_keep_body)
+        for name in ("proxai_keep_body_max", "proxai_keep_body_total"):
+            if name in updated and getattr(opts, name) <= 0:
+                raise _options_error(f"{name} must be a positive number of bytes")
+        if "proxai_keep_body_max" in updated:
+            self.keep_budget.max_per_flow = opts.proxai_keep_body_max
+        if "proxai_keep_body_total" in updated:
+            self.keep_budget.max_total = opts.proxai_keep_body_total
         if "proxai_routes" in updated:
             try:
                 self.routing.configure(opts.proxai_routes)
@@ -367,7 +401,11 @@ class ProxAI:
             except Exception:
                 logger.warning("proxai: carrier setup hook failed", exc_info=True)
         state.carrier = carrier
-        flow.response.stream = carrier
+        if self.keep_body:
+            state.kept = keep.KeptBody(self.keep_budget)
+            flow.response.stream = keep.KeepingStream(carrier, state.kept)
+        else:
+            flow.response.stream = carrier
 
     @_safe()
     def response(self, flow: http.HTTPFlow) -> None:
@@ -376,6 +414,7 @@ class ProxAI:
         state = self.flows.pop(flow, None)
         if state is None or flow.response is None:
             return
+        self.store_kept(flow, state)  # first: whatever fails below, the client's bytes are kept
         now = self.clock()
         carrier = state.carrier
         if carrier is not None and carrier.summary is None and carrier.upstream_bytes == 0:
@@ -429,6 +468,7 @@ class ProxAI:
         state = self.flows.pop(flow, None)
         if state is None:
             return
+        self.store_kept(flow, state)
         now = self.clock()
         message = flow.error.msg if flow.error is not None else "the flow failed"
         if state.carrier is not None:
@@ -467,6 +507,23 @@ class ProxAI:
 
     # -- recording ------------------------------------------------------------------------------
 
+    def store_kept(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        """The kept streamed body becomes the flow's body, unless mitmproxy stored one itself
+        (``store_streamed_bodies``). Its bytes count against ``proxai_keep_body_total`` until the
+        flow is freed. Nothing goes on the wire: the stream has been sent."""
+        kept, state.kept = state.kept, None
+        if kept is None or flow.response is None:
+            return
+        if kept.dropped is not None:
+            state.extra["body_not_kept"] = kept.dropped
+            return
+        if flow.response.raw_content is not None:
+            kept.drop("stored by mitmproxy")
+            return
+        body = kept.take_bytes()
+        flow.response.raw_content = body
+        weakref.finalize(flow, self.keep_budget.give_back, len(body))
+
     def new_observer(self, state: FlowState) -> observe.StreamObserver:
         return observe.StreamObserver(
             state.protocol, start=state.start, limits=self.limits, capture=self.capture
@@ -486,6 +543,8 @@ class ProxAI:
         meta["original_url"] = state.original_url
         if state.client_protocol is not None:
             meta["client_protocol"] = str(state.client_protocol)
+        if "body_not_kept" in state.extra:
+            meta["body_not_kept"] = state.extra["body_not_kept"]
         carrier = state.carrier
         if carrier is not None:
             observe_error = observe_error or carrier.observe_error
