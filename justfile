@@ -22,3 +22,7 @@ lint:
 # Benchmarks (ratios against a same-process floor)
 bench *ARGS:
     {{venv}}python -m bench {{ARGS}}
+
+# Run the real-streams corpus (tests/fixtures/real) and write docs/real-streams.md
+corpus:
+    {{venv}}python -m corpus

@@ -1,0 +1,70 @@
+"""The real-streams corpus (``tests/fixtures/real/``) through the addon's carrier, read back by the
+official SDKs (``corpus/``). One test per stream checks every mode of it at once:
+
+- no crash in any mode, and observe-only hands the client exactly the upstream bytes;
+- the observer never calls a stream the SDK accepts a protocol violation;
+- the summary agrees with the SDK's final object (outcome, stop, usage with cache tokens, client
+  tool calls with ids, names and arguments, text and reasoning sizes);
+- normalize and each translation deliver content the client's SDK reads as the reference.
+
+The checks that do not hold yet for a stream are listed in ``known.py``; a failure not listed
+there is a regression. docs/real-streams.md shows the whole table (``python -m corpus``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import pytest
+from corpus import run as corpus_run
+from corpus import streams
+
+from .known import KNOWN
+
+STREAMS = streams.load()
+
+
+def test_corpus_size_and_provenance() -> None:
+    """At least 80 streams from at least 12 providers, every protocol present, every file with a
+    provenance row (``load`` raises otherwise)."""
+    assert len(STREAMS) >= 80
+    assert len({s.provider for s in STREAMS}) >= 12
+    assert {s.protocol for s in STREAMS} == set(corpus_run.PROTOCOLS)
+    assert len({s.name for s in STREAMS}) == len(STREAMS)
+    assert set(KNOWN) <= {s.name for s in STREAMS}
+
+
+def failing_checks(r: corpus_run.StreamResult) -> dict[str, str]:
+    """check name -> why, for every check this stream fails."""
+    out: dict[str, str] = {}
+    if r.bugs or any(m.status == "crash" for m in r.modes):
+        out["crash"] = "; ".join(r.bugs + [m.detail for m in r.modes if m.status == "crash"])
+    if not r.observe_bytes_equal:
+        out["observe_bytes"] = "observe-only output differs from the upstream bytes"
+    if not r.ref.ok:
+        return out  # the SDK itself refuses the original: nothing to compare with
+    if r.violation:
+        out["violation"] = r.violation
+    if r.disagreements:
+        out["summary"] = "; ".join(r.disagreements)
+    for m in r.modes:
+        if m.status not in {"equal", "crash"}:
+            out[m.mode] = f"{m.status}: {m.detail}"
+    return out
+
+
+@pytest.mark.parametrize("stream", STREAMS, ids=[s.name for s in STREAMS])
+def test_stream(stream: streams.Stream, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.ERROR)
+    failing = failing_checks(corpus_run.run(stream))
+    assert "crash" not in failing, failing["crash"]
+    assert "observe_bytes" not in failing
+    new = {k: v for k, v in failing.items() if k not in KNOWN.get(stream.name, "").split()}
+    assert not new, f"{stream.name}: checks that regressed: {new}"
+
+
+def test_known_counts_are_honest() -> None:
+    """The known list only names checks that exist (a typo would hide a failure)."""
+    names = {"violation", "summary", "normalize", "anthropic", "chat", "responses"}
+    assert set(Counter(c for v in KNOWN.values() for c in v.split())) <= names
