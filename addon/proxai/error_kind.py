@@ -12,9 +12,8 @@ error text can grow the metadata without limit or leak a key (TEAM.md "Secrets")
 
 from __future__ import annotations
 
-import re
-
 from .model import ErrorKind
+from .redact import redact_text
 
 # Seed 002, verbatim: the substrings that mark a prompt-too-long / context-overflow error.
 PROMPT_TOO_LONG_PATTERNS: tuple[str, ...] = (
@@ -95,7 +94,6 @@ _MESSAGE_KINDS: tuple[tuple[str, ErrorKind], ...] = (
 )
 
 MAX_ERROR_MESSAGE = 2000
-_SECRET = re.compile(r"\b(sk-(?:ant-|proj-)?)[A-Za-z0-9_\-*]{6,}")
 
 
 def classify_error(message: str, *, status: int | None = None, type: str | None = None) -> ErrorKind:
@@ -137,6 +135,4 @@ def error_message(text: str) -> str:
     """An upstream error text made safe for metadata: API-key-like tokens masked, bounded."""
     if len(text) > MAX_ERROR_MESSAGE:
         text = text[:MAX_ERROR_MESSAGE] + "..."
-    if "sk-" in text:
-        text = _SECRET.sub(r"\1***", text)
-    return text
+    return redact_text(text)

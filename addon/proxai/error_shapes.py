@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from .model import ErrorKind, Protocol
+from .redact import redact_text
 from .sse import encode_event
 
 # ErrorKind -> (Anthropic error type, HTTP status)
@@ -60,11 +61,13 @@ def http_status_for(kind: ErrorKind, protocol: Protocol) -> int:
 
 
 def anthropic_error_object(kind: ErrorKind, message: str) -> dict[str, Any]:
+    message = redact_text(message)  # an upstream's message can quote the key it received
     etype = _ANTHROPIC_TYPES.get(kind, ("api_error", 500))[0]
     return {"type": "error", "error": {"type": etype, "message": message}}
 
 
 def openai_error_object(kind: ErrorKind, message: str, param: str | None = None) -> dict[str, Any]:
+    message = redact_text(message)  # an upstream's message can quote the key it received
     etype, code, _ = _OPENAI_TYPES.get(kind, ("server_error", None, 500))
     return {
         "message": message,
@@ -103,7 +106,7 @@ def error_event(
     error_payload = {
         "type": "error",
         "code": err["code"],
-        "message": message,
+        "message": err["message"],
         "param": None,
         "sequence_number": sequence_number,
         "error": err,
@@ -121,7 +124,7 @@ def error_event(
             "parallel_tool_calls": True,
             "tool_choice": "auto",
             "tools": [],
-            "error": {"code": "server_error", "message": message},
+            "error": {"code": "server_error", "message": err["message"]},
             "incomplete_details": None,
             "usage": None,
         },

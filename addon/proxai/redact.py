@@ -1,22 +1,29 @@
-"""Secret removal for bug-report exports: headers, URL queries, JSON / SSE / form bodies, metadata.
+"""The redaction engine: every ProxAI output that can hold a secret goes through it.
 
-Issue 6 ("export for bug reports") and the team rule "secrets (API keys, auth headers, cookies) never
-appear in logs, metadata, diagnostics or exports". Pure: every function takes a value and returns a
-redacted copy; nothing is changed in place, nothing is logged. Work is bounded: bodies larger than
-``max_scan`` bytes are not parsed as JSON (the token patterns still run over them, linearly), and
-nesting deeper than ``MAX_DEPTH`` is replaced as a whole.
+The rules are written down in ``docs/security.md``. Everything that writes (flow metadata, the flow
+comment, diagnostics files, log lines, the contentview, the report, the export bundle and its HAR,
+telemetry) uses this module; nothing else decides what a secret is. Pure: every function takes a value
+and returns a redacted copy; nothing is changed in place, nothing is logged. Work is bounded: bodies
+larger than ``max_scan`` bytes are not parsed as JSON (the token patterns still run over them,
+linearly), and nesting deeper than ``MAX_DEPTH`` is replaced as a whole.
 
-Two rules, applied everywhere:
+Three rules:
 
-* a *name* rule: a header, query parameter, form field or JSON key whose name says it holds a secret
+* by *name*: a header, query parameter, form field or JSON key whose name says it holds a secret
   (``authorization``, ``x-api-key``, ``cookie``, ``*_token``, ``client_secret``, ``password`` ...) has its
-  value replaced by ``REDACTED``;
-* a *value* rule: anything that looks like a credential wherever it appears (``sk-...``, ``sk-ant-...``,
-  ``Bearer ...``, Google ``AIza...`` keys, GitHub / Hugging Face / Slack / AWS tokens, JWTs) is replaced,
-  so a key pasted into a prompt or echoed in an error message does not leak either.
+  value replaced by ``[REDACTED]``. Names are normalized first (lower case, separators dropped), so
+  ``access_token``, ``accessToken``, ``Access-Token`` and ``accesstoken`` are one name;
+* by *value*: anything that looks like a credential wherever it appears (the key formats of the major
+  providers, ``Bearer ...`` / ``Basic ...`` credentials, AWS SigV4 credentials, JWTs) is replaced, so a
+  key pasted into a prompt or quoted in an error message does not leak either;
+* by *echo*: a ``Redactor`` learns every value the first two rules removed from one flow (and the
+  operator's own keys, ``register_secret``) and removes it wherever else it appears in that flow:
+  other headers, bodies, error messages, metadata, and inside an SSE stream where the deltas split it.
 
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the unfinished-tool diagnostics and the 16 KiB
-recent tail leave the proxy only through these rules.
+API for a new output (see ``docs/security.md``): build ``Redactor()`` for the flow, ``learn_*`` from its
+request and response, then pass every string / body / mapping through ``text``, ``body``, ``headers``,
+``url`` or ``metadata`` before it is written. The module-level ``redact_*`` functions are the same
+rules without a flow's echo set (the operator's keys are always included).
 """
 
 from __future__ import annotations
@@ -33,8 +40,9 @@ REDACTED = "[REDACTED]"
 REDACTED_B = REDACTED.encode()
 MAX_DEPTH = 64
 DEFAULT_MAX_SCAN = 64 * 1024 * 1024
+MIN_SECRET = 8  # a learned value shorter than this is not searched for elsewhere (too common)
 
-# Header names that always carry credentials (lower case).
+# Header names that always carry credentials (lower case, as written on the wire).
 SECRET_HEADERS = frozenset(
     {
         "authorization",
@@ -51,6 +59,39 @@ SECRET_HEADERS = frozenset(
     }
 )
 
+# Normalized names (lower case, letters and digits only) that hold a secret or an identity.
+_SECRET_NAMES = frozenset(
+    {
+        *(re.sub(r"[^a-z0-9]", "", h) for h in SECRET_HEADERS),
+        "userid",  # Anthropic metadata.user_id: an account / session identifier
+        "sessionid",
+        "accountid",
+        "chatgptaccountid",
+        "privatekey",
+    }
+)
+# A normalized name ending in one of these is secret: "accesstoken", "clientsecret", "xgoogapikey"
+# (a bare "key" suffix is not one: "monkey"; "key" as a word of the name is, see _SECRET_WORDS).
+_SECRET_SUFFIXES = (
+    "token",
+    "apikey",
+    "accesskey",
+    "secretkey",
+    "privatekey",
+    "sessionkey",
+    "subscriptionkey",
+    "authkey",
+    "secret",
+    "password",
+    "passwd",
+    "credential",
+    "credentials",
+    "cookie",
+    "auth",
+    "authorization",
+    "bearer",
+    "jwt",
+)
 # Words that make a name secret when they appear as a whole word of it ("x-api-key", "client_secret",
 # "accessToken"); plural "tokens" is NOT one of them, so "max_tokens" and "input_tokens" stay readable.
 _SECRET_WORDS = frozenset(
@@ -74,19 +115,30 @@ _SECRET_WORDS = frozenset(
     }
 )
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+# Extra query-parameter names that carry credentials in signed URLs (normalized).
+_QUERY_SECRET_NAMES = frozenset(
+    {"sig", "signature", "xamzsignature", "xamzcredential", "xgoogsignature", "xgoogcredential"}
+)
 
 # Credential-shaped values. Each pattern is anchored on a distinctive prefix, so it is linear.
 _TOKEN_PATTERNS = [
     r"sk-ant-[A-Za-z0-9_\-]{6,}",  # Anthropic
     r"sk-[A-Za-z0-9_\-]{6,}",  # OpenAI (sk-..., sk-proj-...) and OpenAI-compatible servers
+    r"sess-[A-Za-z0-9]{20,}",  # OpenAI session keys
     r"AIza[0-9A-Za-z_\-]{20,}",  # Google API keys
+    r"ya29\.[0-9A-Za-z_\-]{20,}",  # Google OAuth access tokens
     r"gh[pousr]_[A-Za-z0-9]{20,}",  # GitHub
     r"github_pat_[A-Za-z0-9_]{20,}",
     r"hf_[A-Za-z0-9]{20,}",  # Hugging Face
+    r"xai-[A-Za-z0-9]{20,}",  # xAI
+    r"gsk_[A-Za-z0-9]{20,}",  # Groq
     r"xox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack
     r"(?:AKIA|ASIA)[0-9A-Z]{16}",  # AWS access key ids
+    r"AWS4-HMAC-SHA256\s+Credential=[^\s\"']+(?:[\s,]+\w+=[^\s,\"']+)*",  # a SigV4 Authorization value
     r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",  # JWT
     r"(?i:bearer)\s+[A-Za-z0-9._~+/=\-]{16,}",  # an Authorization value pasted anywhere
+    r"(?i:basic)\s+[A-Za-z0-9+/]{8,}={0,2}",  # HTTP Basic credentials
 ]
 _TOKEN_RE = re.compile("|".join(_TOKEN_PATTERNS))
 _TOKEN_RE_B = re.compile("|".join(_TOKEN_PATTERNS).encode())
@@ -97,38 +149,65 @@ _ASSIGN_RE = re.compile(
     r"(?<![A-Za-z0-9_\-])(?P<name>[A-Za-z0-9_\-]{1,64})"
     r"(?P<sep>\s*=\s*|\"\s*:\s*\")(?P<value>[^\s&\"',;}{]+)"
 )
-# Extra query-parameter names that carry credentials in signed URLs.
-_QUERY_SECRET_NAMES = frozenset(
-    {"sig", "signature", "x-amz-signature", "x-amz-credential", "x-goog-signature"}
-)
+
+# The operator's own secrets (the environment keys routes send upstream): redacted by every function
+# of this module, in every output, and never returned to a client.
+_OPERATOR_SECRETS: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Treat ``value`` (an operator's key read from the environment) as a secret everywhere."""
+    if len(value) >= MIN_SECRET:
+        _OPERATOR_SECRETS.add(value)
+
+
+def normalize_name(name: str | bytes) -> str:
+    """``Access-Token``, ``access_token``, ``accessToken`` -> ``accesstoken``: one name."""
+    if isinstance(name, bytes):
+        name = name.decode("latin-1")
+    return _NON_ALNUM.sub("", name.lower())
 
 
 def is_secret_name(name: str | bytes) -> bool:
     """True when a header / parameter / JSON key name says its value is a credential."""
     if isinstance(name, bytes):
         name = name.decode("latin-1")
-    low = name.strip().lower()
-    if low in SECRET_HEADERS:
+    norm = normalize_name(name)
+    if norm in _SECRET_NAMES or norm.endswith(_SECRET_SUFFIXES):
         return True
-    words = [w.lower() for w in _WORD_SPLIT.split(name) if w]
-    return any(w in _SECRET_WORDS for w in words)
+    return any(w.lower() in _SECRET_WORDS for w in _WORD_SPLIT.split(name) if w)
+
+
+def is_secret_param(name: str | bytes) -> bool:
+    """``is_secret_name`` plus the signature parameters of signed URLs (``sig``, ``X-Amz-Signature``)."""
+    return is_secret_name(name) or normalize_name(name) in _QUERY_SECRET_NAMES
 
 
 def _assign_sub(m: re.Match[str]) -> str:
-    if not is_secret_name(m.group("name")) or m.group("value") == REDACTED:
+    if not is_secret_param(m.group("name")) or m.group("value") == REDACTED:
         return m.group(0)
     return f"{m.group('name')}{m.group('sep')}{REDACTED}"
+
+
+def _operator(text: str) -> str:
+    for secret in _OPERATOR_SECRETS:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 def redact_text(text: str) -> str:
     """Replace credential-shaped substrings and ``secret_name=value`` pairs in free text."""
     out = _TOKEN_RE.sub(REDACTED, text)
-    return _ASSIGN_RE.sub(_assign_sub, out)
+    out = _ASSIGN_RE.sub(_assign_sub, out)
+    return _operator(out) if _OPERATOR_SECRETS else out
 
 
 def redact_bytes(data: bytes) -> bytes:
     """``redact_text`` for bytes that may not be UTF-8 (the tokens themselves are ASCII)."""
     out = _TOKEN_RE_B.sub(REDACTED_B, data)
+    for secret in _OPERATOR_SECRETS:
+        out = out.replace(secret.encode(), REDACTED_B)
     try:
         text = out.decode("utf-8")
     except UnicodeDecodeError:
@@ -165,57 +244,18 @@ def redact_set_cookie(value: str) -> str:
 
 
 def redact_headers(fields: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """Header fields (as mitmproxy's ``Headers.fields``) with secret values replaced.
-
-    Cookies keep their names (useful in a bug report) and lose their values; every other secret
-    header loses its whole value."""
-    out: list[tuple[bytes, bytes]] = []
-    for name, value in fields:
-        low = name.decode("latin-1").strip().lower()
-        if low == "cookie":
-            out.append((name, redact_cookie_header(value.decode("latin-1")).encode("latin-1")))
-        elif low in ("set-cookie", "set-cookie2"):
-            out.append((name, redact_set_cookie(value.decode("latin-1")).encode("latin-1")))
-        elif is_secret_name(name):
-            out.append((name, REDACTED_B))
-        else:
-            out.append((name, redact_bytes(value)))
-    return out
+    """Header fields (as mitmproxy's ``Headers.fields``) with secret values replaced."""
+    return Redactor().headers(fields)
 
 
 def redact_query(query: str) -> str:
     """A URL query string (without ``?``) with secret parameters replaced; order and keys kept."""
-    if not query:
-        return query
-    parts: list[str] = []
-    for pair in query.split("&"):
-        name, eq, _value = pair.partition("=")
-        if eq and (is_secret_name(unquote(name)) or unquote(name).lower() in _QUERY_SECRET_NAMES):
-            parts.append(f"{name}={quote(REDACTED, safe='[]')}")
-        else:
-            parts.append(redact_text(pair) if _needs_text_pass(pair) else pair)
-    return "&".join(parts)
-
-
-def _needs_text_pass(s: str) -> bool:
-    return bool(_TOKEN_RE.search(s) or _TOKEN_RE.search(unquote(s)))
+    return Redactor().query(query)
 
 
 def redact_url(url: str) -> str:
     """A URL or request path with userinfo and secret query parameters replaced."""
-    head, q, query = url.partition("?")
-    fragment = ""
-    if "#" in query:
-        query, _, fragment = query.partition("#")
-        fragment = "#" + fragment
-    scheme, sep, rest = head.partition("://")
-    if sep and "@" in rest.split("/", 1)[0]:
-        rest = REDACTED + "@" + rest.split("@", 1)[1]
-        head = scheme + sep + rest
-    head = redact_text(head)
-    if not q:
-        return head
-    return f"{head}?{redact_query(query)}{redact_text(fragment)}"
+    return Redactor().url(url)
 
 
 def _redact_tree(
@@ -229,20 +269,23 @@ def _redact_tree(
     if isinstance(value, str):
         return text(value)
     if isinstance(value, bytes):
-        return redact_bytes(value)
+        return text(value.decode("utf-8", "replace")).encode()
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for k, v in value.items():
             hidden = secret(v) if isinstance(k, str) and is_secret_name(k) else None
-            out[k] = hidden if hidden is not None else _redact_tree(v, depth + 1, text, secret)
+            out[text(k) if isinstance(k, str) else k] = (
+                hidden if hidden is not None else _redact_tree(v, depth + 1, text, secret)
+            )
         return out
     if isinstance(value, (list, tuple)):
         return [_redact_tree(v, depth + 1, text, secret) for v in value]
     return value
 
 
-def _json_secret(v: Any) -> str | None:
-    # a secret-named key keeps a number or boolean (a count, a flag), and an empty value
+def _json_secret(v: Any) -> Any | None:
+    # a secret-named key keeps a number or boolean (a count, a flag), and an empty value; a nested
+    # object under a secret name ("credentials": {...}) is replaced whole
     return REDACTED if not isinstance(v, (bool, int, float)) and v else None
 
 
@@ -259,74 +302,16 @@ class BodyResult:
     changed: bool
 
 
-def _redact_json_bytes(data: bytes) -> bytes | None:
-    """The redacted JSON document, or None when ``data`` is not JSON."""
-    try:
-        parsed = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    redacted = redact_json_value(parsed)
-    if redacted == parsed:
-        return data
-    return orjson.dumps(redacted)
-
-
-def _redact_sse(data: bytes, max_scan: int) -> bytes:
-    """SSE: each ``data:`` line that is JSON is redacted as JSON; line endings are kept."""
-    out: list[bytes] = []
-    for line in data.splitlines(keepends=True):
-        body = line.rstrip(b"\r\n")
-        ending = line[len(body) :]
-        if body.startswith(b"data:") and len(body) <= max_scan:
-            payload = body[5:]
-            lead = b" " if payload.startswith(b" ") else b""
-            red = _redact_json_bytes(payload[len(lead) :])
-            if red is not None:
-                body = b"data:" + lead + red
-        out.append(body + ending)
-    return redact_bytes(b"".join(out))
-
-
-def _redact_form(data: bytes) -> bytes:
-    text = data.decode("latin-1")
-    return redact_query(text).encode("latin-1")
-
-
 def redact_body(
     data: bytes, content_type: str | None = None, *, max_scan: int = DEFAULT_MAX_SCAN
 ) -> BodyResult:
     """A redacted copy of a decoded HTTP body. JSON bodies stay JSON; SSE stays SSE."""
-    if not data:
-        return BodyResult(data, False)
-    ct = (content_type or "").split(";", 1)[0].strip().lower()
-    out: bytes | None = None
-    if "event-stream" in ct or (not ct and data.lstrip().startswith((b"event:", b"data:"))):
-        out = _redact_sse(data, max_scan)
-    elif "x-www-form-urlencoded" in ct:
-        out = redact_bytes(_redact_form(data))
-    elif len(data) <= max_scan and data.lstrip()[:1] in (b"{", b"["):
-        red = _redact_json_bytes(data)
-        if red is not None:
-            out = _reserialize_if_needed(red)
-    if out is None:
-        out = redact_bytes(data)
-    return BodyResult(out, out != data)
-
-
-def _reserialize_if_needed(red: bytes) -> bytes:
-    # A credential-shaped substring inside a JSON key (rare) is caught by the byte pass.
-    return redact_bytes(red)
+    return Redactor().body(data, content_type, max_scan=max_scan)
 
 
 def redact_metadata(value: Any) -> Any:
     """``flow.metadata`` (nested dict/list/str/bytes/numbers): secret keys, tokens, URL queries."""
-    return _redact_tree(value, 0, _meta_text, _meta_secret)
-
-
-def _meta_text(value: str) -> str:
-    if "://" in value or value.startswith("/"):
-        return redact_url(value)
-    return redact_text(value)
+    return Redactor().metadata(value)
 
 
 def _meta_secret(v: Any) -> str | bytes | None:
@@ -334,6 +319,317 @@ def _meta_secret(v: Any) -> str | bytes | None:
     if isinstance(v, (str, bytes)) and v:
         return REDACTED if isinstance(v, str) else REDACTED_B
     return None
+
+
+# Keys whose string values are streamed text, argument JSON or reasoning (the pieces an SSE stream
+# can split a secret across).
+_DELTA_KEYS = frozenset({"text", "delta", "partial_json", "arguments", "thinking", "content", "refusal"})
+
+
+class Redactor:
+    """The three rules for one flow (or any outputs that belong together): name, value and echo.
+
+    ``learn_*`` collects the values the name and value rules remove (the echo set); every output
+    method then also removes those values wherever they appear. The operator's registered keys
+    are always in the echo set."""
+
+    __slots__ = ("_secrets",)
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: set[str] = set()
+        for s in secrets:
+            self.learn(s)
+
+    # -- learning -------------------------------------------------------------------------------
+
+    def learn(self, value: str) -> None:
+        """Add one secret value (and its credential part: ``Bearer X`` -> ``X``) to the echo set."""
+        value = value.strip()
+        if len(value) < MIN_SECRET or REDACTED in value:
+            return
+        self._secrets.add(value)
+        scheme, sp, rest = value.partition(" ")
+        if sp and scheme.lower() in ("bearer", "basic", "token") and len(rest.strip()) >= MIN_SECRET:
+            self._secrets.add(rest.strip())
+        unq = unquote(value)
+        if unq != value and len(unq) >= MIN_SECRET:
+            self._secrets.add(unq)
+
+    def learn_headers(self, fields: Iterable[tuple[bytes, bytes]]) -> None:
+        """Learn the values of secret-named headers (each cookie value on its own)."""
+        for name, raw in fields:
+            value = raw.decode("latin-1")
+            low = name.decode("latin-1").strip().lower()
+            if low in ("cookie", "set-cookie", "set-cookie2"):
+                pairs = value.split(";") if low == "cookie" else value.split(";", 1)[:1]
+                for pair in pairs:
+                    self.learn(pair.partition("=")[2])
+            elif is_secret_name(low):
+                self.learn(value)
+                for part in re.split(r"[\s,]+", value):
+                    self.learn(part.partition("=")[2] if "=" in part else part)
+            for m in _TOKEN_RE.finditer(value):
+                self.learn(m.group(0))
+
+    def learn_query(self, query: str) -> None:
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            if is_secret_param(name):
+                self.learn(value)
+
+    def learn_url(self, url: str) -> None:
+        head, _, query = url.partition("?")
+        self.learn_query(query.partition("#")[0])
+        _scheme, sep, rest = head.partition("://")
+        userinfo, at, _host = rest.split("/", 1)[0].rpartition("@")
+        if sep and at:
+            self.learn(userinfo)
+            self.learn(userinfo.partition(":")[2])
+
+    def learn_json(self, value: Any, depth: int = 0) -> None:
+        """Learn the string values of secret-named keys in a parsed JSON value."""
+        if depth > MAX_DEPTH:
+            return
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if isinstance(k, str) and is_secret_name(k) and isinstance(v, str):
+                    self.learn(v)
+                else:
+                    self.learn_json(v, depth + 1)
+        elif isinstance(value, list):
+            for v in value:
+                self.learn_json(v, depth + 1)
+
+    def learn_body(self, data: bytes, content_type: str | None = None) -> None:
+        """Learn from a decoded body: JSON keys, form fields, SSE data lines."""
+        if not data or len(data) > DEFAULT_MAX_SCAN:
+            return
+        ct = (content_type or "").lower()
+        if "x-www-form-urlencoded" in ct:
+            self.learn_query(data.decode("latin-1"))
+            return
+        if "event-stream" in ct:
+            for line in data.splitlines():
+                if line.startswith(b"data:"):
+                    self._learn_json_bytes(line[5:])
+            return
+        self._learn_json_bytes(data)
+
+    def _learn_json_bytes(self, data: bytes) -> None:
+        if data.lstrip()[:1] not in (b"{", b"["):
+            return
+        try:
+            self.learn_json(orjson.loads(data))
+        except orjson.JSONDecodeError:
+            return
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """The echo set (learned values and the operator's keys)."""
+        return frozenset(self._secrets | _OPERATOR_SECRETS)
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def _echo(self, text: str) -> str:
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def text(self, text: str) -> str:
+        """Free text with every rule applied."""
+        out = redact_text(text)
+        return self._echo(out) if self._secrets else out
+
+    def binary(self, data: bytes) -> bytes:
+        """Bytes (a body, a tail) with every rule applied; a secret is also found JSON- or URL-escaped."""
+        out = redact_bytes(data)
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            for form in {secret.encode(), orjson.dumps(secret)[1:-1], quote(secret, safe="").encode()}:
+                out = out.replace(form, REDACTED_B)
+        return out
+
+    def headers(self, fields: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        """Header fields (as mitmproxy's ``Headers.fields``) with secret values replaced.
+
+        Cookies keep their names (useful in a bug report) and lose their values; every other secret
+        header loses its whole value; any other value goes through the value and echo rules."""
+        out: list[tuple[bytes, bytes]] = []
+        for name, value in fields:
+            low = name.decode("latin-1").strip().lower()
+            if low == "cookie":
+                out.append((name, redact_cookie_header(value.decode("latin-1")).encode("latin-1")))
+            elif low in ("set-cookie", "set-cookie2"):
+                out.append((name, redact_set_cookie(value.decode("latin-1")).encode("latin-1")))
+            elif is_secret_name(name):
+                out.append((name, REDACTED_B))
+            else:
+                out.append((name, self.text(value.decode("latin-1")).encode("latin-1", "replace")))
+        return out
+
+    def query(self, query: str) -> str:
+        """A URL query string (without ``?``) with secret parameters replaced; order and keys kept."""
+        if not query:
+            return query
+        parts: list[str] = []
+        for pair in query.split("&"):
+            name, eq, _value = pair.partition("=")
+            if eq and is_secret_param(unquote(name)):
+                parts.append(f"{name}={quote(REDACTED, safe='[]')}")
+            else:
+                parts.append(self._pair(pair))
+        return "&".join(parts)
+
+    def _pair(self, pair: str) -> str:
+        out = self.text(pair)
+        plain = unquote(pair)
+        if out == pair and plain != pair and self.text(plain) != plain:
+            return quote(self.text(plain), safe="=[]")
+        return out
+
+    def url(self, url: str) -> str:
+        """A URL or request path with userinfo, secret query parameters and echoes replaced."""
+        head, q, query = url.partition("?")
+        fragment = ""
+        if "#" in query:
+            query, _, fragment = query.partition("#")
+            fragment = "#" + fragment
+        scheme, sep, rest = head.partition("://")
+        if sep and "@" in rest.split("/", 1)[0]:
+            rest = REDACTED + "@" + rest.split("@", 1)[1]
+            head = scheme + sep + rest
+        head = self.text(head)
+        if not q:
+            return head
+        return f"{head}?{self.query(query)}{self.text(fragment)}"
+
+    def json_value(self, value: Any, depth: int = 0) -> Any:
+        """A redacted copy of a parsed JSON value."""
+        return _redact_tree(value, depth, self.text, _json_secret)
+
+    def metadata(self, value: Any) -> Any:
+        """``flow.metadata`` (nested dict/list/str/bytes/numbers): secret keys, tokens, URL queries."""
+        return _redact_tree(value, 0, self._meta_text, _meta_secret)
+
+    def _meta_text(self, value: str) -> str:
+        if "://" in value or value.startswith("/"):
+            return self.url(value)
+        return self.text(value)
+
+    def body(
+        self, data: bytes, content_type: str | None = None, *, max_scan: int = DEFAULT_MAX_SCAN
+    ) -> BodyResult:
+        """A redacted copy of a decoded HTTP body. JSON bodies stay JSON; SSE stays SSE."""
+        if not data:
+            return BodyResult(data, False)
+        ct = (content_type or "").split(";", 1)[0].strip().lower()
+        out: bytes | None = None
+        if "event-stream" in ct or (not ct and data.lstrip().startswith((b"event:", b"data:"))):
+            out = self._sse(data, max_scan)
+        elif "x-www-form-urlencoded" in ct:
+            out = self.binary(self.query(data.decode("latin-1")).encode("latin-1"))
+        elif len(data) <= max_scan and data.lstrip()[:1] in (b"{", b"["):
+            red = self._json_bytes(data)
+            if red is not None:
+                out = self.binary(red)  # a credential-shaped substring inside a JSON key
+        if out is None:
+            out = self.binary(data)
+        return BodyResult(out, out != data)
+
+    def _json_bytes(self, data: bytes) -> bytes | None:
+        """The redacted JSON document, or None when ``data`` is not JSON."""
+        try:
+            parsed = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return None
+        redacted = self.json_value(parsed)
+        if redacted == parsed:
+            return data
+        return orjson.dumps(redacted)
+
+    def _sse(self, data: bytes, max_scan: int) -> bytes:
+        """SSE: each ``data:`` line that is JSON is redacted as JSON; a secret that the stream's
+        deltas split between events is removed from every piece; line endings are kept."""
+        lines = data.splitlines(keepends=True)
+        parsed: dict[int, Any] = {}
+        for n, line in enumerate(lines):
+            body = line.rstrip(b"\r\n")
+            if body.startswith(b"data:") and len(body) <= max_scan:
+                payload = body[5:]
+                try:
+                    value = orjson.loads(payload)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(value, (dict, list)):
+                    parsed[n] = value
+        changed = self._split_secrets(parsed)
+        out: list[bytes] = []
+        for n, line in enumerate(lines):
+            body = line.rstrip(b"\r\n")
+            ending = line[len(body) :]
+            if n in parsed:
+                value = parsed[n]
+                red = self.json_value(value)
+                if red != value or n in changed:
+                    lead = b" " if body[5:6] == b" " else b""
+                    body = b"data:" + lead + orjson.dumps(red)
+            out.append(body + ending)
+        return self.binary(b"".join(out))
+
+    def _split_secrets(self, parsed: dict[int, Any]) -> set[int]:
+        """Remove secrets that only appear when the streamed pieces are joined; returns the lines
+        changed. The pieces are the strings under delta keys, in stream order."""
+        pieces: list[tuple[int, Any, Any, str]] = []  # (line, container, key, text)
+        for n, value in parsed.items():
+            _delta_strings(value, n, pieces, 0)
+        if len(pieces) < 2:
+            return set()
+        joined = "".join(p[3] for p in pieces)
+        spans = [m.span() for m in _TOKEN_RE.finditer(joined)]
+        for secret in self._secrets | _OPERATOR_SECRETS:
+            start = joined.find(secret)
+            while start >= 0:
+                spans.append((start, start + len(secret)))
+                start = joined.find(secret, start + 1)
+        if not spans:
+            return set()
+        starts: list[int] = []
+        pos = 0
+        for p in pieces:
+            starts.append(pos)
+            pos += len(p[3])
+        changed: set[int] = set()
+        texts = [p[3] for p in pieces]
+        for lo, hi in spans:
+            first = True
+            for i, p in enumerate(pieces):
+                a, b = starts[i], starts[i] + len(p[3])
+                if b <= lo or a >= hi or a == b:
+                    continue
+                if b - a >= hi - lo and a <= lo and b >= hi:
+                    break  # the whole secret is inside one piece: the value rule sees it there
+                cut_lo, cut_hi = max(lo, a) - a, min(hi, b) - a
+                t = texts[i]
+                texts[i] = t[:cut_lo] + (REDACTED if first else "") + t[cut_hi:]
+                first = False
+                changed.add(p[0])
+        for (_line, container, key, _t), new in zip(pieces, texts, strict=True):
+            container[key] = new
+        return changed
+
+
+def _delta_strings(value: Any, line: int, out: list[tuple[int, Any, Any, str]], depth: int) -> None:
+    if depth > MAX_DEPTH:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in _DELTA_KEYS and isinstance(v, str):
+                out.append((line, value, k, v))
+            elif isinstance(v, (dict, list)):
+                _delta_strings(v, line, out, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, (dict, list)):
+                _delta_strings(v, line, out, depth + 1)
 
 
 def parse_query_pairs(query: str) -> list[tuple[str, str]]:

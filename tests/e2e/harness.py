@@ -197,8 +197,10 @@ def start_mitmdump(
     options: dict[str, Any] | None = None,
     script: Path = ADDON_SCRIPT,
     timeout: float = 30.0,
+    env: dict[str, str] | None = None,
 ) -> Mitmdump:
-    """Start mitmdump with the addon; returns once it accepts connections."""
+    """Start mitmdump with the addon; returns once it accepts connections. ``env``: extra
+    environment variables for the mitmdump process (a route's key variable)."""
     if mode not in ("reverse", "regular"):
         raise ValueError(mode)
     workdir = Path(workdir or tempfile.mkdtemp(prefix="proxai-e2e-"))
@@ -230,7 +232,7 @@ def start_mitmdump(
         args += ["--set", f"{k}={v}"]
     args += list(extra)
     log = open(workdir / "mitmdump.log", "wb")  # noqa: SIM115 - the process owns it
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         env.pop(var, None)
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO), env=env)

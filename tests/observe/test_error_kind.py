@@ -102,8 +102,10 @@ def test_vendor_errors(message: str, status: int | None, type: str | None, kind:
 
 
 def test_error_message_is_bounded_and_masks_keys() -> None:
-    assert error_message("bad key sk-ant-api03-AbCdEfGh12345 here") == "bad key sk-ant-*** here"
-    assert error_message("key sk-proj-abcdefghijkl") == "key sk-proj-***"
+    assert error_message("bad key sk-ant-api03-AbCdEfGh12345 here") == "bad key [REDACTED] here"
+    assert error_message("key sk-proj-abcdefghijkl") == "key [REDACTED]"
+    # keys without an sk- prefix go through the same engine as every other output
+    assert error_message("bad key AIzaSyPLANTEDabcdefghijklmnopqrstu") == "bad key [REDACTED]"
     long = error_message("x" * 10_000)
     assert len(long) == MAX_ERROR_MESSAGE + 3
     assert error_message("nothing secret") == "nothing secret"

@@ -29,7 +29,6 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mitmproxy import ctx, exceptions, flowfilter, http
 from mitmproxy.addonmanager import Loader
@@ -44,6 +43,7 @@ from proxai.mitm.diagnostics import build_report, write_report
 from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.routing import Routing
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
+from proxai.redact import redact_url
 from proxai.translate.stream import StreamTranslator
 from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 
@@ -61,8 +61,6 @@ _LIMIT_HELP = {
     "max_tool_args": "Most argument bytes kept per tool call to judge whether its JSON is valid.",
     "max_capture": "Most text/reasoning bytes captured per flow when proxai_capture is on.",
 }
-
-_SECRET_QUERY = ("key", "token", "secret", "sig", "auth", "password", "credential")
 
 
 def _safe(default: Any = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -87,16 +85,6 @@ def _safe(default: Any = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
 def _options_error(message: str) -> exceptions.OptionsError:
     return exceptions.OptionsError(message)  # type: ignore[no-untyped-call]
-
-
-def redact_url(url: str) -> str:
-    """The URL with the values of secret-looking query parameters replaced."""
-    parts = urlsplit(url)
-    if not parts.query:
-        return url
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    cleaned = [(k, "REDACTED" if any(s in k.lower() for s in _SECRET_QUERY) else v) for k, v in pairs]
-    return urlunsplit(parts._replace(query=urlencode(cleaned)))
 
 
 @dataclass(slots=True)
@@ -330,7 +318,9 @@ class ProxAI:
             req.get_content(strict=False) or b"", anthropic_headers="anthropic-version" in req.headers
         )
         if sniffed is None:
-            logger.debug("proxai: %s matched proxai_filter but its protocol is unknown", req.pretty_url)
+            logger.debug(
+                "proxai: %s matched proxai_filter but its protocol is unknown", redact_url(req.pretty_url)
+            )
             return None
         return sniffed, "filter"
 

@@ -31,11 +31,12 @@ from mitmproxy.net.http import status_codes
 from proxai.error_shapes import error_body, http_status_for
 from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
 from proxai.model import ErrorKind, Protocol
+from proxai.redact import REDACTED_B, Redactor, register_secret
 from proxai.routes import Route, RouteTable, load_routes
 from proxai.sse import SseScanner
 from proxai.translate import ir
 from proxai.translate.errors import is_error_body, is_failed_body, translate_error
-from proxai.translate.headers import env_key, plan_headers
+from proxai.translate.headers import credential_free_query, env_key, plan_headers
 from proxai.translate.request import parse_body, translate_request
 from proxai.translate.response import load_json, translate_response
 from proxai.translate.stream import StreamTranslatorImpl, make_stream_translator
@@ -60,7 +61,7 @@ def _headers(req: http.Request) -> dict[str, str]:
 
 
 def _redact(url: str) -> str:
-    return url.split("?", 1)[0]
+    return Redactor().url(url.split("?", 1)[0])
 
 
 class Routing:
@@ -113,6 +114,9 @@ class Routing:
             if body is None:
                 body = parse_body(raw)  # raises the body error
             key = env_key(self.env, route.auth_env) if route.auth_env else None
+            if key is not None:
+                register_secret(key)  # redacted from every output, never returned to the client
+                state.extra["operator_key"] = key
             opts = ir.RequestOptions(
                 model=route.map_model(model) if route.model is not None else None,
                 default_max_tokens=route.default_max_tokens,
@@ -146,7 +150,7 @@ class Routing:
         for name, value in plan.set:
             req.headers[name] = value
         query = req.url.split("?", 1)[1] if "?" in req.url and client is route.protocol else ""
-        req.url = route.target_url(query)
+        req.url = route.target_url(credential_free_query(query))
         if translated.body is not body or opts.model is not None:
             # a new body (translated, or the model mapped); a plain reroute keeps the client's bytes
             if "content-encoding" in req.headers:
@@ -224,6 +228,7 @@ class Routing:
         resp = flow.response
         if not isinstance(route, Route) or client is None or resp is None or state.extra.get("rejected"):
             return
+        scrub_operator_key(resp, state.extra.get("operator_key"))
         upstream = state.protocol
         if client is upstream and not route.normalize:
             return
@@ -288,3 +293,19 @@ class Routing:
                 del resp.headers[name]
         resp.headers["content-type"] = JSON
         resp.content = body
+
+
+def scrub_operator_key(resp: http.Response, key: object) -> None:
+    """An upstream that quotes the key it received (as providers do in their "invalid API key"
+    errors) must not hand the operator's key to the client: it is replaced in the headers and the
+    buffered body. A reply the route does not translate is otherwise left byte for byte."""
+    if not isinstance(key, str) or not key:
+        return
+    secret = key.encode()
+    if any(secret in value for _name, value in resp.headers.fields):
+        resp.headers.fields = tuple((n, v.replace(secret, REDACTED_B)) for n, v in resp.headers.fields)
+    raw = resp.get_content(strict=False)
+    if raw is not None and secret in raw:
+        if "content-encoding" in resp.headers:
+            del resp.headers["content-encoding"]
+        resp.content = raw.replace(secret, REDACTED_B)

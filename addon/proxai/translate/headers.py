@@ -7,15 +7,66 @@ other provider: ``anthropic-*`` / ``x-api-key`` are removed for OpenAI targets a
 ``openai-*`` / ``Authorization`` / Azure's ``api-key`` for Anthropic targets. The key itself
 comes from the client (auth "pass") or from the environment variable the route names; it is
 never logged or put in metadata. Pure: the caller applies the returned plan to the real headers.
+
+Credential hygiene (``docs/security.md``): toward a route's host only the credential the route
+configures is sent. Every credential the client sent is removed whatever the protocols: every
+provider's key headers, AWS SigV4 headers, cookies, proxy credentials, any header named like a
+secret, and the organization / project headers (kept only for auth "pass" between OpenAI-family
+protocols, where they go with the client's own key); ``credential_free_query`` does the same for
+the query string.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from proxai.errors import TranslationError
 from proxai.model import Protocol
+from proxai.redact import is_secret_param, normalize_name
+
+# Client credentials of every provider (lower case), removed from every routed request.
+CLIENT_CREDENTIALS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",  # Azure OpenAI
+        "x-goog-api-key",
+        "x-goog-user-project",
+        "ocp-apim-subscription-key",
+        "cookie",
+        "cookie2",
+        "chatgpt-account-id",
+    }
+)
+# Identity headers that go with an OpenAI key; sent on only with the client's own key ("pass").
+OPENAI_IDENTITY = frozenset({"openai-organization", "openai-project"})
+# A header whose last word is one of these carries a credential ("x-custom-key", "x-auth-token").
+_CREDENTIAL_WORDS = frozenset({"key", "token", "secret", "password", "auth", "credential", "credentials"})
+_CREDENTIAL_SUFFIXES = ("apikey", "token", "secret", "password", "authorization", "cookie")
+_OPENAI_FAMILY = (Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES)
+
+
+def is_client_credential(name: str) -> bool:
+    """True for a request header that carries a client credential (removed on every route)."""
+    low = name.lower()
+    if low in CLIENT_CREDENTIALS or low.startswith("x-amz-"):
+        return True
+    last = low.replace("_", "-").rsplit("-", 1)[-1]
+    return last in _CREDENTIAL_WORDS or normalize_name(low).endswith(_CREDENTIAL_SUFFIXES)
+
+
+def credential_free_query(query: str) -> str:
+    """A query string (without ``?``) without credential-shaped parameters (``key``, ``api-key``,
+    ``access_token``, ``sig``, ``X-Amz-*`` ...); the others are kept as they were written."""
+    kept = []
+    for pair in query.split("&") if query else ():
+        name = unquote(pair.partition("=")[0])
+        if pair and not is_secret_param(name) and not name.lower().startswith("x-amz-"):
+            kept.append(pair)
+    return "&".join(kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +78,7 @@ class HeaderPlan:
 def client_key(headers: Mapping[str, str]) -> str | None:
     """The API key the client sent, in either provider's header."""
     lower = {k.lower(): v for k, v in headers.items()}
-    for name in ("x-api-key", "api-key"):  # Anthropic; Azure OpenAI
+    for name in ("x-api-key", "api-key", "x-goog-api-key"):  # Anthropic; Azure OpenAI; Google
         if lower.get(name):
             return lower[name]
     auth = lower.get("authorization", "")
@@ -51,27 +102,28 @@ def plan_headers(
     leaves auth headers as they are when both sides speak the same provider family.
     """
     lower = {k.lower(): v for k, v in headers.items()}
-    remove: list[str] = []  # content-length: mitmproxy recomputes it when the body is replaced
+    passed = key is None  # auth "pass": the client's own key goes on, translated
+    if passed:
+        key = client_key(headers)
+    # content-length is not touched: mitmproxy recomputes it when the body is replaced
+    remove: list[str] = [k for k in lower if is_client_credential(k)]
+    if not (passed and client in _OPENAI_FAMILY and target in _OPENAI_FAMILY):
+        remove += [k for k in lower if k in OPENAI_IDENTITY]
     sets: list[tuple[str, str]] = []
     if target is Protocol.ANTHROPIC_MESSAGES:
-        remove += [k for k in lower if k.startswith("openai-") or k in ("authorization", "api-key")]
+        remove += [k for k in lower if k.startswith("openai-")]
         if client is not Protocol.ANTHROPIC_MESSAGES:
             remove += [k for k in lower if k.startswith("anthropic-")]
-        if key is None:
-            key = client_key(headers)
         if key is not None:
             sets.append(("x-api-key", key))
         version = lower.get("anthropic-version") if client is Protocol.ANTHROPIC_MESSAGES else None
         sets.append(("anthropic-version", version or anthropic_version))
     else:
-        remove += [k for k in lower if k.startswith("anthropic-") or k == "x-api-key"]
+        remove += [k for k in lower if k.startswith("anthropic-")]
         if client is Protocol.ANTHROPIC_MESSAGES:
             remove += [k for k in lower if k.startswith("openai-")]
-        if key is None:
-            key = client_key(headers)
         if key is not None:
             sets.append(("authorization", f"Bearer {key}"))
-            remove = [r for r in remove if r != "authorization"]
     set_names = {n for n, _ in sets}
     return HeaderPlan(tuple(dict.fromkeys(r for r in remove if r not in set_names)), tuple(sets))
 
