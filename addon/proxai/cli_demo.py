@@ -33,8 +33,10 @@ def run(args: argparse.Namespace) -> int:
     missing = sum(1 for r in rows if r.meta is None)
     flow_file = Path(args.flows_dir) / "demo.flow"
     took = time.monotonic() - started
+    log_file = Path(args.flows_dir) / "demo-mitmdump.log"
     sys.stdout.write(
-        f"\n{len(rows)} flows saved to {flow_file} in {took:.1f} s (open it with: mitmproxy -r {flow_file})\n"
+        f"\n{len(rows)} flows saved to {flow_file} in {took:.1f} s; mitmdump's log: {log_file}\n"
+        f"open the flows with: mitmproxy -r {flow_file}   (or mitmweb -r {flow_file})\n"
     )
     return 1 if missing else 0
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .model import Protocol
+from .verdict import verdict
 
 DEMO_HEADER = "x-proxai-demo"
 PROMPT = "What's the weather in Paris and Tokyo?"
@@ -102,21 +103,23 @@ def _short(exc: BaseException) -> str:
 def _call_anthropic(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
     import anthropic
 
-    client = anthropic.Anthropic(
+    # Each client is closed when its call is done: no connection is left open when mitmdump stops
+    # (an open one ends mitmdump's log with the tracebacks of its cancelled handlers).
+    with anthropic.Anthropic(
         base_url=base_url,
         api_key="demo-no-key",
         max_retries=0,
         default_headers={DEMO_HEADER: tag},
         http_client=anthropic.DefaultHttpxClient(trust_env=False),  # loopback: never via a proxy
-    )
-    messages: Any = [{"role": "user", "content": PROMPT}]
-    if not streamed:
-        msg = client.messages.create(model=scenario, max_tokens=1024, messages=messages)
-        return _ok(msg.stop_reason, 0)
-    with client.messages.stream(model=scenario, max_tokens=1024, messages=messages) as stream:
-        final = stream.get_final_message()
-    tools = sum(1 for b in final.content if b.type == "tool_use")
-    return _ok(final.stop_reason, tools)
+    ) as client:
+        messages: Any = [{"role": "user", "content": PROMPT}]
+        if not streamed:
+            msg = client.messages.create(model=scenario, max_tokens=1024, messages=messages)
+            return _ok(msg.stop_reason, 0)
+        with client.messages.stream(model=scenario, max_tokens=1024, messages=messages) as stream:
+            final = stream.get_final_message()
+        tools = sum(1 for b in final.content if b.type == "tool_use")
+        return _ok(final.stop_reason, tools)
 
 
 def _openai_client(base_url: str, tag: str) -> Any:
@@ -137,7 +140,11 @@ def _ok(stop: object, tools: int) -> str:
 
 
 def _call_chat(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
-    client = _openai_client(base_url, tag)
+    with _openai_client(base_url, tag) as client:
+        return _chat(client, scenario, streamed)
+
+
+def _chat(client: Any, scenario: str, streamed: bool) -> str:
     messages: Any = [{"role": "user", "content": PROMPT}]
     if not streamed:
         done = client.chat.completions.create(model=scenario, messages=messages)
@@ -152,7 +159,11 @@ def _call_chat(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
 
 
 def _call_responses(base_url: str, tag: str, scenario: str, streamed: bool) -> str:
-    client = _openai_client(base_url, tag)
+    with _openai_client(base_url, tag) as client:
+        return _responses(client, scenario, streamed)
+
+
+def _responses(client: Any, scenario: str, streamed: bool) -> str:
     if not streamed:
         resp = client.responses.create(model=scenario, input=PROMPT)
         return _ok(resp.status, 0)
@@ -181,7 +192,7 @@ def _tokens(meta: dict[str, Any]) -> str:
 
 
 def _outcome(meta: dict[str, Any]) -> str:
-    out = str(meta.get("outcome"))
+    out = str(verdict(meta) or meta.get("outcome"))  # a completed answer cut by max_tokens: truncated
     err = meta.get("error")
     if isinstance(err, dict) and err.get("kind"):
         out += f" ({err['kind']})"
@@ -255,8 +266,6 @@ def run_demo(
             "connection_strategy=lazy",
             "--set",
             f"proxai_diagnostics_dir={flows_dir / 'diagnostics'}",
-            "--set",
-            "flow_detail=0",
         ]
         echo(f"fake upstream at {up.url}; mitmdump (reverse mode) on 127.0.0.1:{port}")
         with open(log_file, "wb") as log:

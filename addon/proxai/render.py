@@ -1,124 +1,38 @@
-"""Text rendering of what ProxAI knows about a flow: the flow-list comment and marker, the assembled
-response (text, reasoning, tool calls, usage, stop reason, outcome, error / stall details) and the
-request's conversation summary.
+"""Text rendering of what ProxAI knows about a flow, for the "ProxAI" view: the assembled response
+(verdict first, then reasoning, answer, tool calls, error, usage and timing, details last and only when
+they add something) and the request's conversation; on a translated flow both sides.
 
-Issue 6 ("make outcomes visible"); the outcomes are seed 001's (``001_5998ffc26e6ec2b6.txt``:
-Completed / Closed / Error / UnfinishedTool) and the neutral stream model is seed 002's
-(``002_f5b06fe1d3656e26.txt``). Pure: plain dicts (``flow.metadata["proxai"]``), ``StreamSummary``
-objects and parsed JSON in, lists of text lines out. The mitmproxy contentview
-(``proxai.mitm.contentview``) and the report CLI (``proxai.cli_report``) both use it.
+Rules in docs/design/visibility.md ("The view"). Pure: plain dicts (``flow.metadata["proxai"]``),
+``StreamSummary`` objects, body bytes and parsed JSON in, lists of text lines out, wrapped to
+``WIDTH`` columns (mitmweb does not wrap a view's lines). The mitmproxy contentview
+(``proxai.mitm.contentview``) and the report CLI use it; the one-line verdict is ``proxai.verdict``'s.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from proxai.model import Outcome, StreamSummary
-
-# Markers (mitmproxy emoji short codes, see ``mitmproxy.utils.emoji``) by outcome. A completed flow is
-# not marked, so the marked flows are exactly the ones that need a look.
-MARKERS: dict[str, str] = {
-    Outcome.COMPLETED: "",
-    Outcome.CLOSED: ":warning:",
-    Outcome.ERROR: ":red_circle:",
-    Outcome.UNFINISHED_TOOL: ":hourglass:",
-}
-GUARD_MARKER = ":hourglass:"  # an error the guard injected (idle timeout): the upstream went silent
-GUARD_KINDS = frozenset({"tool_stall", "idle_timeout"})
-
-SHORT_PROTOCOL = {
-    "anthropic_messages": "anthropic",
-    "openai_chat": "chat",
-    "openai_responses": "responses",
-}
+from proxai.errors import ProxaiError
+from proxai.model import StreamSummary
+from proxai.sse import SseScanner
+from proxai.verdict import (
+    TERMINAL_EVENT_LONG,
+    Verdict,
+    client_protocol,
+    client_stop_reason,
+    terminal_safe,
+    verdict,
+    verdict_text,
+)
 
 RULE = "─" * 2
 MAX_INLINE = 200  # characters of a tool schema description / metadata value shown inline
-
-
-def marker_for(outcome: str | None, error_kind: str | None = None) -> str:
-    """The ``flow.marked`` value for an outcome ("" = not marked)."""
-    if outcome is None:
-        return ""
-    if outcome == Outcome.ERROR and error_kind in GUARD_KINDS:
-        return GUARD_MARKER
-    return MARKERS.get(outcome, ":grey_question:")
-
-
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def protocol_label(meta: Mapping[str, Any]) -> str:
-    """``chat`` or, on a translated flow, ``client<-upstream`` (``anthropic<-chat``)."""
-    proto = str(meta.get("protocol") or "?")
-    short = SHORT_PROTOCOL.get(proto, proto)
-    client = client_protocol(meta)
-    if client and client != proto:
-        return f"{SHORT_PROTOCOL.get(client, client)}<-{short}"
-    return short
-
-
-def client_protocol(meta: Mapping[str, Any]) -> str | None:
-    """The protocol the client spoke, when it differs from the upstream's (a translated flow)."""
-    c = meta.get("client_protocol")
-    if isinstance(c, str):
-        return c
-    for key in ("translation", "route"):
-        tr = meta.get(key)
-        if isinstance(tr, Mapping) and isinstance(tr.get("client_protocol"), str):
-            return str(tr["client_protocol"])
-    extra = meta.get("extra")
-    tr = extra.get("translation") if isinstance(extra, Mapping) else None
-    if isinstance(tr, Mapping) and isinstance(tr.get("client"), str):
-        return str(tr["client"])
-    return None
-
-
-def comment_line(meta: Mapping[str, Any]) -> str:
-    """The one-line ``flow.comment``: protocol, outcome, error, stop reason, tokens, tool calls.
-
-    e.g. ``proxai openai_chat: completed, stop tool_calls, tokens 12 in/30 out, 2 tool calls``;
-    a translated flow names both protocols (``anthropic_messages<-openai_chat``), an unfinished tool
-    call names the call (``unfinished_tool in get_weather``).
-    """
-    proto = str(meta.get("protocol") or "?")
-    client = client_protocol(meta)
-    label = f"{client}<-{proto}" if client and client != proto else proto
-    outcome = str(meta.get("outcome") or "?")
-    head = f"proxai {label}: {outcome}"
-    if outcome == Outcome.UNFINISHED_TOOL:
-        names = [
-            str(t.get("name") or "?")
-            for t in _tool_list(meta)
-            if isinstance(t, Mapping) and not t.get("arguments_complete")
-        ]
-        if names:
-            head += " in " + "/".join(names)
-    parts = [head]
-    err = meta.get("error")
-    if isinstance(err, Mapping) and err.get("kind"):
-        status = _int(err.get("status"))
-        parts.append(f"{err['kind']}" + (f" (HTTP {status})" if status else ""))
-    if meta.get("stop_reason"):
-        parts.append(f"stop {meta['stop_reason']}")
-    usage = meta.get("usage")
-    if isinstance(usage, Mapping):
-        i, o = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
-        if i is not None or o is not None:
-            parts.append(f"tokens {'?' if i is None else i} in/{'?' if o is None else o} out")
-    n = len(_tool_list(meta))
-    if n:
-        parts.append(f"{n} tool call{'s' if n != 1 else ''}")
-    return ", ".join(parts)
-
-
-def _tool_list(meta: Mapping[str, Any]) -> list[Any]:
-    tools = meta.get("tool_calls")
-    return list(tools) if isinstance(tools, list) else []
+WIDTH = 100  # columns the view's lines are wrapped to
+LAST_EVENTS = 4  # events of a closed stream shown
 
 
 def _secs(v: Any) -> str:
@@ -150,8 +64,39 @@ def _section(title: str) -> str:
     return f"{RULE} {title} {RULE}"
 
 
-# Keys of the metadata dict that the summary block renders itself; all others go to "details".
-_SUMMARY_KEYS = frozenset(
+def wrap(lines: Sequence[str], width: int = WIDTH, *, hang: bool = True) -> list[str]:
+    """Lines longer than ``width`` broken at spaces (or hard, for a long word), continuation lines
+    indented like their first line (plus two spaces with ``hang``: prose reads better without)."""
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        if len(indent) > width // 2:
+            indent = indent[: width // 2]
+        out.extend(
+            textwrap.wrap(
+                line,
+                width,
+                subsequent_indent=indent + ("  " if hang else ""),
+                break_on_hyphens=False,
+                replace_whitespace=False,
+                drop_whitespace=True,
+            )
+            or [line[:width]]
+        )
+    return out
+
+
+def _tool_list(meta: Mapping[str, Any]) -> list[Any]:
+    tools = meta.get("tool_calls")
+    return list(tools) if isinstance(tools, list) else []
+
+
+# Keys of the metadata the view renders itself, or that say nothing a reader needs (the request view
+# shows the URL and route). Every other key, whoever adds it, goes to "details".
+_SHOWN_KEYS = frozenset(
     {
         "schema",
         "protocol",
@@ -174,50 +119,88 @@ _SUMMARY_KEYS = frozenset(
         "translation",
         "client_protocol",
         "client_request",
+        "detected_by",
+        "original_url",
+        "route",
+        "carrier",
+        "body_not_kept",
+        "last_events",
+        "extra",
     }
 )
 
 
-def summary_lines(meta: Mapping[str, Any]) -> list[str]:
-    """The header block: protocol, outcome, identity, stop reason, usage, timing, counts."""
+def _explanation(meta: Mapping[str, Any]) -> list[str]:
+    """One sentence under the verdict for anything but a plain success."""
+    v = verdict(meta)
+    stop = client_stop_reason(meta)
+    if v is Verdict.TRUNCATED:
+        return [
+            f"The answer was cut by the token limit ({stop or 'max_tokens'}): "
+            "the client got a partial answer."
+        ]
+    if v is Verdict.CLOSED:
+        terminal = TERMINAL_EVENT_LONG.get(str(meta.get("protocol")), "its terminal event")
+        return [f"The stream ended before its terminal event: {terminal} never came."]
+    if v is Verdict.UNFINISHED_TOOL:
+        return ["The stream ended while a tool call's arguments were still streaming."]
+    return []
+
+
+def verdict_lines(meta: Mapping[str, Any], *, side: str | None = None) -> list[str]:
+    """The verdict line (and its explanation): ``ProxAI · truncated (max_tokens) · anthropic_messages
+    claude-sonnet-4-5 · streamed``."""
     streamed = "streamed" if meta.get("streaming") else "not streamed"
-    lines = [f"ProxAI · {meta.get('protocol', '?')} · {streamed} · outcome: {meta.get('outcome', '?')}"]
-    client = client_protocol(meta)
-    if client and client != meta.get("protocol"):
-        lines.append(f"translated: client speaks {client}, upstream speaks {meta.get('protocol')}")
-    lines.append(f"id: {_dash(meta.get('id'))}    model: {_dash(meta.get('model'))}")
-    if meta.get("status_code") is not None:
-        lines.append(f"status: {meta['status_code']}")
-    stop = meta.get("stop_reason")
-    if stop is not None or meta.get("stop_class") is not None:
-        lines.append(f"stop: {_dash(stop)} ({_dash(meta.get('stop_class'))})")
+    model = meta.get("model")
+    who = str(meta.get("protocol") or "?") + (f" {model}" if isinstance(model, str) and model else "")
+    lead = "ProxAI" if side is None else side
+    text = verdict_text(meta, upstream_side=side == "upstream")
+    lines = [f"{lead} · {text} · {terminal_safe(who)} · {streamed}"]
+    lines.extend(_explanation(meta))
+    if isinstance(meta.get("body_not_kept"), str):
+        lines.append(f"({meta['body_not_kept']}; the summary comes from the live stream)")
+    return lines
+
+
+def usage_lines(meta: Mapping[str, Any]) -> list[str]:
+    """Usage and timing: tokens, timings, sizes, identity."""
+    lines = [_section("usage and timing")]
     usage = meta.get("usage")
     if isinstance(usage, Mapping):
-        lines.append(
-            "usage: "
-            f"input {_dash(usage.get('input_tokens'))} · output {_dash(usage.get('output_tokens'))} · "
-            f"total {_dash(usage.get('total_tokens'))} · cache read {_dash(usage.get('cache_read_tokens'))}"
-            f" · cache write {_dash(usage.get('cache_write_tokens'))}"
-        )
+        tokens = [
+            f"input {_dash(usage.get('input_tokens'))}",
+            f"output {_dash(usage.get('output_tokens'))}",
+            f"total {_dash(usage.get('total_tokens'))}",
+        ]
+        for key, name in (("cache_read_tokens", "cache read"), ("cache_write_tokens", "cache write")):
+            if usage.get(key) is not None:
+                tokens.append(f"{name} {usage[key]}")
+        lines.append("tokens: " + " · ".join(tokens))
     timing = meta.get("timing")
-    if isinstance(timing, Mapping):
+    if isinstance(timing, Mapping) and any(v is not None for v in timing.values()):
         lines.append(
-            f"timing: headers {_secs(timing.get('headers_s'))} · first event "
-            f"{_secs(timing.get('first_event_s'))} · first token {_secs(timing.get('first_token_s'))}"
-            f" · largest gap {_secs(timing.get('largest_gap_s'))} · total {_secs(timing.get('total_s'))}"
+            f"timing: headers {_secs(timing.get('headers_s'))} · first token "
+            f"{_secs(timing.get('first_token_s'))} · largest gap {_secs(timing.get('largest_gap_s'))}"
+            f" · total {_secs(timing.get('total_s'))}"
         )
-    counts = meta.get("counts")
-    if isinstance(counts, Mapping):
-        lines.append(
-            f"counts: {_dash(counts.get('bytes'))} bytes · {_dash(counts.get('chunks'))} chunks · "
-            f"{_dash(counts.get('events'))} events"
-        )
-    sizes = [f"text {meta.get('text_bytes', 0)} bytes", f"reasoning {meta.get('reasoning_bytes', 0)} bytes"]
+    sizes = [f"text {meta.get('text_bytes', 0)} bytes"]
+    if meta.get("reasoning_bytes"):
+        sizes.append(f"reasoning {meta['reasoning_bytes']} bytes")
     if meta.get("refusal_bytes"):
         sizes.append(f"refusal {meta['refusal_bytes']} bytes")
+    counts = meta.get("counts")
+    if isinstance(counts, Mapping) and counts.get("events"):
+        sizes.append(f"{_dash(counts.get('events'))} events in {_dash(counts.get('bytes'))} bytes")
     if meta.get("sequence_gaps"):
         sizes.append(f"sequence gaps {meta['sequence_gaps']}")
-    lines.append("sizes: " + " · ".join(sizes))
+    lines.append("size: " + " · ".join(sizes))
+    ident = [f"id {_dash(meta.get('id'))}"]
+    if meta.get("status_code") is not None:
+        ident.append(f"HTTP {meta['status_code']}")
+    stop = meta.get("stop_reason")
+    if stop is not None or meta.get("stop_class") is not None:
+        ident.append(f"stop {_dash(stop)} ({_dash(meta.get('stop_class'))})")
+    lines.append(" · ".join(ident))
     return lines
 
 
@@ -225,12 +208,14 @@ def error_lines(meta: Mapping[str, Any]) -> list[str]:
     err = meta.get("error")
     if not isinstance(err, Mapping):
         return []
-    lines = [_section("error"), f"kind: {_dash(err.get('kind'))}"]
-    for key in ("status", "type", "source"):
-        if err.get(key) is not None:
-            lines.append(f"{key}: {err[key]}")
-    lines.append(f"message: {_dash(err.get('message'))}")
-    return lines
+    head = [f"kind {_dash(err.get('kind'))}"]
+    if err.get("status") is not None:
+        head.append(f"HTTP {err['status']}")
+    if err.get("type") is not None:
+        head.append(f"type {err['type']}")
+    if err.get("source") is not None:
+        head.append(f"from {err['source']}")
+    return [_section("error"), " · ".join(head), f"message: {_dash(err.get('message'))}"]
 
 
 def guard_info(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -241,11 +226,14 @@ def guard_info(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def guard_lines(meta: Mapping[str, Any]) -> list[str]:
+    """Why the guard cut the stream; its message only when the error section does not say it."""
     g = guard_info(meta)
     if g is None:
         return []
-    lines = [_section("guard"), f"kind: {_dash(g.get('kind'))} · injected: {_dash(g.get('injected'))}"]
-    if g.get("message"):
+    lines = [_section("guard"), f"kind {_dash(g.get('kind'))} · injected {_dash(g.get('injected'))}"]
+    err = meta.get("error")
+    said = err.get("message") if isinstance(err, Mapping) else None
+    if g.get("message") and g.get("message") != said:
         lines.append(f"message: {g['message']}")
     if g.get("tool_name") is not None or g.get("tool_id") is not None:
         lines.append(
@@ -259,12 +247,26 @@ def guard_lines(meta: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _interesting(key: str, value: Any) -> bool:
+    if value is None or value in ({}, []):
+        return False
+    return not (key == "detected_by" and value == "path")
+
+
 def details_lines(meta: Mapping[str, Any]) -> list[str]:
-    """Keys other engineers add (original_url, route, diagnostics, carrier, extra ...), one per line."""
-    items: dict[str, Any] = {k: meta[k] for k in meta if k not in _SUMMARY_KEYS}
-    extra = items.pop("extra", None)
+    """What else the metadata holds that a reader may need (diagnostics file, notes, observe and
+    translation errors, what the translation dropped ...), one per line; nothing when there is none."""
+    items: dict[str, Any] = {k: meta[k] for k in meta if k not in _SHOWN_KEYS and _interesting(k, meta[k])}
+    if meta.get("detected_by") not in (None, "path"):
+        items["detected_by"] = meta["detected_by"]
+    extra = meta.get("extra")
     if isinstance(extra, Mapping):
-        items.update({f"extra.{k}": v for k, v in extra.items() if k != "guard"})
+        items.update({f"extra.{k}": v for k, v in extra.items() if k != "guard" and _interesting(k, v)})
+    tr = meta.get("translation")
+    if isinstance(tr, Mapping):
+        items.update(
+            {f"translation.{k}": v for k, v in tr.items() if k in ("dropped", "error") and _interesting(k, v)}
+        )
     if not items:
         return []
     lines = [_section("details")]
@@ -273,6 +275,9 @@ def details_lines(meta: Mapping[str, Any]) -> list[str]:
         if isinstance(v, Mapping):
             lines.append(f"{k}:")
             lines.extend(f"  {kk}: {_compact(vv)}" for kk, vv in sorted(v.items(), key=lambda kv: str(kv[0])))
+        elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+            lines.append(f"{k}:")
+            lines.extend(f"  - {x}" for x in v)
         else:
             lines.append(f"{k}: {v if isinstance(v, str) else _compact(v)}")
     return lines
@@ -281,7 +286,7 @@ def details_lines(meta: Mapping[str, Any]) -> list[str]:
 def tool_call_lines(
     meta_tools: Sequence[Any], captured: StreamSummary | None, *, content: bool = True
 ) -> list[str]:
-    """One section per tool call: name, id, flags, size and (``content``) the pretty-printed
+    """One section per tool call: name, id, state, size and (``content``) the pretty-printed
     arguments when they were captured. Flags come from the metadata, else from the capture."""
     lines: list[str] = []
     cap = list(captured.tool_calls) if captured is not None else []
@@ -289,16 +294,18 @@ def tool_call_lines(
         c = cap[i] if i < len(cap) else None
         m = meta_tools[i] if i < len(meta_tools) and isinstance(meta_tools[i], Mapping) else None
         info: Mapping[str, Any] = m if m is not None else (c.to_metadata() if c is not None else {})
-        flags = [
-            "complete" if info.get("arguments_complete") else "UNFINISHED",
-            "valid JSON" if info.get("arguments_valid_json") else "invalid JSON",
-        ]
+        if not info.get("arguments_complete"):
+            state = "UNFINISHED"
+        elif info.get("arguments_valid_json"):
+            state = "complete"
+        else:
+            state = "complete, arguments not valid JSON"
         if info.get("kind") not in (None, "function"):
-            flags.append(str(info["kind"]))
+            state += f", {info['kind']}"
         lines.append(
             _section(
                 f"tool call {i + 1}: {_dash(info.get('name'))} · id {_dash(info.get('id'))} · "
-                f"{', '.join(flags)} · {_dash(info.get('arguments_bytes'))} bytes"
+                f"{state} · {_dash(info.get('arguments_bytes'))} bytes"
             )
         )
         if not content:
@@ -323,14 +330,79 @@ def captured_meta(captured: StreamSummary) -> dict[str, Any]:
     return meta
 
 
+# Keys every event of a stream repeats: left out of a closed stream's last events.
+_REPEATED_KEYS = frozenset(
+    {"id", "object", "created", "model", "service_tier", "system_fingerprint", "obfuscation"}
+)
+
+
+def _pruned(v: Any) -> Any:
+    """``v`` without null members (a chunk's ``"logprobs": null`` and the like say nothing)."""
+    if isinstance(v, dict):
+        return {k: _pruned(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_pruned(x) for x in v]
+    return v
+
+
+def _event_digest(name: str, data: str) -> str:
+    """One line for an SSE event: its name (or JSON ``type``) and what changes from one event to the
+    next (identity keys every chunk repeats are left out)."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        doc = None
+    if name == "message":  # the SSE default: the stream named no event
+        name = ""
+    if not isinstance(doc, dict):
+        text = data
+        label = name or "data"
+    else:
+        label = name or (str(doc["type"]) if isinstance(doc.get("type"), str) else "data")
+        rest = {k: v for k, v in doc.items() if k not in _REPEATED_KEYS and not (k == "type" and v == label)}
+        text = _compact(_pruned(rest))
+    if len(text) > MAX_INLINE:
+        text = text[: MAX_INLINE - 3] + "..."
+    return terminal_safe(f"{label}: {text}")
+
+
+def last_event_lines(meta: Mapping[str, Any], body: bytes | None) -> list[str]:
+    """For a ``closed`` stream: its last events, from the body when there is one (else the event
+    names the addon recorded), and an unfinished event left at the end."""
+    if verdict(meta) is not Verdict.CLOSED:
+        return []
+    lines = [_section("how the stream ended")]
+    if body:
+        scanner = SseScanner()
+        try:
+            events = scanner.feed(body)
+            pending = scanner.pending_bytes
+            events += scanner.close()
+        except ProxaiError:
+            return []
+        shown = events[-LAST_EVENTS:]
+        lines.append(f"last {len(shown)} of {len(events)} events:")
+        lines.extend(f"  {_event_digest(ev.event, ev.data)}" for ev in shown)
+        if pending:
+            lines.append(f"then {pending} bytes of an unfinished event (dropped by every SSE client)")
+        return lines
+    names = meta.get("last_events")
+    if isinstance(names, list) and names:
+        lines.append("last events: " + ", ".join(str(n) for n in names))
+        return lines
+    return []
+
+
 def response_lines(
     meta: Mapping[str, Any] | None,
     captured: StreamSummary | None,
     *,
     content: bool = True,
-    note: str | None = None,
+    body: bytes | None = None,
+    side: str | None = None,
 ) -> list[str]:
-    """The assembled response: summary, reasoning, text, tool calls, error, details.
+    """The assembled response: verdict, reasoning, answer, tool calls, error, guard, how a closed
+    stream ended, usage and timing, details.
 
     ``meta`` is ``flow.metadata["proxai"]`` (authoritative: it saw the live stream, guard injections
     and aborts included); ``captured`` is the body re-observed with content capture (text, reasoning,
@@ -338,23 +410,23 @@ def response_lines(
     """
     if meta is None:
         meta = captured_meta(captured) if captured is not None else {}
-    lines = summary_lines(meta)
-    if note is not None:
-        lines.append(note)
+    lines = verdict_lines(meta, side=side)
     if not content:
         pass
     elif captured is not None:
         if captured.reasoning:
             lines.append(_section("reasoning"))
-            lines.extend(captured.reasoning.splitlines() or [""])
+            lines.extend(wrap(captured.reasoning.splitlines() or [""], hang=False))
         if captured.text:
-            lines.append(_section("text"))
-            lines.extend(captured.text.splitlines() or [""])
-    elif meta.get("text_bytes") or meta.get("reasoning_bytes"):
-        lines.append("(content not captured: the body is not available)")
+            lines.append(_section("answer"))
+            lines.extend(wrap(captured.text.splitlines() or [""], hang=False))
+    elif (meta.get("text_bytes") or meta.get("reasoning_bytes")) and "body_not_kept" not in meta:
+        lines.append("(the answer is not shown: the body was not stored)")
     lines.extend(tool_call_lines(_tool_list(meta), captured, content=content))
     lines.extend(error_lines(meta))
     lines.extend(guard_lines(meta))
+    lines.extend(last_event_lines(meta, body))
+    lines.extend(usage_lines(meta))
     lines.extend(details_lines(meta))
     return lines
 
@@ -526,10 +598,7 @@ def request_lines(protocol: str | None, body: Any, meta: Mapping[str, Any] | Non
 # ---- whole flows (both sides of a translated flow) ------------------------------------------------
 
 BANNER = "═" * 2
-NOT_STORED = (
-    "(the response body was not stored: streamed bodies are kept only with "
-    "`--set store_streamed_bodies=true`; the summary above comes from the live stream)"
-)
+NOT_STORED = "(the response body was not stored: the summary comes from the live stream)"
 
 
 def _banner(title: str) -> str:
@@ -557,32 +626,45 @@ def _client_request_body(meta: Mapping[str, Any] | None) -> Any:
 
 
 def flow_response_lines(
-    meta: Mapping[str, Any] | None, captured: StreamSummary | None, body_protocol: str
+    meta: Mapping[str, Any] | None,
+    captured: StreamSummary | None,
+    body_protocol: str,
+    body: bytes | None = None,
 ) -> list[str]:
-    """A response as the ProxAI view shows it. ``captured`` is the stored body re-observed in
-    ``body_protocol`` (the client's protocol: on a translated flow the body holds the client bytes)."""
+    """A response as the ProxAI view shows it, wrapped. ``captured`` is the stored body re-observed in
+    ``body_protocol`` (the client's protocol: on a translated flow the body holds the client bytes),
+    ``body`` its bytes (decoded)."""
     client = client_protocol(meta) if meta is not None else None
     upstream = str(meta.get("protocol")) if meta is not None else body_protocol
     if meta is None or not client or client == upstream:
         if captured is None and meta is not None:
-            return response_lines(meta, None, content=False, note=NOT_STORED)
-        return response_lines(meta, captured)
+            lines = response_lines(meta, None, content=False, body=body)
+            if "body_not_kept" not in meta:
+                lines.insert(1, NOT_STORED)
+            return wrap(lines)
+        return wrap(response_lines(meta, captured, body=body))
     lines = [
         f"ProxAI · translated flow: the client speaks {client}, the upstream speaks {upstream}",
-        _banner(f"client side ({client}: the response as the client received it)"),
+        _banner(f"as the client received it ({client})"),
     ]
     if captured is not None:
-        lines.extend(response_lines(None, captured))
+        client_meta = captured_meta(captured)
+        if isinstance(meta.get("timing"), Mapping):
+            client_meta["timing"] = meta["timing"]  # one clock for both sides: the live stream's
+        lines.extend(response_lines(client_meta, captured, body=body, side="client"))
+    elif isinstance(meta.get("body_not_kept"), str):
+        lines.append(f"({meta['body_not_kept']})")
     else:
-        lines.append(NOT_STORED.replace("the summary above", "the upstream side below"))
-    lines.append(_banner(f"upstream side ({upstream}: as observed from the upstream)"))
-    lines.extend(response_lines(meta, None, content=False))
-    return lines
+        lines.append("(the response body was not stored)")
+    lines.append(_banner(f"as the upstream sent it ({upstream})"))
+    upstream_meta = {k: v for k, v in meta.items() if k not in ("client_protocol", "body_not_kept")}
+    lines.extend(response_lines(upstream_meta, None, content=False, side="upstream"))
+    return wrap(lines)
 
 
 def flow_request_lines(meta: Mapping[str, Any] | None, upstream_protocol: str, body: Any) -> list[str]:
-    """A request as the ProxAI view shows it: on a translated flow, the client's request (when the
-    translation kept it) and the request sent upstream (the flow's request)."""
+    """A request as the ProxAI view shows it, wrapped: on a translated flow, the client's request
+    (when the translation kept it) and the request sent upstream (the flow's request)."""
     client = client_protocol(meta) if meta is not None else None
     extra: list[str] = []
     if meta is not None:
@@ -595,17 +677,17 @@ def flow_request_lines(meta: Mapping[str, Any] | None, upstream_protocol: str, b
         elif route is not None:
             extra.append(f"route: {route if isinstance(route, str) else _compact(route)}")
     if not client or client == upstream_protocol:
-        return request_lines(upstream_protocol or None, body) + extra
+        return wrap(request_lines(upstream_protocol or None, body) + extra)
     lines = [
         f"ProxAI · translated flow: the client speaks {client}, the upstream speaks {upstream_protocol}",
         *extra,
-        _banner(f"client side ({client}: the request the client sent)"),
+        _banner(f"as the client sent it ({client})"),
     ]
     client_body = _client_request_body(meta)
     if client_body is not None:
         lines.extend(request_lines(client, client_body))
     else:
-        lines.append("(the client's original request is not kept in the metadata)")
-    lines.append(_banner(f"upstream side ({upstream_protocol}: the request sent upstream)"))
+        lines.append("(the client's original request was not kept)")
+    lines.append(_banner(f"as sent upstream ({upstream_protocol})"))
     lines.extend(request_lines(upstream_protocol, body))
-    return lines
+    return wrap(lines)

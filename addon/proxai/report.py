@@ -15,7 +15,7 @@ from typing import Any
 
 from proxai.model import Outcome
 from proxai.redact import redact_text, redact_url
-from proxai.render import protocol_label
+from proxai.verdict import protocol_label
 
 TAIL_CHARS = 1200  # of the recent tail shown in the text report (the JSON keeps it whole)
 OUTCOME_ORDER = [str(o) for o in Outcome]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from proxai.mitm.flowfile import read_saved_flows
+from proxai.verdict import Verdict, verdict
 
 pytestmark = pytest.mark.e2e
 
@@ -40,7 +41,23 @@ def test_demo_runs_and_reports_every_flow(tmp_path: Path) -> None:
         assert "error (prompt_too_long)" in rows[(proto, "prompt_too_long")]
         assert " closed " in rows[(proto, "truncated")]
         assert " completed " in rows[(proto, "gzip")]
+        assert " truncated " in rows[(proto, "max_tokens")]  # never shown as a success
     saved = read_saved_flows(str(tmp_path / "demo.flow"))
     assert len(saved) == 33 and all(f.proxai is not None for f in saved)
-    assert all(f.marked == "" for f in saved if f.proxai and f.proxai["outcome"] == "completed")
-    assert all(f.marked for f in saved if f.proxai and f.proxai["outcome"] != "completed")
+    done = [f for f in saved if f.proxai and verdict(f.proxai) is Verdict.COMPLETED]
+    assert len(done) == 3 * 6 and all(f.marked == "" for f in done)
+    assert all(f.marked for f in saved if f not in done)
+    cut = [f for f in saved if f.proxai and verdict(f.proxai) is Verdict.TRUNCATED]
+    assert [(f.proxai and f.proxai["stop_reason"], f.marked) for f in cut] == [
+        ("max_tokens", ":scissors:"),
+        ("length", ":scissors:"),
+        ("max_output_tokens", ":scissors:"),
+    ]
+    # Every streamed body is kept (proxai_keep_body), so `mitmproxy -r demo.flow` shows the answers.
+    streamed = [f for f in saved if f.proxai and f.proxai["streaming"] and f.proxai.get("text_bytes")]
+    assert streamed and all(f.response_bytes for f in streamed)
+    # mitmdump's log: one line per flow, and a clean shutdown (no tracebacks).
+    log = (tmp_path / "demo-mitmdump.log").read_text()
+    assert "Traceback" not in log, log[-3000:]
+    assert log.count("proxai chat max_tokens · TRUNCATED (length) · 25 in/8 out · ttft ") == 1
+    assert sum(1 for line in log.splitlines() if line.lstrip().startswith("proxai ")) == 33

@@ -47,7 +47,7 @@ def test_anthropic_text(mitm: Mitmdump) -> None:
     assert m["usage"]["output_tokens"] == final.usage.output_tokens
     assert m["tool_calls"] == []
     assert m["text_bytes"] == len(TEXT.encode())
-    assert f.marked == "" and f.comment.startswith("proxai anthropic_messages: completed, stop end_turn")
+    assert f.marked == "" and f.comment.startswith("completed (end_turn) · anthropic ")
     if mitm.mode == "regular":  # intercepted inside a CONNECT tunnel, TLS on both legs
         assert f.request.scheme == "https" and f.client_conn.tls_established and f.server_conn.tls_established
     else:

@@ -224,22 +224,19 @@ def test_live_flow_in_mitmweb_with_the_addon(live_mitmweb: tuple[str, dict[str, 
         assert time.monotonic() < deadline
         time.sleep(0.2)
     (flow,) = flows
-    assert flow["comment"] == (
-        "proxai openai_chat: completed, stop tool_calls, tokens 25 in/26 out, 2 tool calls"
-    )
+    assert flow["comment"] == ("completed (tool_calls) · chat parallel_tools · 25 in/26 out · 2 tool calls")
     assert flow["marked"] == ""
     resp = httpx.get(
         f"{base}/flows/{flow['id']}/response/content/auto.json", headers=headers, timeout=30
     ).json()
     assert resp["view_name"] == "ProxAI"
     text = resp["text"]
-    assert text.startswith("ProxAI · openai_chat · streamed · outcome: completed\n")
+    assert text.startswith("ProxAI · completed (tool_calls) · openai_chat parallel_tools · streamed\n")
     for line in [
-        "stop: tool_calls (tool_use)",
-        "usage: input 25 · output 26 · total 51 · cache read 0 · cache write -",
-        "── text ──",
+        "tokens: input 25 · output 26 · total 51 · cache read 0",
+        "── answer ──",
         "I'll look up the weather in both cities at once.",
-        "── tool call 2: get_weather · id call_000102fakecall · complete, valid JSON · 47 bytes ──",
+        "── tool call 2: get_weather · id call_000102fakecall · complete · 47 bytes ──",
         '  "city": "Tokyo",',
     ]:
         assert line in text.splitlines(), line
@@ -253,3 +250,90 @@ def test_live_flow_in_mitmweb_with_the_addon(live_mitmweb: tuple[str, dict[str, 
         "── messages (1) ──",
         "[1] user:",
     ]
+
+
+DUMP_CASES = [
+    (Protocol.OPENAI_CHAT, "parallel_tools", True),
+    (Protocol.ANTHROPIC_MESSAGES, "max_tokens", True),
+    (Protocol.OPENAI_RESPONSES, "max_tokens", False),
+    (Protocol.OPENAI_CHAT, "truncated", True),
+    (Protocol.OPENAI_RESPONSES, "error_midstream", True),
+    (Protocol.ANTHROPIC_MESSAGES, "rate_limit", False),
+    (Protocol.OPENAI_CHAT, "tool_stall", True),
+]
+DUMP_LINES = [
+    "proxai chat gpt-4.1 · completed (tool_calls) · 25 in/26 out · 2 tool calls · ttft 1.50s · 1.50s",
+    "proxai anthropic claude-sonnet-4-5 · TRUNCATED (max_tokens) · 25 in/8 out · ttft 1.50s · 1.50s",
+    "proxai responses gpt-5 · TRUNCATED (max_output_tokens) · 25 in/8 out · ttft - · 1.50s",
+    "proxai chat gpt-4.1 · CLOSED: no [DONE] · - tokens · ttft 1.50s · 1.50s",
+    "proxai responses gpt-5 · ERROR: overloaded · - tokens · ttft 1.50s · 1.50s",
+    "proxai anthropic · ERROR: rate_limited (HTTP 429) · - tokens · ttft - · 1.50s",
+    "proxai chat gpt-4.1 · UNFINISHED_TOOL in get_weather · - tokens · 2 tool calls · ttft 1.50s · 1.50s",
+]
+ADDON = Path(__file__).resolve().parents[2] / "addon" / "proxai.py"
+
+
+@pytest.fixture(scope="module")
+def dump_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("dump") / "outcomes.flow"
+    write_flows(str(path), [scenario_flow(p, s, st) for p, s, st in DUMP_CASES])
+    return path
+
+
+def test_mitmdump_default_output_has_one_line_per_llm_flow(dump_file: Path) -> None:
+    """Plain ``mitmdump -s addon/proxai.py`` (default verbosity): under each flow's ``<< 200`` line,
+    ProxAI's line with protocol, model, verdict, tokens, time to first token and duration."""
+    proc = subprocess.run(
+        [str(BIN / "mitmdump"), "-n", "-s", str(ADDON), "-r", str(dump_file)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=dump_file.parent,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    ours = [line.strip() for line in lines if line.lstrip().startswith("proxai ")]
+    assert ours == DUMP_LINES
+    # Each comes right under its flow's response line, aligned with its ``<<``.
+    for line in lines:
+        if line.lstrip().startswith("proxai "):
+            above = lines[lines.index(line) - 1]
+            assert above.lstrip().startswith("<< ") and above.index("<<") == line.index("proxai")
+    assert "\x1b[" not in proc.stdout  # not a terminal: no colour
+
+
+def test_mitmdump_colours_errors_and_truncations_on_a_terminal(dump_file: Path) -> None:
+    """On a terminal the Dumper colours: errors red, truncated and closed yellow, as mitmproxy's own
+    error lines are."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [str(BIN / "mitmdump"), "-n", "-s", str(ADDON), "-r", str(dump_file)],
+        stdout=slave,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        cwd=dump_file.parent,
+        env={**os.environ, "TERM": "xterm-256color"},
+    )
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        out += data
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    text = out.decode()
+    red, yellow, magenta = "\x1b[31m\x1b[1m", "\x1b[33m\x1b[1m", "\x1b[35m\x1b[1m"
+    assert f"{red}proxai responses gpt-5 · ERROR: overloaded" in text
+    assert f"{yellow}proxai anthropic claude-sonnet-4-5 · TRUNCATED (max_tokens)" in text
+    assert f"{yellow}proxai chat gpt-4.1 · CLOSED: no [DONE]" in text
+    assert f"{magenta}proxai chat gpt-4.1 · UNFINISHED_TOOL in get_weather" in text
+    completed = next(line for line in text.splitlines() if "completed (tool_calls)" in line)
+    assert completed.strip() == DUMP_LINES[0]  # a success is not coloured

@@ -8,22 +8,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai import render, report
+from proxai import render, report, verdict
 from proxai.model import Outcome, Protocol, StreamSummary, ToolCallInfo, Usage
 
 
 def test_comment_completed() -> None:
     meta = {
         "protocol": "openai_chat",
+        "model": "gpt-4.1",
         "outcome": "completed",
         "stop_reason": "tool_calls",
+        "stop_class": "tool_use",
         "usage": {"input_tokens": 12, "output_tokens": 30},
         "tool_calls": [{"name": "a", "arguments_complete": True}, {"name": "b", "arguments_complete": True}],
     }
-    assert (
-        render.comment_line(meta)
-        == "proxai openai_chat: completed, stop tool_calls, tokens 12 in/30 out, 2 tool calls"
-    )
+    assert verdict.comment_line(meta) == "completed (tool_calls) · chat gpt-4.1 · 12 in/30 out · 2 tool calls"
+    assert verdict.marker_for(meta) == ""
 
 
 def test_comment_translated_unfinished_tool() -> None:
@@ -35,9 +35,8 @@ def test_comment_translated_unfinished_tool() -> None:
         "error": {"kind": "tool_stall", "status": None},
         "tool_calls": [{"name": "search", "arguments_complete": True}, {"name": "get_weather"}],
     }
-    assert render.comment_line(meta) == (
-        "proxai anthropic_messages<-openai_chat: unfinished_tool in get_weather, tool_stall, "
-        "tokens ? in/4 out, 2 tool calls"
+    assert verdict.comment_line(meta) == (
+        "unfinished_tool in get_weather · anthropic<-chat · ? in/4 out · 2 tool calls"
     )
 
 
@@ -47,14 +46,79 @@ def test_comment_http_error() -> None:
         "outcome": "error",
         "error": {"kind": "prompt_too_long", "status": 400},
     }
-    assert render.comment_line(meta) == "proxai openai_responses: error, prompt_too_long (HTTP 400)"
+    assert verdict.comment_line(meta) == "error: prompt_too_long (HTTP 400) · responses"
 
 
 def test_comment_is_one_line_from_a_summary() -> None:
     s = StreamSummary(Protocol.ANTHROPIC_MESSAGES, True, Outcome.CLOSED, usage=Usage(1, 2))
-    line = render.comment_line(s.to_metadata())
-    assert line == "proxai anthropic_messages: closed, tokens 1 in/2 out"
+    line = verdict.comment_line(s.to_metadata())
+    assert line == "closed: no message_stop · anthropic · 1 in/2 out"
     assert "\n" not in line
+
+
+@pytest.mark.parametrize(
+    ("protocol", "stop", "stop_class"),
+    [
+        ("anthropic_messages", "max_tokens", "max_tokens"),
+        ("anthropic_messages", "model_context_window_exceeded", "max_tokens"),
+        ("openai_chat", "length", "max_tokens"),
+        ("openai_responses", "max_output_tokens", "max_tokens"),
+        ("openai_responses", "incomplete", "other"),
+    ],
+)
+def test_truncation_never_looks_like_success(protocol: str, stop: str, stop_class: str) -> None:
+    meta = {"protocol": protocol, "outcome": "completed", "stop_reason": stop, "stop_class": stop_class}
+    assert verdict.verdict(meta) is verdict.Verdict.TRUNCATED
+    assert verdict.marker_for(meta) == ":scissors:"
+    assert verdict.comment_line(meta).startswith(f"truncated ({stop}) · ")
+    assert f"TRUNCATED ({stop})" in verdict.dump_line(meta)
+
+
+def test_translated_comment_gives_the_clients_stop_reason() -> None:
+    """Anthropic client served by a Chat upstream: the upstream said ``stop`` / ``length``, the
+    client got ``end_turn`` / ``max_tokens``."""
+    meta = {
+        "protocol": "openai_chat",
+        "client_protocol": "anthropic_messages",
+        "model": "gpt-4.1",
+        "outcome": "completed",
+        "stop_reason": "stop",
+        "stop_class": "end_turn",
+    }
+    assert verdict.comment_line(meta) == "completed (end_turn) · anthropic<-chat gpt-4.1"
+    meta |= {"stop_reason": "length", "stop_class": "max_tokens"}
+    assert verdict.comment_line(meta) == "truncated (max_tokens) · anthropic<-chat gpt-4.1"
+    meta |= {"client_protocol": "openai_responses"}
+    assert verdict.comment_line(meta) == "truncated (max_output_tokens) · responses<-chat gpt-4.1"
+
+
+def test_dump_line_has_every_fact() -> None:
+    meta = {
+        "protocol": "openai_chat",
+        "model": "gpt-4.1",
+        "outcome": "error",
+        "error": {"kind": "overloaded", "status": None},
+        "usage": {"input_tokens": 25, "output_tokens": None},
+        "timing": {"first_token_s": 0.125, "total_s": 1.5},
+    }
+    assert (
+        verdict.dump_line(meta)
+        == "proxai chat gpt-4.1 · ERROR: overloaded · 25 in/? out · ttft 0.12s · 1.50s"
+    )
+    meta = {"protocol": "openai_chat", "outcome": "completed", "stop_reason": "stop", "timing": {}}
+    assert verdict.dump_line(meta) == "proxai chat · completed (stop) · - tokens · ttft - · -"
+
+
+def test_network_strings_are_terminal_safe() -> None:
+    meta = {
+        "protocol": "openai_chat",
+        "model": "gpt\x1b]52;c;AAAA\x07\x1b[2J",
+        "outcome": "completed",
+        "stop_reason": "stop\r\nX",
+    }
+    for line in (verdict.comment_line(meta), verdict.dump_line(meta)):
+        assert "\x1b" not in line and "\r" not in line and "\n" not in line and "\x07" not in line
+        assert "gpt\\x1b]52;c;AAAA\\x07\\x1b[2J" in line
 
 
 @pytest.mark.parametrize(
@@ -69,14 +133,24 @@ def test_comment_is_one_line_from_a_summary() -> None:
     ],
 )
 def test_markers(outcome: str | None, kind: str | None, marker: str) -> None:
-    assert render.marker_for(outcome, kind) == marker
+    meta = {"outcome": outcome, "error": {"kind": kind} if kind else None}
+    assert verdict.marker_for(meta) == marker
 
 
 def test_markers_are_mitmproxy_emoji() -> None:
     from mitmproxy.utils import emoji
 
-    for m in [*render.MARKERS.values(), render.GUARD_MARKER]:
+    for m in [*verdict.MARKERS.values(), verdict.GUARD_MARKER]:
         assert m == "" or m in emoji.emoji
+    assert [m for m, _ in verdict.LEGEND] == ["(none)", *[m for m in verdict.MARKERS.values() if m]]
+
+
+def test_wrap_keeps_every_character() -> None:
+    line = "    " + " ".join(["word"] * 60) + " " + "x" * 250
+    out = render.wrap([line, "short"])
+    assert all(len(x) <= render.WIDTH for x in out) and out[-1] == "short"
+    assert out[0].startswith("    word") and all(x.startswith("      ") for x in out[1:-1])
+    assert "".join(out[:-1]).replace(" ", "") == "word" * 60 + "x" * 250
 
 
 def test_request_lines_odd_bodies() -> None:
@@ -128,7 +202,7 @@ def test_invalid_tool_arguments_are_shown_raw() -> None:
     )
     lines = render.tool_call_lines(s.to_metadata()["tool_calls"], s)
     assert lines == [
-        "── tool call 1: f · id c1 · complete, invalid JSON · 5 bytes ──",
+        "── tool call 1: f · id c1 · complete, arguments not valid JSON · 5 bytes ──",
         "{oops",
         "(arguments are not valid JSON; shown as received)",
     ]
@@ -161,6 +235,10 @@ KEYS = st.sampled_from(
         "type",
         "model",
         "stream",
+        "stop_reason",
+        "stop_class",
+        "body_not_kept",
+        "translation",
     ]
 )
 
@@ -171,8 +249,12 @@ KEYS = st.sampled_from(
     proto=st.sampled_from(["anthropic_messages", "openai_chat", "openai_responses", ""]),
 )
 def test_rendering_never_raises_on_odd_metadata_or_bodies(meta: dict[str, Any], proto: str) -> None:
-    assert isinstance(render.comment_line(meta), str)
-    assert all(isinstance(line, str) for line in render.flow_response_lines(meta, None, proto))
+    assert isinstance(verdict.comment_line(meta), str)
+    assert isinstance(verdict.dump_line(meta), str)
+    assert isinstance(verdict.marker_for(meta), str)
+    for body in (None, b"data: {}\n\ndata: [1]\n\nevent: x\ndata: {", b"\xff\xfe"):
+        lines = render.flow_response_lines(meta, None, proto, body=body)
+        assert all(isinstance(line, str) and len(line) <= render.WIDTH for line in lines)
     assert all(isinstance(line, str) for line in render.flow_request_lines(meta, proto, meta))
     assert all(isinstance(line, str) for line in render.request_lines(proto, meta))
     diag = report.diagnostics_from(meta, None, b"tail")

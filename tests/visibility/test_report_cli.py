@@ -149,8 +149,11 @@ def test_report_command_logs_the_table(tmp_path: Path, caplog: pytest.LogCapture
         for f in flows:
             vis.response(f)  # mitmdump has no view: the addon remembers the LLM flows it saw
         with caplog.at_level(logging.INFO):
-            tctx.master.commands.call("proxai.report")
-    text = "\n".join(r.getMessage() for r in caplog.records if r.getMessage().startswith("proxai.report:"))
+            returned = tctx.master.commands.call("proxai.report")
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("proxai.report:")]
+    assert record.levelno == logging.INFO  # the level every UI's event log shows (mitmweb: not ALERT)
+    text = record.getMessage()
+    assert text == "proxai.report:\n" + returned  # returned too: mitmweb's command bar shows it
     lines = text.splitlines()
     assert lines[0] == "proxai.report:"
     expected = (GOLDEN / "demo.txt").read_text().replace("<tmp>", str(tmp_path)).splitlines()
@@ -171,9 +174,10 @@ def test_report_command_uses_the_view(tmp_path: Path, caplog: pytest.LogCaptureF
         tctx.configure(view, view_filter="~s & ~c 429")
         assert len(view) == 1
         with caplog.at_level(logging.INFO):
-            tctx.master.commands.call("proxai.report")
+            returned = tctx.master.commands.call("proxai.report")
     (msg,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("proxai.report:")]
     lines = msg.splitlines()
+    assert lines[1:] == returned.splitlines()
     assert lines[3].split() == [
         "1",
         "chat",

@@ -33,7 +33,7 @@ from typing import Any, ParamSpec, TypeVar
 from mitmproxy import ctx, exceptions, flowfilter, http
 from mitmproxy.addonmanager import Loader
 
-from proxai import keep, observe, render
+from proxai import keep, observe, verdict
 from proxai.decode import DEFAULT_MAX_DECODED, Decoder, IdentityDecoder, make_decoder
 from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.errors import ConfigError, DecodeError, ProxaiError
@@ -562,9 +562,8 @@ class ProxAI:
             if path is not None:
                 meta["diagnostics"] = path
         flow.metadata["proxai"] = meta
-        flow.comment = render.comment_line(meta)
-        err = meta.get("error")
-        marker = render.marker_for(str(summary.outcome), err.get("kind") if isinstance(err, dict) else None)
+        flow.comment = verdict.comment_line(meta)
+        marker = verdict.marker_for(meta)
         if marker:
             flow.marked = marker
 

@@ -22,7 +22,7 @@ from mitmproxy import flow as mflow
 from mitmproxy.addonmanager import Loader
 from mitmproxy.log import ALERT
 
-from proxai.mitm import contentview
+from proxai.mitm import contentview, dumpline
 from proxai.mitm.export import export_bundle
 from proxai.mitm.flowrows import report_rows
 from proxai.report import table_lines
@@ -61,8 +61,24 @@ class Visibility:
                 "proxai_export_max_body must be >= 0 (0 = no limit)"
             )
 
+    def running(self) -> None:
+        dumpline.install()
+        self._comment_column()
+
     def done(self) -> None:
         contentview.unregister()
+        dumpline.uninstall()
+
+    @staticmethod
+    def _comment_column() -> None:
+        """mitmweb: the flow comment (ProxAI's verdict) is not a default column; add it when the
+        user left ``web_columns`` at mitmweb's default."""
+        opts = ctx.options
+        if "web_columns" not in opts:
+            return
+        default = opts.default("web_columns")
+        if list(opts.web_columns) == list(default) and "comment" not in default:
+            opts.update(web_columns=[*default, "comment"])  # type: ignore[no-untyped-call]
 
     def response(self, flow: http.HTTPFlow) -> None:
         self._body_placeholder(flow)
@@ -111,11 +127,14 @@ class Visibility:
         )
 
     @command.command("proxai.report")  # type: ignore[untyped-decorator]
-    def report(self) -> None:
-        """Log a table of the LLM flows in view (mitmdump: the recent ones): protocol, model, outcome,
-        stop reason, tokens, tool calls, timings, with totals."""
+    def report(self) -> str:
+        """A table of the LLM flows in view (mitmdump: the recent ones): protocol, model, outcome,
+        stop reason, tokens, tool calls, timings, with totals. Returned (mitmweb's command bar and the
+        console show it) and logged at info level (every UI's event log shows it)."""
         flows: list[Any]
         view = ctx.master.addons.get("view")  # type: ignore[no-untyped-call]
         flows = list(view) if view is not None else list(self.recent)
         rows = report_rows(flows)
-        logger.log(ALERT, "\n".join(["proxai.report:", *table_lines(rows)]))
+        table = "\n".join(table_lines(rows))
+        logger.info("proxai.report:\n%s", table)
+        return table

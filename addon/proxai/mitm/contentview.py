@@ -23,7 +23,7 @@ import orjson
 from mitmproxy import contentviews, http
 from mitmproxy.contentviews import Contentview, Metadata, SyntaxHighlight
 
-from proxai import render
+from proxai import render, verdict
 from proxai.detect import detect_protocol
 from proxai.errors import ProxaiError
 from proxai.model import Protocol, StreamSummary
@@ -104,10 +104,11 @@ def response_text(flow: http.HTTPFlow, data: bytes) -> str:
     assert flow.response is not None
     meta = flow_meta(flow)
     upstream = upstream_protocol(flow)
-    client = _protocol(render.client_protocol(meta)) if meta is not None else None
+    client = _protocol(verdict.client_protocol(meta)) if meta is not None else None
     body_protocol = client or upstream
     captured = observe_captured(body_protocol, data, flow.response) if body_protocol else None
-    return "\n".join(render.flow_response_lines(meta, captured, str(body_protocol or ""))) + "\n"
+    lines = render.flow_response_lines(meta, captured, str(body_protocol or ""), body=data)
+    return "\n".join(lines) + "\n"
 
 
 def request_text(flow: http.HTTPFlow, data: bytes) -> str:

@@ -25,6 +25,7 @@ class SavedFlow:
     proxai: dict[str, Any] | None
     comment: str
     marked: str
+    response_bytes: int = 0  # size of the stored response body (raw), 0 when none was stored
 
 
 def read_saved_flows(path: str) -> list[SavedFlow]:
@@ -49,6 +50,7 @@ def read_saved_flows(path: str) -> list[SavedFlow]:
                         proxai=meta if isinstance(meta, dict) else None,
                         comment=f.comment,
                         marked=f.marked,
+                        response_bytes=len(f.response.raw_content or b"") if f.response is not None else 0,
                     )
                 )
         except FlowReadException:

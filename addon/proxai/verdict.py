@@ -1,0 +1,277 @@
+"""How an LLM flow ended, in one line: the verdict, its marker, the flow comment and mitmdump's line
+(docs/design/visibility.md, "One verdict per flow").
+
+The verdict is the outcome of docs/metadata.md with one split: a ``completed`` flow cut by its token
+limit (``max_tokens``, ``length``, ``max_output_tokens``, an ``incomplete`` response) is
+``truncated``, because the SDKs treat it as a failure (the OpenAI helpers raise on it) and it must
+never look like success. A translated flow is judged as its client saw it: the stop reason is the one
+the translation gave the client (the shared stop-reason table), not the upstream's raw one.
+
+Pure: ``flow.metadata["proxai"]`` dicts in, strings out. Every string taken from the network (model
+names, stop reasons, tool names, error kinds) is made terminal-safe here, since these lines reach
+terminals (mitmdump, the console's flow list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from proxai.model import Outcome, Protocol, StopClass
+from proxai.translate import stop_reasons
+
+
+class Verdict(StrEnum):
+    COMPLETED = "completed"
+    TRUNCATED = "truncated"  # completed, but cut by the token limit
+    CLOSED = "closed"
+    ERROR = "error"
+    UNFINISHED_TOOL = "unfinished_tool"
+
+
+# Markers (mitmproxy emoji short codes, ``mitmproxy.utils.emoji``). A completed flow is not marked,
+# so the marked flows are exactly the ones that need a look.
+MARKERS: dict[str, str] = {
+    Verdict.COMPLETED: "",
+    Verdict.TRUNCATED: ":scissors:",
+    Verdict.CLOSED: ":warning:",
+    Verdict.ERROR: ":red_circle:",
+    Verdict.UNFINISHED_TOOL: ":hourglass:",
+}
+GUARD_MARKER = ":hourglass:"  # an error the guard injected (idle timeout): the upstream went silent
+GUARD_KINDS = frozenset({"tool_stall", "idle_timeout"})
+# What each marker means, for the docs and the legend of the view.
+LEGEND: tuple[tuple[str, str], ...] = (
+    ("(none)", "completed: the protocol's terminal event arrived"),
+    (":scissors:", "truncated: completed, but cut by the token limit (max_tokens, length, incomplete)"),
+    (":warning:", "closed: the stream ended before its terminal event"),
+    (":red_circle:", "error: the upstream reported an error, or the stream broke"),
+    (":hourglass:", "unfinished_tool, or the guard ended a stalled / silent stream"),
+)
+
+# Raw stop reasons that mean "cut by the token limit", whatever their class says.
+TRUNCATING_STOPS = frozenset(
+    {"max_tokens", "length", "max_output_tokens", "incomplete", "model_context_window_exceeded"}
+)
+
+SHORT_PROTOCOL = {
+    "anthropic_messages": "anthropic",
+    "openai_chat": "chat",
+    "openai_responses": "responses",
+}
+
+# The terminal event each protocol's stream must end with (what a ``closed`` stream lacked): its
+# short name, and the sentence the view says.
+TERMINAL_EVENT = {
+    "anthropic_messages": "message_stop",
+    "openai_chat": "[DONE]",
+    "openai_responses": "response.completed",
+}
+TERMINAL_EVENT_LONG = {
+    "anthropic_messages": "the message_stop event",
+    "openai_chat": "the data: [DONE] line",
+    "openai_responses": "a response.completed, response.incomplete or response.failed event",
+}
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with control characters (C0, DEL, C1; ESC above all) and line breaks escaped, so a
+    string from the network cannot move a cursor, set a title or start a new line in a terminal."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _str(v: Any) -> str | None:
+    return terminal_safe(v) if isinstance(v, str) and v else None
+
+
+def client_protocol(meta: Mapping[str, Any]) -> str | None:
+    """The protocol the client spoke, when the flow was translated (it differs from the upstream's)."""
+    c = meta.get("client_protocol")
+    if isinstance(c, str):
+        return c
+    for key in ("translation", "route"):
+        tr = meta.get(key)
+        if isinstance(tr, Mapping):
+            for name in ("client_protocol", "client"):
+                if isinstance(tr.get(name), str):
+                    return str(tr[name])
+    return None
+
+
+def is_translated(meta: Mapping[str, Any]) -> bool:
+    client = client_protocol(meta)
+    return client is not None and client != meta.get("protocol")
+
+
+def protocol_label(meta: Mapping[str, Any]) -> str:
+    """``chat`` or, on a translated flow, ``client<-upstream`` (``anthropic<-chat``)."""
+    proto = str(meta.get("protocol") or "?")
+    short = SHORT_PROTOCOL.get(proto, proto)
+    client = client_protocol(meta)
+    if client and client != proto:
+        return terminal_safe(f"{SHORT_PROTOCOL.get(client, client)}<-{short}")
+    return terminal_safe(short)
+
+
+def _stop_class(meta: Mapping[str, Any]) -> StopClass | None:
+    try:
+        return StopClass(str(meta.get("stop_class")))
+    except ValueError:
+        return None
+
+
+def client_stop_reason(meta: Mapping[str, Any]) -> str | None:
+    """The stop reason the client received: the upstream's raw one, or on a translated flow the
+    translation's rendering of its class in the client's protocol."""
+    raw = meta.get("stop_reason")
+    if not is_translated(meta):
+        return raw if isinstance(raw, str) else None
+    cls = _stop_class(meta)
+    if cls is None:
+        return None
+    refusal = bool(meta.get("refusal_bytes"))
+    client = client_protocol(meta)
+    if client == Protocol.ANTHROPIC_MESSAGES:
+        return stop_reasons.to_anthropic(cls)
+    if client == Protocol.OPENAI_CHAT:
+        return stop_reasons.to_chat(cls, has_refusal=refusal)
+    if client == Protocol.OPENAI_RESPONSES:
+        status, reason = stop_reasons.to_responses(cls, has_refusal=refusal)
+        return reason or status
+    return None
+
+
+def verdict(meta: Mapping[str, Any]) -> Verdict | None:
+    """The flow's verdict, or None when ProxAI recorded no outcome."""
+    try:
+        outcome = Outcome(str(meta.get("outcome")))
+    except ValueError:
+        return None
+    if outcome is Outcome.COMPLETED:
+        stop = meta.get("stop_reason")
+        if _stop_class(meta) is StopClass.MAX_TOKENS or stop in TRUNCATING_STOPS:
+            return Verdict.TRUNCATED
+    return Verdict(str(outcome))
+
+
+def marker_for(meta: Mapping[str, Any]) -> str:
+    """The ``flow.marked`` value of a flow ("" = not marked)."""
+    v = verdict(meta)
+    if v is None:
+        return ""
+    err = meta.get("error")
+    if v is Verdict.ERROR and isinstance(err, Mapping) and err.get("kind") in GUARD_KINDS:
+        return GUARD_MARKER
+    return MARKERS[v]
+
+
+def _tools(meta: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    tools = meta.get("tool_calls")
+    return [t for t in tools if isinstance(t, Mapping)] if isinstance(tools, list) else []
+
+
+def verdict_text(meta: Mapping[str, Any], *, upstream_side: bool = False) -> str:
+    """The verdict with its reason: ``completed (tool_calls)``, ``truncated (max_tokens)``,
+    ``error: rate_limited (HTTP 429)``, ``closed: no message_stop``, ``unfinished_tool in get_weather``."""
+    v = verdict(meta)
+    if v is None:
+        return "?"
+    raw = meta.get("stop_reason")
+    stop = _str(raw if upstream_side else client_stop_reason(meta))
+    if v in (Verdict.COMPLETED, Verdict.TRUNCATED):
+        if stop == str(v):  # Responses says "completed": its class says more
+            stop = _str(meta.get("stop_class"))
+        if meta.get("refusal_bytes"):
+            stop = f"{stop}, refusal" if stop else "refusal"
+        return f"{v} ({stop})" if stop else str(v)
+    if v is Verdict.CLOSED:
+        terminal = TERMINAL_EVENT.get(str(meta.get("protocol")))
+        return f"closed: no {terminal}" if terminal else "closed"
+    if v is Verdict.UNFINISHED_TOOL:
+        names = list(
+            dict.fromkeys(_str(t.get("name")) or "?" for t in _tools(meta) if not t.get("arguments_complete"))
+        )
+        return "unfinished_tool" + (" in " + "/".join(names) if names else "")
+    err = meta.get("error")
+    if isinstance(err, Mapping) and err.get("kind"):
+        status = _int(err.get("status"))
+        return f"error: {_str(str(err['kind']))}" + (f" (HTTP {status})" if status else "")
+    return "error"
+
+
+def _tokens(meta: Mapping[str, Any]) -> str | None:
+    usage = meta.get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+    i, o = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+    if i is None and o is None:
+        return None
+    return f"{'?' if i is None else i} in/{'?' if o is None else o} out"
+
+
+def comment_line(meta: Mapping[str, Any]) -> str:
+    """The one-line ``flow.comment``, verdict first (a narrow comment column still shows it):
+    ``truncated (max_tokens) · anthropic claude-sonnet-4-5 · 25 in/8 out``."""
+    parts = [verdict_text(meta)]
+    model = _str(meta.get("model"))
+    parts.append(protocol_label(meta) + (f" {model}" if model else ""))
+    tokens = _tokens(meta)
+    if tokens:
+        parts.append(tokens)
+    n = len(_tools(meta))
+    if n:
+        parts.append(f"{n} tool call{'s' if n != 1 else ''}")
+    return " · ".join(parts)
+
+
+def _secs(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}s"
+
+
+# mitmdump's colours (``mitmproxy.utils.vt_codes`` / miniclick style arguments) by verdict.
+DUMP_STYLE: dict[str, dict[str, Any]] = {
+    Verdict.COMPLETED: {},
+    Verdict.TRUNCATED: {"fg": "yellow", "bold": True},
+    Verdict.CLOSED: {"fg": "yellow", "bold": True},
+    Verdict.UNFINISHED_TOOL: {"fg": "magenta", "bold": True},
+    Verdict.ERROR: {"fg": "red", "bold": True},
+}
+
+
+def dump_line(meta: Mapping[str, Any]) -> str:
+    """mitmdump's line for an LLM flow that ended: protocol, model, verdict (upper case when it is
+    not a success, so it stands out without colour too), tokens, time to first token, duration.
+    ``proxai chat gpt-4.1 · TRUNCATED (length) · 25 in/8 out · ttft 0.12s · 1.50s``."""
+    model = _str(meta.get("model"))
+    head = "proxai " + protocol_label(meta) + (f" {model}" if model else "")
+    text = verdict_text(meta)
+    if verdict(meta) is not Verdict.COMPLETED:
+        word, sep, rest = text.partition(" ")
+        text = word.upper() + sep + rest
+    timing = meta.get("timing") if isinstance(meta.get("timing"), Mapping) else {}
+    assert isinstance(timing, Mapping)
+    parts = [head, text, _tokens(meta) or "- tokens"]
+    n = len(_tools(meta))
+    if n:
+        parts.append(f"{n} tool call{'s' if n != 1 else ''}")
+    parts.append(f"ttft {_secs(_num(timing.get('first_token_s')))}")
+    parts.append(_secs(_num(timing.get("total_s"))))
+    return " · ".join(parts)
