@@ -45,6 +45,8 @@ def _run(path: Path) -> tuple[str, dict[str, Any]]:
         else:
             t = translate_request(body, frm, to)
             out = {"body": t.body, "dropped": t.dropped, "ignored": list(t.ignored), "stream": t.stream}
+            if t.notes:
+                out["notes"] = list(t.notes)
     except TranslationError as exc:
         return "err", {"field": exc.field, "message": exc.reason}
     return "out", out

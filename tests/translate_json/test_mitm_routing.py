@@ -90,6 +90,7 @@ def test_anthropic_request_rewritten_and_reply_translated(tctx: Any) -> None:
         host="api.anthropic.com",
     )
     original = f.request.pretty_url
+    client_body = f.request.content
     a.request(f)
     assert f.response is None
     assert f.request.url == "http://127.0.0.1:9000/v1/chat/completions"
@@ -120,6 +121,8 @@ def test_anthropic_request_rewritten_and_reply_translated(tctx: Any) -> None:
     assert meta["route"]["model"] == {"client": "claude-x", "upstream": "local-model"}
     assert meta["protocol"] == "openai_chat" and meta["client_protocol"] == "anthropic_messages"
     assert meta["outcome"] == "completed"
+    # the client's own request stays beside the translated one
+    assert meta["client_request"] == {"url": original.split("?")[0], "body": (client_body or b"").decode()}
     assert "sk-client-secret" not in json.dumps(meta)
 
 

@@ -131,6 +131,8 @@ class Routing:
             info["dropped"] = dict(translated.dropped)
         if translated.ignored:
             info["ignored"] = list(translated.ignored)
+        if translated.notes:
+            info["notes"] = list(translated.notes)
         if route.model is not None:
             info["model"] = {"client": model, "upstream": translated.body.get("model")}
         options = body.get("stream_options")
@@ -155,6 +157,8 @@ class Routing:
             # a new body (translated, or the model mapped); a plain reroute keeps the client's bytes
             if "content-encoding" in req.headers:
                 del req.headers["content-encoding"]
+            # the client's own request stays visible beside the one sent upstream
+            meta["client_request"] = {"url": info["original_url"], "body": raw.decode("utf-8", "replace")}
             req.content = orjson.dumps(translated.body)
         if "content-type" not in req.headers:
             req.headers["content-type"] = JSON

@@ -105,7 +105,10 @@ Part = (
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    role: Literal["user", "assistant"]
+    """One turn. ``system`` turns are instructions that stand between other turns (an
+    Anthropic ``role: system`` message inside ``messages``): they hold text parts only."""
+
+    role: Literal["user", "assistant", "system"]
     parts: tuple[Part, ...]
     at: str
 
@@ -119,6 +122,33 @@ class ToolDef:
     strict: bool | None = None
     kind: Literal["function", "custom"] = "function"
     format: dict[str, object] | None = None  # custom tools' input format
+
+
+#: The one string argument a freeform (custom) tool takes where the target has function tools
+#: only; Codex's own function form of ``apply_patch`` names its argument the same way.
+FREEFORM_ARGUMENT = "input"
+
+
+def freeform_parameters() -> dict[str, object]:
+    """The JSON schema of a freeform tool rendered as a function with one string argument."""
+    return {
+        "type": "object",
+        "properties": {
+            FREEFORM_ARGUMENT: {"type": "string", "description": "the tool's input, as free text"}
+        },
+        "required": [FREEFORM_ARGUMENT],
+        "additionalProperties": False,
+    }
+
+
+def freeform_description(t: ToolDef) -> str:
+    """A freeform tool's description, told that its text goes in the one string argument."""
+    told = f"Pass the whole freeform input as the string argument `{FREEFORM_ARGUMENT}`."
+    if t.format is not None and t.format.get("type") == "grammar":
+        told += (
+            f" The input follows this {t.format.get('syntax', '')} grammar:\n{t.format.get('definition', '')}"
+        )
+    return f"{t.description}\n\n{told}" if t.description else told
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +192,7 @@ class RequestIR:
     json_schema_at: str = "response_format"
     json_object: bool = False  # JSON mode without a schema (Chat json_object, Responses json_object)
     ignored: tuple[str, ...] = ()  # client fields that are hints with no target meaning
+    notes: tuple[str, ...] = ()  # offers left out (hosted tools the target cannot provide)
 
 
 # ---- responses -------------------------------------------------------------------------

@@ -22,12 +22,16 @@ _BUDGET: Final[dict[str, int]] = {
 }
 
 
-def effort_to_budget(effort: str | None, max_tokens: int, at: str) -> int:
-    """The Anthropic budget for an OpenAI effort, kept below ``max_tokens`` as Anthropic requires."""
+def effort_to_budget(effort: str | None, max_tokens: int | None, at: str) -> int:
+    """The Anthropic budget for an OpenAI effort, kept below the client's ``max_tokens`` as
+    Anthropic requires (``None``: the client set no limit, the renderer adds the budget to
+    its default)."""
     if effort is None:
         effort = "medium"
     if effort not in _BUDGET:
         raise TranslationError(f"reasoning effort {effort!r} has no Anthropic thinking budget", at)
+    if max_tokens is None:
+        return _BUDGET[effort]
     budget = min(_BUDGET[effort], max_tokens - 1)
     if budget < MIN_BUDGET:
         raise TranslationError(

@@ -5,11 +5,17 @@ The body is validated with pydantic at this trust boundary (unknown top-level fi
 tolerated like the API tolerates them, and listed in ``ignored``). Top-level ``system`` stays
 apart; ``tool_use`` blocks are assistant tool calls; ``tool_result`` blocks are user parts with
 ``is_error`` kept (the renderers drop it lossily, seed 003 "tool_result.is_error 的映射").
+``role: system`` messages inside ``messages`` stay turns of their own at their position;
+``output_config.effort`` is the reasoning level and ``output_config.format`` / ``output_format``
+the structured output; server tools are offers left out with a note (docs/translation.md, "What
+the agent CLIs send").
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
+
+from pydantic import Field
 
 from proxai.errors import TranslationError
 from proxai.translate import ir
@@ -70,7 +76,7 @@ class _Redacted(Loose):
 
 
 class _Message(Loose):
-    role: Literal["user", "assistant"]
+    role: Literal["user", "assistant", "system"]
     content: str | list[dict[str, Any]]
 
 
@@ -92,6 +98,16 @@ class _ThinkingConfig(Loose):
     budget_tokens: int | None = None
 
 
+class _Format(Loose):
+    type: Literal["json_schema"]
+    schema_: dict[str, Any] = Field(alias="schema")
+
+
+class _OutputConfig(Loose):
+    effort: str | None = None
+    format: dict[str, Any] | None = None
+
+
 class _Request(Loose):
     model: str | None = None
     messages: list[dict[str, Any]]
@@ -106,22 +122,25 @@ class _Request(Loose):
     tool_choice: dict[str, Any] | None = None
     thinking: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
+    output_config: dict[str, Any] | None = None
+    output_format: dict[str, Any] | None = None
 
 
 _HANDLED = frozenset(
     {
         "model", "messages", "system", "max_tokens", "temperature", "top_p", "top_k", "stop_sequences",
-        "stream", "tools", "tool_choice", "thinking", "metadata",
+        "stream", "tools", "tool_choice", "thinking", "metadata", "output_config", "output_format",
     }
 )  # fmt: skip
-# ``context_management`` (server-side clearing of old tool results) is a context-size
-# optimization, not a change of what the model is asked: it is ignored (listed in ``ignored``).
+# ``context_management`` (server-side clearing of old tool results or thinking) is a
+# context-size optimization, not a change of what the model is asked: it is ignored (listed
+# in ``ignored``).
 _REJECT = {
     "container": "containers",
     "mcp_servers": "MCP servers",
-    "output_format": "structured output formats",
-    "output_config": "output configuration",
 }
+#: Anthropic's effort scale on OpenAI's: the same words, and ``max`` is OpenAI's ``xhigh``.
+_EFFORT = {"low": "low", "medium": "medium", "high": "high", "max": "xhigh"}
 
 
 def parse_request(body: dict[str, Any]) -> ir.RequestIR:
@@ -135,7 +154,9 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
     ignored = tuple(sorted(k for k in body if k not in _HANDLED))
     system = _system(req.system)
     messages = tuple(_message(m, i) for i, m in enumerate(req.messages))
-    tools = tuple(_tool(t, i) for i, t in enumerate(req.tools or []))
+    notes: list[str] = []
+    tools = tuple(t for i, raw in enumerate(req.tools or []) if (t := _tool(raw, i, notes)) is not None)
+    effort, json_schema, json_at = _output(req.output_config, req.output_format)
     tool_choice, parallel = _tool_choice(req.tool_choice)
     user = None
     if req.metadata and isinstance(req.metadata.get("user_id"), str):
@@ -154,9 +175,12 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         stop=tuple(req.stop_sequences or ()),
         stop_at="stop_sequences",
         stream=bool(req.stream),
-        reasoning=_reasoning(req.thinking),
+        reasoning=_reasoning(req.thinking, effort),
         user=user,
+        json_schema=json_schema,
+        json_schema_at=json_at,
         ignored=ignored,
+        notes=tuple(notes),
     )
 
 
@@ -176,10 +200,26 @@ def _system(system: str | list[dict[str, Any]] | None) -> tuple[ir.TextPart, ...
 def _message(raw: dict[str, Any], i: int) -> ir.Message:
     at = f"messages[{i}]"
     m = validate(_Message, raw, at)
+    if m.role == "system":
+        return ir.Message("system", _system_turn(m.content, at), at)
     if isinstance(m.content, str):
         return ir.Message(m.role, (ir.TextPart(m.content, f"{at}.content"),), at)
     parts = tuple(_block(b, f"{at}.content[{j}]", m.role) for j, b in enumerate(m.content))
     return ir.Message(m.role, parts, at)
+
+
+def _system_turn(content: str | list[dict[str, Any]], at: str) -> tuple[ir.Part, ...]:
+    """A ``role: system`` message inside ``messages``: instructions at that position (text only)."""
+    if isinstance(content, str):
+        return (ir.TextPart(content, f"{at}.content"),)
+    out: list[ir.Part] = []
+    for j, b in enumerate(content):
+        pat = f"{at}.content[{j}]"
+        kind = validate(_Block, b, pat).type
+        if kind != "text":
+            raise TranslationError(f"a system message holds text blocks, not {kind!r}", f"{pat}.type")
+        out.append(ir.TextPart(validate(_Text, b, pat).text, pat))
+    return tuple(out)
 
 
 def _block(raw: dict[str, Any], at: str, role: str) -> ir.Part:
@@ -248,13 +288,15 @@ def _document(doc: _Document, at: str) -> ir.DocumentPart:
     raise TranslationError(f"document source type {s.type!r} cannot be translated", f"{at}.source.type")
 
 
-def _tool(raw: dict[str, Any], i: int) -> ir.ToolDef:
+def _tool(raw: dict[str, Any], i: int, notes: list[str]) -> ir.ToolDef | None:
+    """A client tool; a server tool (``web_search_20250305``, ...) the OpenAI APIs cannot run
+    is an offer left out, with a note. ``defer_loading`` (the tool's schema is shown to the
+    model only once a tool search found it) has no OpenAI form: the tool is offered outright."""
     at = f"tools[{i}]"
     t = validate(_Tool, raw, at)
     if t.type not in (None, "custom"):
-        raise TranslationError(
-            f"Anthropic server tool {t.type!r} has no equivalent in OpenAI APIs", f"{at}.type"
-        )
+        notes.append(f"{at}: server tool {t.type!r} left out (OpenAI APIs cannot run it)")
+        return None
     return ir.ToolDef(t.name, at, t.description, t.input_schema or {"type": "object", "properties": {}})
 
 
@@ -272,14 +314,45 @@ def _tool_choice(raw: dict[str, Any] | None) -> tuple[ir.ToolChoice | None, bool
     return ir.ToolChoice(tc.type, "tool_choice"), parallel
 
 
-def _reasoning(raw: dict[str, Any] | None) -> ir.Reasoning | None:
+def _output(
+    config: dict[str, Any] | None, legacy: dict[str, Any] | None
+) -> tuple[str | None, dict[str, object] | None, str]:
+    """``output_config`` (``effort``, ``format``) and the older ``output_format``: the effort
+    on OpenAI's scale, and a JSON schema for structured output."""
+    effort = None
+    json_schema: dict[str, object] | None = None
+    at = "output_config.format"
+    if config is not None:
+        oc = validate(_OutputConfig, config, "output_config")
+        for key in oc.model_extra or {}:
+            raise TranslationError(f"output_config.{key} cannot be translated", f"output_config.{key}")
+        if oc.effort is not None:
+            if oc.effort not in _EFFORT:
+                raise TranslationError(f"effort {oc.effort!r} cannot be translated", "output_config.effort")
+            effort = _EFFORT[oc.effort]
+        if oc.format is not None:
+            json_schema = _schema(oc.format, at)
+    if legacy is not None and json_schema is None:
+        at = "output_format"
+        json_schema = _schema(legacy, at)
+    return effort, json_schema, at
+
+
+def _schema(raw: dict[str, Any], at: str) -> dict[str, object]:
+    f = validate(_Format, raw, at)
+    return {"name": "response", "schema": f.schema_, "strict": True}
+
+
+def _reasoning(raw: dict[str, Any] | None, effort: str | None) -> ir.Reasoning | None:
+    """``thinking`` and ``output_config.effort``: an effort, when given, is the level OpenAI
+    targets get (it is what the client chose); otherwise the budget maps to one."""
     if raw is None:
-        return None
+        return ir.Reasoning("output_config.effort", effort=effort) if effort is not None else None
     t = validate(_ThinkingConfig, raw, "thinking")
     if t.type == "disabled":
         return ir.Reasoning("thinking", enabled=False)
     if t.type == "enabled":
-        return ir.Reasoning("thinking", budget=t.budget_tokens)
+        return ir.Reasoning("thinking", budget=t.budget_tokens, effort=effort)
     if t.type == "adaptive":
-        return ir.Reasoning("thinking")
+        return ir.Reasoning("thinking", effort=effort)
     raise TranslationError(f"thinking type {t.type!r} cannot be translated", "thinking.type")

@@ -5,9 +5,12 @@
 ``function_call`` items are assistant tool calls (argument JSON parsed strictly);
 ``function_call_output`` items are user-side tool results; ``reasoning`` items become thinking
 (text + ``encrypted_content`` as the signature) or redacted thinking (``encrypted_content``
-alone), the inverse of what the Responses renderer of Anthropic thinking produces. Rejected:
-server state the target does not have (``previous_response_id``, ``conversation``,
-``item_reference``, stored prompts, background mode) and hosted tools.
+alone), the inverse of what the Responses renderer of Anthropic thinking produces. The
+client-executed ``tool_search`` is a function (its ``tool_search_call`` / ``tool_search_output``
+items a call and its result), a ``namespace`` offers its tools under flat names, and a hosted
+tool the target cannot run is left out with a note (docs/translation.md, "What the agent CLIs
+send"). Rejected: server state the target does not have (``previous_response_id``,
+``conversation``, ``item_reference``, stored prompts, background mode).
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from typing import Any, Literal
 
 from proxai.errors import TranslationError
 from proxai.translate import ir
-from proxai.translate.checks import Loose, parse_arguments, split_data_url, tool_choice_mode, validate
+from proxai.translate.checks import (
+    Loose,
+    dump_arguments,
+    parse_arguments,
+    split_data_url,
+    tool_choice_mode,
+    validate,
+)
 
 
 class _Item(Loose):
@@ -62,6 +72,21 @@ class _FunctionCall(Loose):
     call_id: str
     name: str
     arguments: str
+    namespace: str | None = None
+
+
+class _SearchCall(Loose):
+    type: Literal["tool_search_call"]
+    call_id: str | None = None
+    id: str | None = None
+    arguments: Any = None
+
+
+class _SearchOutput(Loose):
+    type: Literal["tool_search_output"]
+    call_id: str | None = None
+    id: str | None = None
+    tools: list[dict[str, Any]] = []
 
 
 class _CustomCall(Loose):
@@ -91,6 +116,8 @@ class _Tool(Loose):
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
     format: dict[str, Any] | None = None
+    execution: str | None = None
+    tools: list[dict[str, Any]] | None = None  # a namespace's tools
 
 
 class _Request(Loose):
@@ -122,6 +149,14 @@ _REJECT_IF_SET = {
     "max_tool_calls": "max_tool_calls has no equivalent in the target API",
     "top_logprobs": "logprobs cannot be translated",
 }
+#: The client-executed tool search (Codex): a function the client runs; its calls and outputs
+#: in the history are ``tool_search_call`` / ``tool_search_output`` items.
+TOOL_SEARCH = "tool_search"
+_SEARCH_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"query": {"type": "string"}, "limit": {"type": "number"}},
+    "required": ["query"],
+}
 
 
 def parse_request(body: dict[str, Any]) -> ir.RequestIR:
@@ -136,12 +171,19 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
     system: list[ir.TextPart] = []
     if req.instructions:
         system.append(ir.TextPart(req.instructions, "instructions"))
+    notes: list[str] = []
+    tools: list[ir.ToolDef] = []
+    for i, raw_tool in enumerate(req.tools or []):
+        tools.extend(_tool(raw_tool, f"tools[{i}]", notes))
     messages: list[ir.Message] = []
     if isinstance(req.input, str):
         messages.append(ir.Message("user", (ir.TextPart(req.input, "input"),), "input"))
     else:
         for i, raw in enumerate(req.input):
-            _item(raw, f"input[{i}]", system, messages)
+            _item(raw, f"input[{i}]", system, messages, tools)
+    ignored = {k for k in body if k not in _HANDLED and k not in _REJECT_IF_SET}
+    if req.text is not None and req.text.get("verbosity") is not None:
+        ignored.add("text.verbosity")
 
     reasoning = None
     if req.reasoning is not None:
@@ -158,7 +200,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         model=req.model,
         messages=tuple(messages),
         system=tuple(system),
-        tools=tuple(_tool(t, i) for i, t in enumerate(req.tools or [])),
+        tools=tuple(tools),
         tool_choice=_tool_choice(req.tool_choice),
         parallel_tool_calls=req.parallel_tool_calls,
         max_tokens=req.max_output_tokens,
@@ -171,11 +213,18 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         json_schema=_text_format(req.text),
         json_object=_json_object(req.text),
         json_schema_at="text.format",
-        ignored=tuple(sorted(k for k in body if k not in _HANDLED and k not in _REJECT_IF_SET)),
+        ignored=tuple(sorted(ignored)),
+        notes=tuple(notes),
     )
 
 
-def _item(raw: dict[str, Any], at: str, system: list[ir.TextPart], messages: list[ir.Message]) -> None:
+def _item(
+    raw: dict[str, Any],
+    at: str,
+    system: list[ir.TextPart],
+    messages: list[ir.Message],
+    tools: list[ir.ToolDef],
+) -> None:
     item = validate(_Item, raw, at)
     kind = item.type or ("message" if item.role else None)
     if kind == "message":
@@ -189,9 +238,27 @@ def _item(raw: dict[str, Any], at: str, system: list[ir.TextPart], messages: lis
     elif kind == "function_call":
         fc = validate(_FunctionCall, raw, at)
         args = parse_arguments(fc.arguments, f"{at}.arguments")
+        name = flat_name(fc.namespace, fc.name) if fc.namespace else fc.name
         messages.append(
-            ir.Message("assistant", (ir.ToolCallPart(fc.call_id, fc.name, fc.arguments, args, at),), at)
+            ir.Message("assistant", (ir.ToolCallPart(fc.call_id, name, fc.arguments, args, at),), at)
         )
+    elif kind == "tool_search_call":
+        sc = validate(_SearchCall, raw, at)
+        sargs = sc.arguments if isinstance(sc.arguments, dict) else {}
+        call = ir.ToolCallPart(_call_id(sc.call_id, sc.id, at), TOOL_SEARCH, dump_arguments(sargs), sargs, at)
+        messages.append(ir.Message("assistant", (call,), at))
+    elif kind == "tool_search_output":
+        so = validate(_SearchOutput, raw, at)
+        found = ir.TextPart(dump_arguments(so.tools), f"{at}.tools")
+        messages.append(
+            ir.Message("user", (ir.ToolResultPart(_call_id(so.call_id, so.id, at), (found,), at),), at)
+        )
+        known = {t.name for t in tools}
+        for j, raw_tool in enumerate(so.tools):  # the tools a search found are offered from now on
+            for t in _tool(raw_tool, f"{at}.tools[{j}]", []):
+                if t.name not in known:
+                    known.add(t.name)
+                    tools.append(t)
     elif kind == "custom_tool_call":
         cc = validate(_CustomCall, raw, at)
         call = ir.ToolCallPart(cc.call_id, cc.name, cc.input, cc.input, at, kind="custom")
@@ -286,14 +353,39 @@ def _assistant_parts(content: str | list[dict[str, Any]], at: str) -> tuple[ir.P
     return tuple(parts)
 
 
-def _tool(raw: dict[str, Any], i: int) -> ir.ToolDef:
-    at = f"tools[{i}]"
+def _call_id(call_id: str | None, item_id: str | None, at: str) -> str:
+    if call_id:
+        return call_id
+    if item_id:
+        return item_id
+    raise TranslationError("a tool search item needs a call_id", f"{at}.call_id")
+
+
+def flat_name(namespace: str, name: str) -> str:
+    """A namespaced tool's name for targets without namespaces (``mcp__docs__`` + ``search``)."""
+    return f"{namespace}{name}" if namespace.endswith("__") else f"{namespace}__{name}"
+
+
+def _tool(raw: dict[str, Any], at: str, notes: list[str], namespace: str | None = None) -> list[ir.ToolDef]:
+    """The tools one declaration offers: a function, a freeform (custom) tool, the client's
+    tool search (a function it runs), or a namespace's tools under flat names. A hosted tool
+    the target cannot run (``web_search``, ``file_search``, ...) is left out, with a note."""
     t = validate(_Tool, raw, at)
-    if t.type == "function" and t.name:
-        return ir.ToolDef(t.name, at, t.description, t.parameters, t.strict)
-    if t.type == "custom" and t.name:
-        return ir.ToolDef(t.name, at, t.description, kind="custom", format=t.format)
-    raise TranslationError(f"hosted tool {t.type!r} exists only in the Responses API", f"{at}.type")
+    name = flat_name(namespace, t.name) if namespace and t.name else t.name
+    if t.type == "function" and name:
+        return [ir.ToolDef(name, at, t.description, t.parameters, t.strict)]
+    if t.type == "custom" and name:
+        return [ir.ToolDef(name, at, t.description, kind="custom", format=t.format)]
+    if t.type == TOOL_SEARCH and t.execution == "client":
+        return [ir.ToolDef(TOOL_SEARCH, at, t.description, t.parameters or _SEARCH_PARAMETERS)]
+    if t.type == "namespace" and t.name and namespace is None:
+        return [
+            d
+            for j, inner in enumerate(t.tools or [])
+            for d in _tool(inner, f"{at}.tools[{j}]", notes, t.name)
+        ]
+    notes.append(f"{at}: hosted tool {t.type!r} left out (the target cannot run it)")
+    return []
 
 
 def _tool_choice(raw: str | dict[str, Any] | None) -> ir.ToolChoice | None:

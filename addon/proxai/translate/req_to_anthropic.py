@@ -6,8 +6,13 @@
 - tool calls -> ``tool_use`` blocks with the parsed argument object;
 - tool results -> ``tool_result`` blocks; ``is_error`` is never synthesized from OpenAI
   input (seed 003 "tool_result.is_error 的映射");
-- rejected: custom (freeform) tools, tool choices and calls (seed 003), OpenAI file ids,
-  structured output formats, temperature above 1, reasoning without a usable budget.
+- freeform (custom) tools -> tools with one string argument (``input``), their calls ->
+  ``tool_use`` with ``{"input": text}``;
+- ``system`` turns between other turns -> appended to the top-level ``system``;
+- reasoning without a client ``max_tokens``: ``max_tokens`` is the route's default PLUS the
+  thinking budget, so the answer keeps the default's room (the thinking counts against it);
+- rejected: OpenAI file ids, structured output formats, temperature above 1, reasoning
+  without a usable budget.
 """
 
 from __future__ import annotations
@@ -26,14 +31,19 @@ def render_request(req: ir.RequestIR, opts: ir.RequestOptions, dropped: dict[str
     model = opts.model if opts.model is not None else req.model
     if model is not None:
         body["model"] = model
-    max_tokens = req.max_tokens if req.max_tokens is not None else opts.default_max_tokens
+    thinking = _thinking(req, opts)
+    if req.max_tokens is not None:
+        max_tokens = req.max_tokens
+    else:
+        max_tokens = opts.default_max_tokens + thinking.get("budget_tokens", 0)
     body["max_tokens"] = max_tokens
-    system = [p for p in req.system if p.text]
+    turns = [p for m in req.messages if m.role == "system" for p in m.parts if isinstance(p, ir.TextPart)]
+    system = [p for p in (*req.system, *turns) if p.text]
     if len(system) == 1:
         body["system"] = system[0].text
     elif system:
         body["system"] = [{"type": "text", "text": p.text} for p in system]
-    body["messages"] = _messages(req.messages, dropped)
+    body["messages"] = _messages(tuple(m for m in req.messages if m.role != "system"), dropped)
     if req.temperature is not None:
         if req.temperature > 1:
             raise TranslationError("Anthropic accepts a temperature between 0 and 1", req.temperature_at)
@@ -51,16 +61,25 @@ def render_request(req: ir.RequestIR, opts: ir.RequestOptions, dropped: dict[str
     choice = _tool_choice(req.tool_choice, req.parallel_tool_calls)
     if choice is not None:
         body["tool_choice"] = choice
-    if req.reasoning is not None:
-        r = req.reasoning
-        if not r.enabled:
-            body["thinking"] = {"type": "disabled"}
-        else:
-            budget = r.budget if r.budget is not None else effort_to_budget(r.effort, max_tokens, r.at)
-            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    if thinking:
+        body["thinking"] = thinking
     if req.user:
         body["metadata"] = {"user_id": req.user}
     return body
+
+
+def _thinking(req: ir.RequestIR, opts: ir.RequestOptions) -> dict[str, Any]:
+    """The ``thinking`` setting ({} for none): an OpenAI effort becomes a budget that stays
+    below the client's ``max_tokens``, or, without one, is added to the default."""
+    r = req.reasoning
+    if r is None:
+        return {}
+    if not r.enabled:
+        return {"type": "disabled"}
+    if r.budget is not None:
+        return {"type": "enabled", "budget_tokens": r.budget}
+    cap = req.max_tokens if req.max_tokens is not None else None
+    return {"type": "enabled", "budget_tokens": effort_to_budget(r.effort, cap, r.at)}
 
 
 def _messages(messages: tuple[ir.Message, ...], dropped: dict[str, int]) -> list[dict[str, Any]]:
@@ -97,9 +116,12 @@ def _block(p: ir.Part, dropped: dict[str, int]) -> dict[str, Any] | None:
             return _media(p)
         case ir.ToolCallPart():
             if p.kind == "custom":
-                raise TranslationError(
-                    "Anthropic Messages cannot express a custom (freeform) tool call", p.at
-                )
+                return {
+                    "type": "tool_use",
+                    "id": p.id,
+                    "name": p.name,
+                    "input": {ir.FREEFORM_ARGUMENT: p.arguments},
+                }
             return {"type": "tool_use", "id": p.id, "name": p.name, "input": p.input}
         case ir.ToolResultPart():
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": p.call_id}
@@ -162,10 +184,11 @@ def _media(p: ir.ImagePart | ir.DocumentPart) -> dict[str, Any]:
 
 def _tool(t: ir.ToolDef) -> dict[str, Any]:
     if t.kind == "custom":
-        raise TranslationError(
-            "Chat custom tools take freeform text, not a JSON object; Anthropic Messages cannot express them",
-            t.at,
-        )
+        return {
+            "name": t.name,
+            "description": ir.freeform_description(t),
+            "input_schema": ir.freeform_parameters(),
+        }
     out: dict[str, Any] = {"name": t.name}
     if t.description:
         out["description"] = t.description
@@ -179,8 +202,6 @@ def _tool_choice(tc: ir.ToolChoice | None, parallel: bool | None) -> dict[str, A
         if parallel is False:
             return {"type": "auto", "disable_parallel_tool_use": True}
         return None
-    if tc.kind == "custom":
-        raise TranslationError("Anthropic Messages cannot express a custom tool choice", tc.at)
     if tc.mode == "none":
         return {"type": "none"}
     if tc.mode == "tool":

@@ -6,6 +6,10 @@
 - user-side tool results -> separate ``role: tool`` messages, placed before the rest of that
   user turn; ``is_error`` is dropped, the error text stays in the content (seed 003);
 - assistant tool calls -> ``tool_calls[]`` with compact argument JSON;
+- ``system`` turns between other turns -> ``role: system`` messages at their position;
+- freeform (custom) tools -> function tools with one string argument (``input``), their
+  calls -> function calls with ``{"input": text}`` (vLLM, Ollama, llama.cpp and most Chat
+  servers know function tools only);
 - thinking has no slot in Chat: it is dropped and counted (``dropped["thinking_blocks"]``, ...);
 - ``stream: true`` always asks for ``stream_options.include_usage`` so usage is never lost;
 - rejected: images or documents inside tool results (Chat tool messages carry text only),
@@ -18,7 +22,7 @@ from typing import Any
 
 from proxai.errors import TranslationError
 from proxai.translate import ir
-from proxai.translate.checks import data_url
+from proxai.translate.checks import data_url, dump_arguments
 from proxai.translate.reasoning import budget_to_effort
 
 
@@ -66,6 +70,15 @@ def _messages(messages: tuple[ir.Message, ...], dropped: dict[str, int]) -> list
     out: list[dict[str, Any]] = []
     pending: dict[str, Any] | None = None  # the assistant message being assembled
     for m in messages:
+        if m.role == "system":
+            pending = None
+            out.append(
+                {
+                    "role": "system",
+                    "content": "\n\n".join(p.text for p in m.parts if isinstance(p, ir.TextPart)),
+                }
+            )
+            continue
         if m.role == "assistant":
             if pending is None:
                 pending = {"role": "assistant", "content": None}
@@ -95,15 +108,10 @@ def _assistant(msg: dict[str, Any], parts: tuple[ir.Part, ...], dropped: dict[st
             case ir.RefusalPart():
                 msg["refusal"] = (msg.get("refusal") or "") + p.text
             case ir.ToolCallPart():
-                call: dict[str, Any]
-                if p.kind == "custom":
-                    call = {"id": p.id, "type": "custom", "custom": {"name": p.name, "input": p.arguments}}
-                else:
-                    call = {
-                        "id": p.id,
-                        "type": "function",
-                        "function": {"name": p.name, "arguments": p.arguments},
-                    }
+                arguments = (
+                    dump_arguments({ir.FREEFORM_ARGUMENT: p.arguments}) if p.kind == "custom" else p.arguments
+                )
+                call = {"id": p.id, "type": "function", "function": {"name": p.name, "arguments": arguments}}
                 msg.setdefault("tool_calls", []).append(call)
             case ir.ThinkingPart() | ir.RedactedThinkingPart():
                 ir.count_dropped(dropped, p)
@@ -164,12 +172,11 @@ def _user_part(p: ir.Part) -> dict[str, Any]:
 
 def _tool(t: ir.ToolDef) -> dict[str, Any]:
     if t.kind == "custom":
-        custom: dict[str, Any] = {"name": t.name}
-        if t.description:
-            custom["description"] = t.description
-        if t.format is not None:
-            custom["format"] = t.format
-        return {"type": "custom", "custom": custom}
+        parameters = ir.freeform_parameters()
+        return {
+            "type": "function",
+            "function": {"name": t.name, "description": ir.freeform_description(t), "parameters": parameters},
+        }
     fn: dict[str, Any] = {"name": t.name}
     if t.description:
         fn["description"] = t.description
@@ -182,6 +189,4 @@ def _tool(t: ir.ToolDef) -> dict[str, Any]:
 def _tool_choice(tc: ir.ToolChoice) -> str | dict[str, Any]:
     if tc.mode != "tool":
         return tc.mode
-    if tc.kind == "custom":
-        return {"type": "custom", "custom": {"name": tc.name}}
     return {"type": "function", "function": {"name": tc.name}}

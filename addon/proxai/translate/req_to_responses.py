@@ -5,6 +5,7 @@
 - user-side tool results -> ``function_call_output`` items (``custom_tool_call_output`` for
   custom calls) placed before the rest of that user turn; ``is_error`` is dropped, the status
   is never set to ``incomplete`` (seed 003: that means truncated, not failed);
+- ``system`` turns between other turns -> ``role: system`` message items at their position;
 - assistant text/refusal -> an assistant message item; tool calls -> sibling
   ``function_call`` items, in their original order;
 - thinking from another provider cannot be verified by OpenAI: dropped and counted;
@@ -75,6 +76,9 @@ def render_request(req: ir.RequestIR, opts: ir.RequestOptions, dropped: dict[str
 
 def _items(m: ir.Message, custom_calls: set[str], dropped: dict[str, int]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    if m.role == "system":
+        texts = [{"type": "input_text", "text": p.text} for p in m.parts if isinstance(p, ir.TextPart)]
+        return [{"role": "system", "content": texts}]
     if m.role == "user":
         rest: list[dict[str, Any]] = []
         for p in m.parts:

@@ -47,6 +47,7 @@ class TranslatedRequest:
     client_model: str | None  # the model the client asked for
     dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"thinking_blocks": 2, ...}
     ignored: tuple[str, ...] = ()  # client fields with no meaning for the target (hints)
+    notes: tuple[str, ...] = ()  # offers left out: hosted tools the target cannot run
 
     def to_bytes(self) -> bytes:
         return orjson.dumps(self.body)
@@ -75,4 +76,4 @@ def translate_request(
     parsed = _PARSERS[client](body)
     dropped: dict[str, int] = {}
     rendered = _RENDERERS[target](parsed, opts, dropped)
-    return TranslatedRequest(rendered, parsed.stream, model, dropped, parsed.ignored)
+    return TranslatedRequest(rendered, parsed.stream, model, dropped, parsed.ignored, parsed.notes)

@@ -1,0 +1,130 @@
+"""The real requests of the agent CLIs translate on every route (docs/translation.md, "What the
+agent CLIs send").
+
+``tests/fixtures/clients/*.json`` are request bodies captured through ProxAI from pinned
+versions of Claude Code and Codex (ids scrubbed; ``tests/fixtures/clients/README.md``). Each
+must translate to both other protocols with every field accounted for: mapped, ignored as a
+hint, or left out with a note; and nothing the user or the model wrote may be lost.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proxai.model import Protocol
+from proxai.translate.request import translate_request
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "clients"
+A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
+
+
+def _client(path: Path) -> Protocol:
+    return A if path.name.startswith("claude-code") else R
+
+
+CASES = sorted(FIXTURES.glob("*.json"))
+
+
+def _texts(value: Any) -> list[str]:
+    """Every string that is a ``text`` / ``content`` / ``input_text`` value, recursively."""
+    out: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("text", "content", "instructions", "system", "arguments", "output") and isinstance(
+                v, str
+            ):
+                out.append(v)
+            else:
+                out.extend(_texts(v))
+    elif isinstance(value, list):
+        for v in value:
+            out.extend(_texts(v))
+    return out
+
+
+def test_fixtures_are_present() -> None:
+    names = {p.name for p in CASES}
+    assert {"claude-code-2.1.332.turn1.json", "codex-0.171.0.turn1.json"} <= names
+
+
+PAIRS = [(p, t) for p in CASES for t in (A, C, R) if t is not _client(p)]
+
+
+@pytest.mark.parametrize(("path", "target"), PAIRS, ids=[f"{p.name}->{t}" for p, t in PAIRS])
+def test_every_text_reaches_the_target(path: Path, target: Protocol) -> None:
+    client = _client(path)
+    body = json.loads(path.read_text())
+    out = translate_request(body, client, target)
+    sent = "\n".join(_texts(out.body))
+    for text in _texts(
+        {k: v for k, v in body.items() if k in ("messages", "input", "system", "instructions")}
+    ):
+        assert text in sent, text[:80]
+
+
+def test_claude_code_to_chat() -> None:
+    body = json.loads((FIXTURES / "claude-code-2.1.332.turn1.json").read_text())
+    out = translate_request(body, A, C)
+    b = out.body
+    assert b["reasoning_effort"] == "medium"  # output_config.effort
+    assert b["max_tokens"] == 128000
+    assert b["stream_options"] == {"include_usage": True}
+    # the system message Claude Code puts after the first user turn stays at its position
+    assert [m["role"] for m in b["messages"]] == ["system", "user", "system"]
+    assert b["messages"][2]["content"].startswith("# Environment")
+    names = [t["function"]["name"] for t in b["tools"]]
+    assert names == [t["name"] for t in body["tools"]]  # every client tool, deferred ones too
+    assert out.ignored == ("context_management",)
+    assert out.notes == ()
+    assert out.dropped == {}
+
+
+def test_claude_code_to_responses() -> None:
+    body = json.loads((FIXTURES / "claude-code-2.1.332.turn1.json").read_text())
+    out = translate_request(body, A, R)
+    b = out.body
+    assert b["reasoning"] == {"effort": "medium"}
+    assert b["max_output_tokens"] == 128000
+    assert [i.get("role") for i in b["input"]] == ["system", "user", "system"]
+    assert [t["name"] for t in b["tools"]] == [t["name"] for t in body["tools"]]
+    assert all(t["type"] == "function" and t["strict"] is False for t in b["tools"])
+
+
+def test_codex_to_anthropic() -> None:
+    body = json.loads((FIXTURES / "codex-0.171.0.turn1.json").read_text())
+    out = translate_request(body, R, A)
+    b = out.body
+    # no max_output_tokens from Codex: the answer keeps the default 4096 beside the budget
+    assert b["thinking"] == {"type": "enabled", "budget_tokens": 8192}
+    assert b["max_tokens"] == 4096 + 8192
+    # the developer messages are the instructions
+    assert isinstance(b["system"], list)
+    assert b["system"][0]["text"].startswith("You are Codex")
+    tools = {t["name"]: t for t in b["tools"]}
+    assert list(tools) == [
+        "exec_command", "write_stdin", "request_user_input", "apply_patch", "view_image",
+        "get_goal", "create_goal", "update_goal", "tool_search",
+    ]  # fmt: skip
+    # the freeform apply_patch becomes a tool with one string argument, its grammar told
+    assert tools["apply_patch"]["input_schema"]["required"] == ["input"]
+    assert "*** Begin Patch" in tools["apply_patch"]["description"]
+    assert tools["tool_search"]["input_schema"]["required"] == ["query"]
+    assert out.notes == ("tools[9]: hosted tool 'web_search' left out (the target cannot run it)",)
+    assert out.ignored == ("client_metadata", "include", "prompt_cache_key", "store", "text.verbosity")
+
+
+def test_codex_to_chat() -> None:
+    body = json.loads((FIXTURES / "codex-0.171.0.turn1.json").read_text())
+    out = translate_request(body, R, C)
+    b = out.body
+    assert b["reasoning_effort"] == "medium"
+    assert b["parallel_tool_calls"] is True
+    assert all(t["type"] == "function" for t in b["tools"])
+    patch = next(t for t in b["tools"] if t["function"]["name"] == "apply_patch")
+    assert patch["function"]["parameters"]["properties"]["input"]["type"] == "string"
+    assert [m["role"] for m in b["messages"]] == ["system", "user", "user"]
+    assert "max_tokens" not in b
