@@ -31,7 +31,7 @@ from mitmproxy.net.http import status_codes
 from proxai.error_shapes import error_body, http_status_for
 from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
 from proxai.model import ErrorKind, Protocol
-from proxai.redact import REDACTED_B, Redactor, register_secret
+from proxai.redact import REDACTED_B, Redactor, redact_json_value, register_secret
 from proxai.routes import Route, RouteTable, load_routes
 from proxai.sse import SseScanner
 from proxai.translate import ir
@@ -157,8 +157,10 @@ class Routing:
             # a new body (translated, or the model mapped); a plain reroute keeps the client's bytes
             if "content-encoding" in req.headers:
                 del req.headers["content-encoding"]
-            # the client's own request stays visible beside the one sent upstream
-            meta["client_request"] = {"url": info["original_url"], "body": raw.decode("utf-8", "replace")}
+            # the client's own request stays visible beside the one sent upstream (secrets masked:
+            # metadata never holds one)
+            client_body = orjson.dumps(redact_json_value(body)).decode()
+            meta["client_request"] = {"url": info["original_url"], "body": client_body}
             req.content = orjson.dumps(translated.body)
         if "content-type" not in req.headers:
             req.headers["content-type"] = JSON
