@@ -33,10 +33,10 @@ def _texts(value: Any) -> list[str]:
     """Every string that is a ``text`` / ``content`` / ``input_text`` value, recursively."""
     out: list[str] = []
     if isinstance(value, dict):
+        if value.get("type") in ("thinking", "reasoning"):
+            return out  # earlier turns' reasoning: an OpenAI target drops and counts it
         for k, v in value.items():
-            if k in ("text", "content", "instructions", "system", "arguments", "output") and isinstance(
-                v, str
-            ):
+            if k in ("text", "content", "instructions", "system", "output") and isinstance(v, str):
                 out.append(v)
             else:
                 out.extend(_texts(v))
@@ -48,7 +48,38 @@ def _texts(value: Any) -> list[str]:
 
 def test_fixtures_are_present() -> None:
     names = {p.name for p in CASES}
-    assert {"claude-code-2.1.332.turn1.json", "codex-0.171.0.turn1.json"} <= names
+    assert {
+        "claude-code-2.1.332.turn1.json", "claude-code-2.1.332.turn2.json",
+        "codex-0.171.0.turn1.json", "codex-0.171.0.turn2.json",
+    } <= names  # fmt: skip
+
+
+def test_claude_code_tool_round_trip_to_chat() -> None:
+    body = json.loads((FIXTURES / "claude-code-2.1.332.turn2.json").read_text())
+    out = translate_request(body, A, C)
+    msgs = out.body["messages"]
+    assert [m["role"] for m in msgs] == ["system", "user", "system", "assistant", "tool"]
+    call = msgs[3]["tool_calls"][0]
+    assert call["function"] == {"name": "Bash", "arguments": '{"command":"cat notes.txt"}'}
+    assert msgs[4] == {"role": "tool", "tool_call_id": call["id"], "content": "proxai-marker-42"}
+    assert out.dropped == {"thinking_blocks": 1, "thinking_chars": 71, "signature_chars": 46}
+
+
+def test_codex_tool_round_trip_to_anthropic() -> None:
+    body = json.loads((FIXTURES / "codex-0.171.0.turn2.json").read_text())
+    out = translate_request(body, R, A)
+    msgs = out.body["messages"]
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
+    thinking, call = msgs[1]["content"]
+    assert (
+        thinking["type"] == "thinking"
+        and thinking["signature"] == "EqQBagentSignatureForProxaiUpstreamTestsOnly=="
+    )
+    assert call["type"] == "tool_use" and call["name"] == "exec_command"
+    assert call["input"] == {"cmd": "cat notes.txt"}
+    result = msgs[2]["content"][0]
+    assert result["type"] == "tool_result" and result["tool_use_id"] == call["id"]
+    assert "proxai-marker-42" in result["content"]
 
 
 PAIRS = [(p, t) for p in CASES for t in (A, C, R) if t is not _client(p)]

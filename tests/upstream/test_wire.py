@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from proxai.upstream import FakeUpstream, list_scenarios
+from proxai.upstream.agent import NO_TOOL_ANSWER
 from proxai.upstream.scenarios import REFUSAL, SHORT_TEXT, TEXT, TEXT_BEFORE_TOOLS, THINKING, tokens
 
 from .validators import End, Seen, check_anthropic, check_chat, check_responses, scan
@@ -86,6 +87,7 @@ STREAMED: dict[str, Expect] = {
     "wrong_content_type": Expect(),
     "slowloris": Expect(text=SHORT_TEXT),
     "gzip": Expect(),
+    "agent": Expect(text=NO_TOOL_ANSWER),  # no tool declared: a direct answer
 }
 HTTP_ERRORS = {"rate_limit": 429, "prompt_too_long": 400, "html_500": 502}
 SPECIAL = {"reset", "dropped", "malformed_json", "huge_line", "big_stream"}

@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 
+from .profiles import PROFILES
 from .scenarios import list_scenarios
 from .server import FakeUpstream
 
@@ -26,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tls", action="store_true", help="serve HTTPS with a throw-away CA")
     parser.add_argument("--http2", action="store_true", help="offer HTTP/2 (ALPN h2, or h2c prior knowledge)")
     parser.add_argument("--time-scale", type=float, default=1.0, help="multiply every scripted delay")
+    parser.add_argument("--scenario", help="the scenario a model name that names none plays (e.g. agent)")
+    parser.add_argument("--profile", choices=PROFILES, help="validate requests like a real server")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -35,7 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with FakeUpstream(
-        tls=args.tls, http2=args.http2, time_scale=args.time_scale, host=args.host, port=args.port
+        tls=args.tls,
+        http2=args.http2,
+        time_scale=args.time_scale,
+        host=args.host,
+        port=args.port,
+        scenario=args.scenario,
+        profile=args.profile,
     ) as up:
         print(f"proxai fake upstream listening on {up.url}", flush=True)
         if up.ca_path:

@@ -172,6 +172,8 @@ class Params:
     events: int = DEFAULT_EVENTS  # big_stream: number of delta events (x-proxai-events)
     request_number: int = 0  # 1-based counter, makes ids unique and deterministic
     created: int = 1_767_225_600  # unix seconds stamped into created / created_at
+    protocol: str = ""  # the request's protocol (``proxai.model.Protocol`` value), from the path
+    body: object = None  # the parsed request body (the agent scenario reads the conversation)
 
 
 OpStream = Iterator[Op]

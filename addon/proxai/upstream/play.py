@@ -27,7 +27,8 @@ from . import render_anthropic, render_chat, render_responses
 from .compress import ENCODINGS
 from .ops import DEFAULT_EVENTS, DEFAULT_SIZE, Params, Respond
 from .playback import Headers, Sink, Timing, play_json, play_stream, respond
-from .scenarios import SCENARIOS, get_scenario
+from .profiles import PROFILES, ProfileName, check
+from .scenarios import SCENARIOS, get_scenario, names_scenario
 from .wire import Renderer, json_actions
 
 PATHS: tuple[tuple[str, Callable[[Params], Renderer]], ...] = (
@@ -35,6 +36,11 @@ PATHS: tuple[tuple[str, Callable[[Params], Renderer]], ...] = (
     ("/chat/completions", render_chat.ChatRenderer),
     ("/responses", render_responses.ResponsesRenderer),
 )
+PROTOCOLS = {
+    "/messages": "anthropic_messages",
+    "/chat/completions": "openai_chat",
+    "/responses": "openai_responses",
+}
 
 HTML_502 = (
     b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
@@ -60,12 +66,15 @@ class RecordedRequest:
 
 @dataclass(slots=True)
 class Stats:
-    """Shared counters of one upstream (mutated on the server loop only)."""
+    """Shared counters of one upstream (mutated on the server loop only), and its settings:
+    the scenario a model name that names none plays, and the validation profile."""
 
     requests: list[RecordedRequest] = field(default_factory=list)
     closed_early: int = 0
     completed: int = 0
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    default_scenario: str | None = None
+    profile: ProfileName | None = None
 
 
 def _header(headers: dict[str, str], name: str) -> str | None:
@@ -109,6 +118,11 @@ def renderer_for(path: str) -> Callable[[Params], Renderer] | None:
         if clean.endswith(suffix):
             return renderer
     return None
+
+
+def protocol_for(path: str) -> str:
+    clean = path.split("?", 1)[0].rstrip("/")
+    return next((p for suffix, p in PROTOCOLS.items() if clean.endswith(suffix)), "")
 
 
 async def serve(
@@ -206,7 +220,17 @@ async def _serve(  # noqa: PLR0917 - internal, called once
 
     model = parsed.get("model")
     model = model if isinstance(model, str) and model else "fake-model"
-    scenario = get_scenario(_header(headers, "x-proxai-scenario") or model)
+    protocol = protocol_for(path)
+    profile = _header(headers, "x-proxai-profile") or stats.profile
+    if profile in PROFILES:
+        refusal = check(profile, protocol, parsed)
+        if refusal is not None:
+            await respond(sink, Respond(refusal[0], orjson.dumps(refusal[1])))
+            return
+    named = _header(headers, "x-proxai-scenario") or model
+    if stats.default_scenario is not None and not names_scenario(named):
+        named = stats.default_scenario
+    scenario = get_scenario(named)
     stream = parsed.get("stream") is True
     options = parsed.get("stream_options")
     params = Params(
@@ -217,6 +241,8 @@ async def _serve(  # noqa: PLR0917 - internal, called once
         events=_int(_header(headers, "x-proxai-events"), DEFAULT_EVENTS),
         request_number=next(stats.counter),
         created=int(time.time()),
+        protocol=protocol,
+        body=parsed,
     )
     scale = _float(_header(headers, "x-proxai-time-scale"), time_scale)
     stall = _header(headers, "x-proxai-stall")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from .agent import s_agent
 from .ops import (
     BlockDelta,
     BlockStart,
@@ -429,6 +430,11 @@ _ALL = [
         s_big_stream,
     ),
     Scenario("gzip", "The text scenario with content-encoding gzip.", s_text, encoding="gzip"),
+    Scenario(
+        "agent",
+        "Agent mode: a call of a declared tool, then after its result a final answer (per conversation).",
+        s_agent,
+    ),
 ]
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _ALL}
@@ -445,6 +451,11 @@ def get_scenario(name: str | None) -> Scenario:
         return SCENARIOS[DEFAULT_SCENARIO]
     found = SCENARIOS.get(name) or SCENARIOS.get(re.split(r"[/:]", name)[-1])
     return found or SCENARIOS[DEFAULT_SCENARIO]
+
+
+def names_scenario(name: str | None) -> bool:
+    """Whether ``name`` (a model name or a header) selects a scenario (prefixes ignored)."""
+    return bool(name) and (name in SCENARIOS or re.split(r"[/:]", name or "")[-1] in SCENARIOS)
 
 
 def list_scenarios() -> list[tuple[str, str]]:

@@ -28,6 +28,7 @@ from .cert import CertFiles, make_certs
 from .http1 import handle_h1
 from .http2 import handle_h2
 from .play import RecordedRequest, Stats
+from .profiles import ProfileName
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 MAX_BODY = 16 * 1024 * 1024
@@ -45,7 +46,12 @@ class FakeUpstream:
         port: int = 0,
         *,
         max_body: int = MAX_BODY,
+        scenario: str | None = None,
+        profile: ProfileName | None = None,
     ) -> None:
+        """``scenario``: played when the model (or header) names no scenario (``"agent"`` for
+        agent CLIs that send their own model names); ``profile``: validate requests like a real
+        server (``"openai"``, ``"vllm"``; ``proxai.upstream.profiles``)."""
         self.tls = tls
         self.http2 = http2
         self.time_scale = time_scale
@@ -53,7 +59,7 @@ class FakeUpstream:
         self.port = port
         self.max_body = max_body
         self.certs: CertFiles | None = None
-        self._stats = Stats()
+        self._stats = Stats(default_scenario=scenario, profile=profile)
         self._tmp: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
