@@ -169,6 +169,20 @@ class Mitmdump:
             + self.log_tail()
         )
 
+    def wait_flows_all(self, count: int, *, timeout: float = 30.0) -> list[http.HTTPFlow]:
+        """Wait until ``count`` flows were saved, tagged or not (a mitmdump of one test)."""
+        deadline = time.monotonic() + timeout
+        found: list[http.HTTPFlow] = []
+        while time.monotonic() < deadline:
+            found = self.read_flows()
+            if len(found) >= count:
+                return found
+            self.check_alive()
+            time.sleep(0.05)
+        raise AssertionError(
+            f"expected {count} flow(s), found {len(found)} after {timeout}s\n" + self.log_tail()
+        )
+
     def wait_flow(self, test_tag: str, **kw: Any) -> http.HTTPFlow:
         flows = self.wait_flows(test_tag, 1, **kw)
         assert len(flows) == 1, f"expected exactly one flow tagged {test_tag}, got {len(flows)}"

@@ -7,9 +7,10 @@ docs/upstream.md documents every scenario, the selection rules and the control h
 
 Modules: ``server`` (thread + loop + TLS), ``http1`` / ``http2`` (transports), ``play``
 (request -> scenario + renderer), ``playback`` (timing, keepalives, compression into a sink),
-``scenarios`` (the scripts), ``ops`` (the script language), ``transcript`` (accumulated
-message), ``render_anthropic`` / ``render_chat`` / ``render_responses`` (one renderer per
-protocol), ``wire`` (shared framing), ``compress`` (content-encoding), ``cert`` (throw-away CA).
+``scenarios`` (the scripts), ``agent`` (agent mode), ``profiles`` (request validation),
+``ops`` (the script language), ``transcript`` (accumulated message), ``render_anthropic`` /
+``render_chat`` / ``render_responses`` (one renderer per protocol), ``wire`` (shared
+framing), ``compress`` (content-encoding), ``cert`` (throw-away CA).
 
 Scenarios (``list_scenarios()``; model name or ``x-proxai-scenario`` header):
 
@@ -42,6 +43,7 @@ huge_line                    one enormous line without newline
 slowloris                    one byte at a time
 big_stream                   a large stream (x-proxai-events deltas), generated lazily
 gzip                         text with content-encoding gzip
+agent                        a call of a declared tool, then a final answer (agent mode)
 ===========================  ================================================================
 
 Seed rules: seed 001 (001_5998ffc26e6ec2b6.txt), the fixture list of a realistic upstream; seed 002

@@ -1,0 +1,165 @@
+"""The real agent CLIs through a real mitmdump with ProxAI, against the fake upstream's agent
+mode (docs/recipes.md; docs/upstream.md, "Agent mode").
+
+Claude Code (``claude -p``) and Codex (``codex exec``), at the versions ``.ci/install-agents``
+pins, with their default settings, each complete one turn with a tool round trip
+(``cat notes.txt``): in observe mode (reverse and regular mode) and on both translated routes
+of each (Claude Code to Chat and to Responses; Codex to Anthropic and to Chat). Each test
+asserts the CLI's final answer, that the tool it ran got the right arguments (from the CLI's
+own event stream), and ProxAI's summary of every flow of the run. The upstream validates
+requests like the real servers (``openai`` profile: unknown fields, token limits, thinking
+budgets are refused), so a translated request a real server would refuse fails here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mitmproxy import http
+
+from proxai.upstream import FakeUpstream
+from proxai.upstream.agent import AGENT_THINKING
+
+from .agents import (
+    ANSWER,
+    MARKER,
+    claude_result,
+    claude_tool_inputs,
+    codex_commands,
+    codex_messages,
+    run_claude,
+    run_codex,
+)
+from .harness import Mitmdump, proxai_meta, running_mitmdump
+
+A, C, R = "anthropic_messages", "openai_chat", "openai_responses"
+
+
+@pytest.fixture(scope="module")
+def agent_upstream() -> Iterator[FakeUpstream]:
+    with FakeUpstream(time_scale=0, scenario="agent", profile="openai") as up:
+        yield up
+
+
+@pytest.fixture(scope="module")
+def agent_upstream_tls() -> Iterator[FakeUpstream]:
+    with FakeUpstream(tls=True, time_scale=0, scenario="agent", profile="openai") as up:
+        yield up
+
+
+def _routes(tmp: Path, path: str, protocol: str, upstream: str) -> str:
+    routes = tmp / "routes.toml"
+    routes.write_text(
+        f'[[route]]\nname = "e2e"\nmatch = {{ path = "{path}" }}\n'
+        f'upstream = "{upstream}"\nprotocol = "{protocol}"\n'
+    )
+    return str(routes)
+
+
+def _summary(flow: http.HTTPFlow) -> tuple[Any, ...]:
+    """What ProxAI recorded of one flow, in the terms a test compares."""
+    m = proxai_meta(flow)
+    tools = [
+        (t["name"], t["arguments_valid_json"], t["arguments_complete"]) for t in m.get("tool_calls") or []
+    ]
+    route = m.get("route") or {}
+    return (
+        m.get("client_protocol") or m["protocol"],
+        m["protocol"],
+        route.get("name"),
+        m["outcome"],
+        m["stop_class"],
+        tools,
+        m["text_bytes"],
+    )
+
+
+def _flows(md: Mitmdump, count: int) -> list[http.HTTPFlow]:
+    md.wait_flows_all(count)
+    flows = md.read_flows()
+    assert len(flows) == count, [f.request.pretty_url for f in flows]
+    return flows
+
+
+def _expect(client: str, upstream: str, route: str | None, tool: str) -> list[tuple[Any, ...]]:
+    return [
+        (client, upstream, route, "completed", "tool_use", [(tool, True, True)], 0),
+        (client, upstream, route, "completed", "end_turn", [], len(ANSWER)),
+    ]
+
+
+def _claude(md: Mitmdump, tmp: Path, upstream: FakeUpstream) -> None:
+    run = run_claude(md, tmp, upstream.url)
+    assert run.returncode == 0, run.describe()
+    assert claude_result(run) == ANSWER, run.describe()
+    assert claude_tool_inputs(run) == [("Bash", {"command": "cat notes.txt"})]
+
+
+def _codex(md: Mitmdump, tmp: Path, upstream: FakeUpstream) -> None:
+    run = run_codex(md, tmp, upstream.url)
+    assert run.returncode == 0, run.describe()
+    assert codex_messages(run) == [ANSWER], run.describe()
+    assert codex_commands(run) == [("/bin/bash -lc 'cat notes.txt'", f"{MARKER}\n", 0)]
+
+
+@pytest.mark.parametrize("mode", ["reverse", "regular"])
+def test_claude_code_observed(
+    mode: str, agent_upstream: FakeUpstream, agent_upstream_tls: FakeUpstream, tmp_path: Path
+) -> None:
+    up = agent_upstream if mode == "reverse" else agent_upstream_tls
+    with running_mitmdump(up.url, mode=mode, workdir=tmp_path / "mitm") as md:
+        _claude(md, tmp_path, up)
+        assert [_summary(f) for f in _flows(md, 2)] == _expect(A, A, None, "Bash")
+        assert all(proxai_meta(f)["reasoning_bytes"] == len(AGENT_THINKING) for f in md.read_flows())
+
+
+@pytest.mark.parametrize("mode", ["reverse", "regular"])
+def test_codex_observed(
+    mode: str, agent_upstream: FakeUpstream, agent_upstream_tls: FakeUpstream, tmp_path: Path
+) -> None:
+    up = agent_upstream if mode == "reverse" else agent_upstream_tls
+    with running_mitmdump(up.url, mode=mode, workdir=tmp_path / "mitm") as md:
+        _codex(md, tmp_path, up)
+        assert [_summary(f) for f in _flows(md, 2)] == _expect(R, R, None, "exec_command")
+
+
+@pytest.mark.parametrize(("target", "base"), [(C, "/v1"), (R, "/v1")], ids=["chat", "responses"])
+def test_claude_code_translated(target: str, base: str, agent_upstream: FakeUpstream, tmp_path: Path) -> None:
+    routes = _routes(tmp_path, "/v1/messages", target, agent_upstream.url + base)
+    seen = len(agent_upstream.requests)
+    with running_mitmdump(
+        agent_upstream.url, workdir=tmp_path / "mitm", options={"proxai_routes": routes}
+    ) as md:
+        _claude(md, tmp_path, agent_upstream)
+        flows = _flows(md, 2)
+        assert [_summary(f) for f in flows] == _expect(A, target, "e2e", "Bash")
+        for f in flows:
+            route = proxai_meta(f)["route"]
+            assert route["ignored"] == ["context_management"] and "rejected" not in route
+    sent = [r.body for r in agent_upstream.requests[seen:]]
+    assert len(sent) == 2
+    effort = [b.get("reasoning_effort") or b.get("reasoning", {}).get("effort") for b in sent]
+    assert effort == ["medium", "medium"]  # Claude Code's output_config.effort
+
+
+@pytest.mark.parametrize(("target", "base"), [(A, ""), (C, "/v1")], ids=["anthropic", "chat"])
+def test_codex_translated(target: str, base: str, agent_upstream: FakeUpstream, tmp_path: Path) -> None:
+    routes = _routes(tmp_path, "/v1/responses", target, agent_upstream.url + base)
+    seen = len(agent_upstream.requests)
+    with running_mitmdump(
+        agent_upstream.url, workdir=tmp_path / "mitm", options={"proxai_routes": routes}
+    ) as md:
+        _codex(md, tmp_path, agent_upstream)
+        flows = _flows(md, 2)
+        assert [_summary(f) for f in flows] == _expect(R, target, "e2e", "exec_command")
+        for f in flows:
+            notes = proxai_meta(f)["route"]["notes"]
+            assert notes == [f"tools[{9}]: hosted tool 'web_search' left out (the target cannot run it)"]
+    sent = [r.body for r in agent_upstream.requests[seen:]]
+    if target == A:
+        assert [(b["max_tokens"], b["thinking"]) for b in sent] == [
+            (4096 + 8192, {"type": "enabled", "budget_tokens": 8192})
+        ] * 2
