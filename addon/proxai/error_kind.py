@@ -57,6 +57,9 @@ _TYPE_KINDS: dict[str, ErrorKind] = {
     "server_error": ErrorKind.SERVER,
     "internal_server_error": ErrorKind.SERVER,
     "timeout_error": ErrorKind.SERVER,
+    # the codes of ProxAI's own guard errors in the OpenAI shape (a guard answer crosses a route)
+    "proxai_idle_timeout": ErrorKind.IDLE_TIMEOUT,
+    "proxai_tool_stall": ErrorKind.TOOL_STALL,
 }
 
 # Types so generic that the message or status may say more (OpenAI's 503 "The server is

@@ -11,30 +11,46 @@ stream carrier covers a totally silent upstream. ``proxai.guard`` decides (pure)
   carrier keeps the error pending and ``injection.end_stream`` makes mitmproxy call the carrier with its
   end of message, which delivers it (``proxai.mitm.injection`` holds all mitmproxy internals);
 - the outcome: ``unfinished_tool`` (stall, abnormal arguments) or ``error`` with kind ``idle_timeout``,
-  the details in ``flow.metadata["proxai"]["extra"]["guard"]``; the addon writes the diagnostics JSON.
+  the details in ``flow.metadata["proxai"]["extra"]["guard"]``; the addon writes the diagnostics JSON;
+- not streamed (``WaitGuard``): from the request on, an upstream that sends no response headers within
+  ``proxai_idle_timeout``, or whose buffered (non-SSE) body is not whole within ``proxai_idle_timeout``
+  of its headers, gets the client a whole error response in its protocol's shape (504
+  ``timeout_error``, translated like any upstream error) and the upstream request cancelled
+  (``injection.answer_now``). A streamed response hands over to ``FlowGuard`` at its headers.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
+import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mitmproxy import ctx, exceptions
+from mitmproxy import ctx, exceptions, http
 from mitmproxy.addonmanager import Loader
 
-from proxai import guard
+from proxai import guard, verdict
+from proxai.error_shapes import error_body, http_status_for
 from proxai.guard import GuardConfig, Verdict
 from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
-from proxai.model import ErrorInfo, StreamSummary
+from proxai.model import ErrorInfo, ErrorKind, Protocol, StreamSummary
 from proxai.protocols.common import Accum
 
-if TYPE_CHECKING:
-    from mitmproxy import http
-
 logger = logging.getLogger(__name__)
+
+
+def _upstream_protocol(flow: http.HTTPFlow) -> Protocol:
+    """The protocol the upstream answers in (a route's, else the detected one)."""
+    meta = flow.metadata.get("proxai") or {}
+    route: dict[str, Any] = meta["route"] if isinstance(meta.get("route"), dict) else {}
+    name = str(route.get("upstream_protocol") or meta.get("protocol"))
+    try:
+        return Protocol(name)
+    except ValueError:
+        return Protocol.OPENAI_CHAT
 
 
 def parse_seconds(name: str, value: str) -> float:
@@ -243,6 +259,87 @@ class FlowGuard:
         summary.extra["guard"] = meta
 
 
+class WaitGuard:
+    """Guards one LLM request until its response is whole, while that response is not streamed."""
+
+    def __init__(
+        self,
+        flow: http.HTTPFlow,
+        limit: float,
+        protocol: Protocol,
+        clock: Callable[[], float],
+        answer: Callable[[Any, Any], bool] = injection.answer_now,
+    ) -> None:
+        self.flow = flow
+        self.limit = limit
+        self.protocol = protocol  # the upstream's: the answer is translated back like its errors
+        self.clock = clock
+        self.answer = answer
+        self.phase = "headers"
+        self.since = clock()
+        self.answered: dict[str, Any] | None = None
+        self.timer = injection.GuardTimer(self.on_timer, clock)
+        self.timer.arm(self.since + limit)
+
+    def headers(self, streamed: bool) -> None:
+        """The response headers arrived: a stream is the carrier's guard's; a buffered body gets
+        ``limit`` seconds from now to be whole."""
+        self.timer.cancel()
+        if streamed or self.answered is not None:
+            return
+        self.phase = "body"
+        self.since = self.clock()
+        self.timer = injection.GuardTimer(self.on_timer, self.clock)
+        self.timer.arm(self.since + self.limit)
+
+    def cancel(self) -> None:
+        self.timer.cancel()
+
+    def on_timer(self) -> None:
+        if self.answered is not None:
+            return
+        waited = self.clock() - self.since
+        what = "no response headers" if self.phase == "headers" else "no complete response body"
+        message = (
+            f"ProxAI guard: upstream sent {what} for {waited:.1f}s (limit {self.limit:g}s, "
+            "proxai_idle_timeout); the upstream request was cancelled"
+        )
+        kind = ErrorKind.IDLE_TIMEOUT
+        response = http.Response.make(
+            http_status_for(kind, self.protocol),
+            error_body(self.protocol, kind, message),
+            {"content-type": "application/json"},
+        )
+        logger.info("proxai: %s", message)
+        # Set before the answer goes out: mitmproxy may run the hooks it causes at once.
+        self.answered = {
+            "kind": str(kind),
+            "message": message,
+            "phase": self.phase,
+            "idle_s": round(waited, 3),
+            "threshold_s": self.limit,
+            "injected": True,
+            "path": "timer",
+            "streamed": False,
+        }
+        if not self.answer(self.flow, response):
+            self.answered = None
+
+    def record(self, meta: dict[str, Any]) -> None:
+        """After ``ProxAI.response`` recorded the answer: the outcome is the guard's."""
+        if self.answered is None:
+            return
+        meta["outcome"] = "error"
+        meta["error"] = {
+            "kind": self.answered["kind"],
+            "message": self.answered["message"],
+            "source": "proxy",
+        }
+        extra: dict[str, Any] = dict(meta["extra"]) if isinstance(meta.get("extra"), dict) else {}
+        extra["guard"] = dict(self.answered)
+        meta["extra"] = extra
+
+
 class GuardAddon:
     """mitmproxy addon part of the guard (a child addon of ``ProxAI``)."""
 
@@ -250,6 +347,7 @@ class GuardAddon:
         self.config = GuardConfig()
         self.use_timer = True
         self.on = True  # proxai_guard: False = pure observe-only (no injection, no header rewrite)
+        self.waits: weakref.WeakKeyDictionary[http.HTTPFlow, WaitGuard] = weakref.WeakKeyDictionary()
 
     @property
     def active(self) -> bool:
@@ -321,6 +419,37 @@ class GuardAddon:
             return
         if flow.request.headers.get("accept-encoding", "identity").strip().lower() != "identity":
             flow.request.headers["accept-encoding"] = "identity"
+        limit = self.config.idle_timeout
+        if flow.response is None and flow.live and self.use_timer and limit > 0 and injection.install():
+            self.waits[flow] = WaitGuard(flow, limit, _upstream_protocol(flow), time.monotonic)
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        """Runs after ``ProxAI.responseheaders``, which made a streamed response's carrier."""
+        wait = self.waits.get(flow)
+        if wait is not None and flow.response is not None:
+            streamed = bool(flow.response.stream)
+            wait.headers(streamed)
+            if streamed:
+                del self.waits[flow]
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        """Runs after ``ProxAI.response`` recorded the flow: a guard answer is the outcome."""
+        wait = self.waits.pop(flow, None)
+        if wait is None:
+            return
+        wait.cancel()
+        meta = flow.metadata.get("proxai")
+        if wait.answered is not None and isinstance(meta, dict):
+            wait.record(meta)
+            flow.comment = verdict.comment_line(meta)
+            marker = verdict.marker_for(meta)
+            if marker:
+                flow.marked = marker
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        wait = self.waits.pop(flow, None)
+        if wait is not None:
+            wait.cancel()
 
     def setup(self, flow: http.HTTPFlow, carrier: Carrier) -> None:
         """``ProxAI.carrier_setup`` hook: guard this streamed flow."""

@@ -21,6 +21,12 @@ chunk will ever call our code, so this module reaches into mitmproxy's HTTP laye
 4. The stream we ended gets its own ``_handle_event`` (an instance attribute, as mitmproxy does for
    ``passthrough``) that swallows upstream events still arriving for it (they would otherwise hit
    ``state_done`` and raise). Other streams' events reach mitmproxy's method directly.
+5. ``answer_now(flow, response)`` does the same for a response that is NOT streamed: while the stream
+   still waits for the upstream's headers (``state_wait_for_response_headers``) it is handed the
+   response's headers, body and end as if the upstream had sent them; while it buffers the body
+   (``state_consume_response_body``) the flow's response is replaced and its end delivered. mitmproxy
+   then runs the ``responseheaders`` / ``response`` hooks and sends the whole response; the upstream
+   is cancelled as in 3.
 
 ``install()`` checks at start-up that every internal used here exists; when one does not, it logs ONE
 warning and ProxAI keeps the data-driven path only (errors injected on the next upstream chunk).
@@ -75,6 +81,16 @@ def check_internals() -> InternalsReport:
             callable(getattr(mhttp.HttpStream, "state_stream_response_body", None)),
         ),
         ("HttpStream.passthrough", callable(getattr(mhttp.HttpStream, "passthrough", None))),
+        (
+            "HttpStream.state_wait_for_response_headers",
+            callable(getattr(mhttp.HttpStream, "state_wait_for_response_headers", None)),
+        ),
+        (
+            "HttpStream.state_consume_response_body",
+            callable(getattr(mhttp.HttpStream, "state_consume_response_body", None)),
+        ),
+        ("HttpStream.response_body_buf", "response_body_buf" in _annotations(mhttp.HttpStream)),
+        ("ResponseHeaders", hasattr(hev, "ResponseHeaders")),
         ("HttpStream.flow", "flow" in _annotations(mhttp.HttpStream)),
         ("Layer._paused", "_paused" in _annotations(layer.Layer)),
         ("ResponseEndOfMessage", hasattr(hev, "ResponseEndOfMessage")),
@@ -100,6 +116,7 @@ class _State:
     available = False
     warned = False
     end_event_type: type | None = None
+    answer_event_type: type | None = None
 
 
 def install() -> bool:
@@ -142,10 +159,16 @@ def _patch() -> None:
     class ProxaiEndStream(events.MessageInjected[str]):
         """End the client side of ``flow``'s response now (``message`` is a reason, for logs)."""
 
+    class ProxaiAnswer(events.MessageInjected[Any]):
+        """Answer ``flow``'s client now with ``message`` (an ``http.Response``), not streamed."""
+
     _State.end_event_type = ProxaiEndStream
+    _State.answer_event_type = ProxaiAnswer
     HttpLayer = mhttp.HttpLayer
     HttpStream = mhttp.HttpStream
     stream_body_state = HttpStream.state_stream_response_body
+    wait_headers_state = HttpStream.state_wait_for_response_headers
+    consume_body_state = HttpStream.state_consume_response_body
     passthrough = HttpStream.passthrough
 
     def tunnels_http(layer: Any, stream: Any) -> bool:
@@ -181,6 +204,43 @@ def _patch() -> None:
             if tunnels_http(layer, stream):
                 yield from layer.event_to_child(stream, event)
 
+    def answer(layer: Any, event: Any) -> Generator[Any, Any, None]:
+        flow: Any = event.flow
+        response: Any = event.message
+        for stream in list(layer.streams.values()):
+            if id(getattr(stream, "flow", None)) != id(flow):
+                continue
+            state = getattr(stream.server_state, "__func__", None)
+            if stream._paused is not None or stream.__dict__.get(_ENDED):
+                logger.debug("proxai: stream of %s is busy or ended; answer dropped", flow.id)
+                return
+            sid = stream.stream_id
+            body = response.raw_content or b""
+            end_event = hev.ResponseEndOfMessage(sid)
+            ours: list[Any] = [end_event]
+            if state is wait_headers_state:
+                head = response.copy()
+                head.content = b""
+                head.headers["content-length"] = str(len(body))
+                data = hev.ResponseData(sid, body)
+                ours = [hev.ResponseHeaders(sid, head, end_stream=False), data, end_event]
+            elif state is consume_body_state:
+                stream.flow.response = response
+                stream.response_body_buf.clear()
+                stream.response_body_buf += body
+            else:
+                logger.debug("proxai: %s is not waiting for a buffered response; answer dropped", flow.id)
+                return
+            layer.__dict__.setdefault(_PENDING, {})[sid] = (flow.server_conn, CANCEL_MESSAGE)
+            stream.__dict__[_ENDED] = True
+            drop_server_events(stream, allow=ours)
+            for ev in ours:
+                yield from layer.event_to_child(stream, ev)
+            return
+        for stream in list(layer.streams.values()):
+            if tunnels_http(layer, stream):
+                yield from layer.event_to_child(stream, event)
+
     def cancel_dropped(layer: Any, pending: dict[int, tuple[Any, str]]) -> Generator[Any, Any, None]:
         for stream_id, (server_conn, message) in list(pending.items()):
             if stream_id in layer.streams:
@@ -206,6 +266,8 @@ def _patch() -> None:
         def layer_with_pending(self: Any, event: Any) -> Generator[Any, Any, None]:
             if isinstance(event, ProxaiEndStream):
                 yield from end(self, event)
+            elif isinstance(event, ProxaiAnswer):
+                yield from answer(self, event)
             else:
                 yield from original_layer(self, event)
             pending = self.__dict__.get(_PENDING)
@@ -213,7 +275,7 @@ def _patch() -> None:
                 yield from cancel_dropped(self, pending)
 
         def layer_handle_event(self: Any, event: Any) -> Generator[Any, Any, None]:
-            if isinstance(event, ProxaiEndStream) or self.__dict__.get(_PENDING):
+            if isinstance(event, ProxaiEndStream | ProxaiAnswer) or self.__dict__.get(_PENDING):
                 return layer_with_pending(self, event)
             return original_layer(self, event)
 
@@ -221,13 +283,16 @@ def _patch() -> None:
         HttpLayer._handle_event = layer_handle_event  # type: ignore[method-assign]
 
 
-def drop_server_events(stream: Any) -> None:
+def drop_server_events(stream: Any, allow: list[Any] | None = None) -> None:
     """Upstream events that still arrive for an ``HttpStream`` we ended would hit ``state_done`` and
     raise: this one stream drops them from now on (mitmproxy's own pattern of an instance
-    ``_handle_event``, as for ``passthrough``; no wrapper on every other stream's events)."""
+    ``_handle_event``, as for ``passthrough``; no wrapper on every other stream's events). ``allow``:
+    our own events, which may still wait in the stream's queue while a hook runs."""
+    mine = {id(ev) for ev in allow or ()}
     from mitmproxy.proxy.layers.http import _events as hev
 
     server_events = (
+        hev.ResponseHeaders,
         hev.ResponseData,
         hev.ResponseTrailers,
         hev.ResponseEndOfMessage,
@@ -236,7 +301,7 @@ def drop_server_events(stream: Any) -> None:
     handle: Callable[[Any], Generator[Any, Any, None]] = stream._handle_event
 
     def handle_event(event: Any) -> Generator[Any, Any, None]:
-        if isinstance(event, server_events):
+        if isinstance(event, server_events) and id(event) not in mine:
             return _nothing()  # the upstream kept talking after we ended this response
         return handle(event)
 
@@ -264,6 +329,27 @@ def end_stream(flow: Any, reason: str = "guard") -> bool:
         server.inject_event(_State.end_event_type(flow, reason))
     except ValueError:
         logger.debug("proxai: %s: the client connection is gone, nothing to end", flow.id)
+        return False
+    return True
+
+
+def answer_now(flow: Any, response: Any) -> bool:
+    """Ask mitmproxy to answer ``flow``'s client with ``response`` (not streamed) and cancel the
+    upstream, if the flow still waits for its upstream's response headers or buffers its body.
+
+    False when the internals are unavailable or the flow's client connection is gone.
+    """
+    if not _State.available or _State.answer_event_type is None:
+        return False
+    from mitmproxy import ctx
+
+    server: Any = ctx.master.addons.get("proxyserver")  # type: ignore[no-untyped-call]
+    if server is None:
+        return False
+    try:
+        server.inject_event(_State.answer_event_type(flow, response))
+    except ValueError:
+        logger.debug("proxai: %s: the client connection is gone, nothing to answer", flow.id)
         return False
     return True
 
