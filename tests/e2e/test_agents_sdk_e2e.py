@@ -44,7 +44,9 @@ def agent_upstream() -> Iterator[FakeUpstream]:
 
 def _summary(flow: http.HTTPFlow) -> tuple[Any, ...]:
     m = proxai_meta(flow)
-    tools = [(t["name"], t["arguments_valid_json"], t["arguments_complete"]) for t in m.get("tool_calls") or []]
+    tools = [
+        (t["name"], t["arguments_valid_json"], t["arguments_complete"]) for t in m.get("tool_calls") or []
+    ]
     return (m["client_protocol"], m["protocol"], m["outcome"], m["stop_class"], tools, m["text_bytes"])
 
 
@@ -82,24 +84,19 @@ def _run(model_kind: str, base_url: str, tmp: Path, stream: bool) -> tuple[str, 
     return asyncio.run(go()), called
 
 
+ROUTES = {  # client model kind -> (client path, upstream protocol)
+    "chat": ("/v1/chat/completions", "openai_responses"),
+    "responses": ("/v1/responses", "openai_chat"),
+}
+
+
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
-@pytest.mark.parametrize(
-    ("client", "client_path", "target", "base"),
-    [
-        ("chat", "/v1/chat/completions", "openai_responses", "/v1"),
-        ("responses", "/v1/responses", "openai_chat", "/v1"),
-    ],
-    ids=["chat-on-responses", "responses-on-chat"],
-)
+@pytest.mark.parametrize("client", ["chat", "responses"], ids=["chat-on-responses", "responses-on-chat"])
 def test_agents_sdk_translated(
-    client: str,
-    client_path: str,
-    target: str,
-    base: str,
-    stream: bool,
-    agent_upstream: FakeUpstream,
-    tmp_path: Path,
+    client: str, stream: bool, agent_upstream: FakeUpstream, tmp_path: Path
 ) -> None:
+    client_path, target = ROUTES[client]
+    base = "/v1"
     routes = tmp_path / "routes.toml"
     routes.write_text(
         f'[[route]]\nname = "sdk"\nmatch = {{ path = "{client_path}" }}\n'
