@@ -4,7 +4,8 @@ with ProxAI, against the fake upstream's agent mode (docs/recipes.md, "OpenAI Ag
 The SDK runs its own loop: the model calls the ``read_note`` function tool, the SDK runs the
 Python function, sends its result back, and the model answers. As a Chat Completions client
 (``OpenAIChatCompletionsModel``) served by a Responses upstream, and as a Responses client
-(``OpenAIResponsesModel``) served by a Chat upstream, each streamed and not: each test asserts
+(``OpenAIResponsesModel``) served by a Chat upstream, and observed untranslated, each streamed
+and not: each test asserts
 the final output, the arguments the tool was called with, and the summary of every flow.
 """
 
@@ -47,7 +48,14 @@ def _summary(flow: http.HTTPFlow) -> tuple[Any, ...]:
     tools = [
         (t["name"], t["arguments_valid_json"], t["arguments_complete"]) for t in m.get("tool_calls") or []
     ]
-    return (m["client_protocol"], m["protocol"], m["outcome"], m["stop_class"], tools, m["text_bytes"])
+    return (
+        m.get("client_protocol") or m["protocol"],
+        m["protocol"],
+        m["outcome"],
+        m["stop_class"],
+        tools,
+        m["text_bytes"],
+    )
 
 
 def _run(model_kind: str, base_url: str, tmp: Path, stream: bool) -> tuple[str, list[str]]:
@@ -84,35 +92,35 @@ def _run(model_kind: str, base_url: str, tmp: Path, stream: bool) -> tuple[str, 
     return asyncio.run(go()), called
 
 
-ROUTES = {  # client model kind -> (client path, upstream protocol)
-    "chat": ("/v1/chat/completions", "openai_responses"),
-    "responses": ("/v1/responses", "openai_chat"),
+ROUTES = {  # case -> (model kind, client path, upstream protocol; None: observe only)
+    "chat-on-responses": ("chat", "/v1/chat/completions", "openai_responses"),
+    "responses-on-chat": ("responses", "/v1/responses", "openai_chat"),
+    "responses-observed": ("responses", "/v1/responses", None),
 }
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
-@pytest.mark.parametrize("client", ["chat", "responses"], ids=["chat-on-responses", "responses-on-chat"])
-def test_agents_sdk_translated(
-    client: str, stream: bool, agent_upstream: FakeUpstream, tmp_path: Path
-) -> None:
-    client_path, target = ROUTES[client]
-    base = "/v1"
-    routes = tmp_path / "routes.toml"
-    routes.write_text(
-        f'[[route]]\nname = "sdk"\nmatch = {{ path = "{client_path}" }}\n'
-        f'upstream = "{agent_upstream.url}{base}"\nprotocol = "{target}"\n'
-    )
-    with running_mitmdump(
-        agent_upstream.url, workdir=tmp_path / "mitm", options={"proxai_routes": str(routes)}
-    ) as md:
+@pytest.mark.parametrize("case", list(ROUTES))
+def test_agents_sdk(case: str, stream: bool, agent_upstream: FakeUpstream, tmp_path: Path) -> None:
+    client, client_path, routed = ROUTES[case]
+    options: dict[str, str] = {}
+    if routed is not None:
+        routes = tmp_path / "routes.toml"
+        routes.write_text(
+            f'[[route]]\nname = "sdk"\nmatch = {{ path = "{client_path}" }}\n'
+            f'upstream = "{agent_upstream.url}/v1"\nprotocol = "{routed}"\n'
+        )
+        options["proxai_routes"] = str(routes)
+    with running_mitmdump(agent_upstream.url, workdir=tmp_path / "mitm", options=options) as md:
         output, called = _run(client, f"{md.url}/v1", tmp_path, stream)
         assert output == ANSWER
         assert called == ["notes.txt"]
         md.wait_flows_all(2)
         flows = md.read_flows()
     protocol = "openai_chat" if client == "chat" else "openai_responses"
+    target = routed or protocol
     assert [_summary(f) for f in flows] == [
         (protocol, target, "completed", "tool_use", [("read_note", True, True)], 0),
         (protocol, target, "completed", "end_turn", [], len(ANSWER)),
     ]
-    assert all(proxai_meta(f)["route"]["name"] == "sdk" for f in flows)
+    assert all((proxai_meta(f).get("route") or {}).get("name") == ("sdk" if routed else None) for f in flows)
