@@ -313,12 +313,11 @@ def _nothing() -> Generator[Any, Any, None]:
     yield from ()
 
 
-def end_stream(flow: Any, reason: str = "guard") -> bool:
-    """Ask mitmproxy to end ``flow``'s client stream now (asynchronously, through the event loop).
-
-    False when the internals are unavailable or the flow's client connection is gone.
-    """
-    if not _State.available or _State.end_event_type is None:
+def _inject(flow: Any, event_type: Any, payload: Any, what: str) -> bool:
+    """Hand ``event_type(flow, payload)`` to mitmproxy's proxy server, for ``end_stream`` and
+    ``answer_now``. False when the internals are unavailable or the flow's client connection is gone
+    (``what`` names the action in the debug line)."""
+    if not _State.available or event_type is None:
         return False
     from mitmproxy import ctx
 
@@ -326,11 +325,19 @@ def end_stream(flow: Any, reason: str = "guard") -> bool:
     if server is None:
         return False
     try:
-        server.inject_event(_State.end_event_type(flow, reason))
+        server.inject_event(event_type(flow, payload))
     except ValueError:
-        logger.debug("proxai: %s: the client connection is gone, nothing to end", flow.id)
+        logger.debug("proxai: %s: the client connection is gone, nothing to %s", flow.id, what)
         return False
     return True
+
+
+def end_stream(flow: Any, reason: str = "guard") -> bool:
+    """Ask mitmproxy to end ``flow``'s client stream now (asynchronously, through the event loop).
+
+    False when the internals are unavailable or the flow's client connection is gone.
+    """
+    return _inject(flow, _State.end_event_type, reason, "end")
 
 
 def answer_now(flow: Any, response: Any) -> bool:
@@ -339,19 +346,7 @@ def answer_now(flow: Any, response: Any) -> bool:
 
     False when the internals are unavailable or the flow's client connection is gone.
     """
-    if not _State.available or _State.answer_event_type is None:
-        return False
-    from mitmproxy import ctx
-
-    server: Any = ctx.master.addons.get("proxyserver")  # type: ignore[no-untyped-call]
-    if server is None:
-        return False
-    try:
-        server.inject_event(_State.answer_event_type(flow, response))
-    except ValueError:
-        logger.debug("proxai: %s: the client connection is gone, nothing to answer", flow.id)
-        return False
-    return True
+    return _inject(flow, _State.answer_event_type, response, "answer")
 
 
 class GuardTimer:
