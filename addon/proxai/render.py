@@ -611,10 +611,14 @@ def _translation_info(meta: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 def _client_request_body(meta: Mapping[str, Any] | None) -> Any:
-    """The client's original request (before translation), when the translation kept it."""
+    """The client's original request body (before translation), when the translation kept it:
+    ``client_request`` is ``{"url": ..., "body": <JSON text>}`` (or the body itself, as text or
+    parsed), in the metadata or its ``translation``."""
     tr = _translation_info(meta)
     for holder in (tr, meta or {}):
         body = holder.get("client_request")
+        if isinstance(body, Mapping) and "body" in body:
+            body = body["body"]
         if isinstance(body, (str, bytes)):
             try:
                 return orjson.loads(body)
@@ -623,6 +627,12 @@ def _client_request_body(meta: Mapping[str, Any] | None) -> Any:
         if isinstance(body, Mapping):
             return body
     return None
+
+
+def _client_request_url(meta: Mapping[str, Any] | None) -> str | None:
+    kept = (meta or {}).get("client_request")
+    url = kept.get("url") if isinstance(kept, Mapping) else None
+    return url if isinstance(url, str) else None
 
 
 def flow_response_lines(
@@ -670,6 +680,8 @@ def flow_request_lines(meta: Mapping[str, Any] | None, upstream_protocol: str, b
     if meta is not None:
         if isinstance(meta.get("original_url"), str):
             extra.append(f"original_url: {meta['original_url']}")
+        elif _client_request_url(meta):
+            extra.append(f"original_url: {_client_request_url(meta)}")
         route = meta.get("route")
         if isinstance(route, Mapping):
             target = f" -> {route['target_url']}" if route.get("target_url") else ""

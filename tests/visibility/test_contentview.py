@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 from mitmproxy import contentviews, http
 from mitmproxy.test import taddons, tflow
@@ -111,7 +112,11 @@ def test_translated_flow_shows_both_sides(tctx: taddons.context) -> None:
     meta = observed_meta(Protocol.OPENAI_CHAT, upstream_body)
     meta["client_protocol"] = "anthropic_messages"
     meta["original_url"] = "http://127.0.0.1:8080/v1/messages"
-    meta["client_request"] = request_body(Protocol.ANTHROPIC_MESSAGES, True)
+    # The routing keeps the client's request as JSON text (secrets masked) beside its URL.
+    meta["client_request"] = {
+        "url": "http://127.0.0.1:8080/v1/messages",
+        "body": orjson.dumps(request_body(Protocol.ANTHROPIC_MESSAGES, True)).decode(),
+    }
     meta["route"] = {
         "name": "claude-on-vllm",
         "client_protocol": "anthropic_messages",
