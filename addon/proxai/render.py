@@ -366,6 +366,47 @@ def _event_digest(name: str, data: str) -> str:
     return terminal_safe(f"{label}: {text}")
 
 
+def _event_name(name: str, data: str) -> str:
+    """What an event is, without its content: its SSE name or JSON ``type``; a Chat chunk by what
+    it carries (``delta.content``, ``finish_reason stop``, ``usage``)."""
+    if name and name != "message":
+        return terminal_safe(name)
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return "data" if data.strip() != "[DONE]" else "[DONE]"
+    if not isinstance(doc, dict):
+        return "data"
+    if isinstance(doc.get("type"), str):
+        return terminal_safe(doc["type"])
+    parts: list[str] = []
+    choices = doc.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        delta = choices[0].get("delta")
+        if isinstance(delta, dict):
+            parts.extend(f"delta.{k}" for k, v in delta.items() if v not in (None, "", []))
+        if isinstance(choices[0].get("finish_reason"), str):
+            parts.append(f"finish_reason {choices[0]['finish_reason']}")
+    if doc.get("usage"):
+        parts.append("usage")
+    if "error" in doc:
+        parts.append("error")
+    return terminal_safe("chunk" + (f" ({', '.join(parts)})" if parts else ""))
+
+
+def last_event_names(tail: bytes, n: int = LAST_EVENTS) -> list[str]:
+    """The names of the last ``n`` complete events in the stream's recent ``tail`` (its first event
+    may be cut by the tail's start, so it is left out when there are more), then ``(unfinished)``
+    when the tail ends inside an event. No content: metadata holds none."""
+    scanner = SseScanner()
+    try:
+        events = scanner.feed(tail)
+    except ProxaiError:
+        return []
+    names = [_event_name(ev.event, ev.data) for ev in (events[1:] if len(events) > n else events)]
+    return names[-n:] + (["(unfinished)"] if scanner.pending_bytes else [])
+
+
 def last_event_lines(meta: Mapping[str, Any], body: bytes | None) -> list[str]:
     """For a ``closed`` stream: its last events, from the body when there is one (else the event
     names the addon recorded), and an unfinished event left at the end."""
@@ -650,7 +691,7 @@ def flow_response_lines(
         if captured is None and meta is not None:
             lines = response_lines(meta, None, content=False, body=body)
             if "body_not_kept" not in meta:
-                lines.insert(1, NOT_STORED)
+                lines.insert(len(verdict_lines(meta)), NOT_STORED)
             return wrap(lines)
         return wrap(response_lines(meta, captured, body=body))
     lines = [

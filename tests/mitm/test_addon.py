@@ -672,3 +672,23 @@ def test_keep_body_off_leaves_the_carrier_alone(tctx: Any) -> None:
     f.response = _sse_response()
     assert _stream(a, f, CHAT_TEXT) == CHAT_TEXT
     assert f.metadata["proxai"]["outcome"] == "completed"
+
+
+def test_closed_stream_records_its_last_event_names(tctx: Any) -> None:
+    """EOF before ``[DONE]``: the metadata says what came last, by name only (no content)."""
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response()
+    wire = CHAT_TEXT.replace(b"data: [DONE]\n\n", b"") + b'data: {"id": "chatcmpl-1", "cho'
+    _stream(a, f, wire)
+    m = f.metadata["proxai"]
+    assert m["outcome"] == "closed"
+    assert m["last_events"] == [
+        "chunk (delta.content)",
+        "chunk (delta.content)",
+        "chunk (finish_reason stop)",
+        "chunk (usage)",
+        "(unfinished)",
+    ]
+    assert "world" not in str(m)  # names only: the answer's text is not in the metadata

@@ -262,3 +262,19 @@ def test_rendering_never_raises_on_odd_metadata_or_bodies(meta: dict[str, Any], 
         meta, index=1, flow_id="f", method="POST", url="http://h/v1/x?key=k", status=200, diagnostics=diag
     )
     assert all(isinstance(line, str) for line in report.table_lines([row]))
+
+
+def test_closed_stream_without_a_body_names_its_last_events() -> None:
+    meta = {
+        "protocol": "anthropic_messages",
+        "outcome": "closed",
+        "streaming": True,
+        "last_events": ["content_block_delta", "content_block_stop"],
+    }
+    lines = render.flow_response_lines(meta, None, "anthropic_messages")
+    assert lines[:2] == [
+        "ProxAI · closed: no message_stop · anthropic_messages · streamed",
+        "The stream ended before its terminal event: the message_stop event never came.",
+    ]
+    at = lines.index("── how the stream ended ──")
+    assert lines[at + 1] == "last events: content_block_delta, content_block_stop"

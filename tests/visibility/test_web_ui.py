@@ -145,8 +145,17 @@ def test_translated_flow_shows_both_sides_in_the_web_ui(
     assert "Paris is sunny today with a high of" in lines
     up = lines.index("══ as the upstream sent it (openai_chat) ══")
     assert lines[up + 1] == "upstream · truncated (length) · openai_chat max_tokens · streamed"
-    # The request tab: the request sent upstream, and the client's own when the routing kept it.
+    # The request tab: the client's own request (kept by the routing) and the one sent upstream.
     req = _open(browser, web, flow["id"], "request").splitlines()
-    assert req[0].startswith("ProxAI · translated flow: the client speaks anthropic_messages")
-    assert "══ as sent upstream (openai_chat) ══" in req
-    assert "ProxAI request · openai_chat" in req
+    assert req[0] == (
+        "ProxAI · translated flow: the client speaks anthropic_messages, the upstream speaks openai_chat"
+    )
+    client = req.index("══ as the client sent it (anthropic_messages) ══")
+    assert req[client + 1 : client + 4] == [
+        "ProxAI request · anthropic_messages",
+        "model: max_tokens · stream: true",
+        "params: max_tokens 1024",
+    ]
+    assert req[client + 4 : client + 7] == ["── messages (1) ──", "[1] user:", "  Weather in Paris?"]
+    upstream = req.index("══ as sent upstream (openai_chat) ══")
+    assert req[upstream + 1] == "ProxAI request · openai_chat" and upstream > client

@@ -33,7 +33,7 @@ from typing import Any, ParamSpec, TypeVar
 from mitmproxy import ctx, exceptions, flowfilter, http
 from mitmproxy.addonmanager import Loader
 
-from proxai import keep, observe, verdict
+from proxai import keep, observe, render, verdict
 from proxai.decode import DEFAULT_MAX_DECODED, Decoder, IdentityDecoder, make_decoder
 from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.errors import ConfigError, DecodeError, ProxaiError
@@ -557,6 +557,10 @@ class ProxAI:
                 meta["translation"] = carrier.translator.metadata()
         if observe_error:
             meta["observe_error"] = observe_error
+        if summary.outcome is Outcome.CLOSED and carrier is not None:
+            # What came last before the stream ended without its terminal event (names only): the
+            # view shows it when the body was not kept, and for the upstream side of a translation.
+            meta["last_events"] = render.last_event_names(bytes(carrier.observer.tail))
         if summary.outcome is Outcome.UNFINISHED_TOOL or "guard" in summary.extra:
             path = self.write_diagnostics(flow, state, summary)
             if path is not None:
