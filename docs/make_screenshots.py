@@ -130,7 +130,7 @@ def mitmweb_shots(up: FakeUpstream, browser: Chromium, workdir: Path) -> list[Pa
         by_comment = {f["comment"].split(" · ")[0] + " " + f["comment"].split(" · ")[1]: f for f in flows}
         shots = []
         for name, key in (
-            ("mitmweb-truncated.png", "truncated (max_tokens) anthropic claude-sonnet-4-5"),
+            ("mitmweb-truncated.png", "truncated (max_tokens) anthropic max_tokens"),
             ("mitmweb-translated.png", "completed (tool_use) anthropic<-chat parallel_tools"),
         ):
             flow = by_comment[key]
@@ -300,7 +300,7 @@ def main() -> int:
         workdir = Path(tmp)
         (workdir / "web").mkdir()
         (workdir / "console").mkdir()
-        with FakeUpstream(time_scale=0.02) as up, chromium(width=1500, height=900) as browser:
+        with FakeUpstream(time_scale=0.02) as up, chromium(width=1700, height=900) as browser:
             shots = mitmweb_shots(up, browser, workdir / "web")
             shots += console_shots(up, browser, workdir / "console")
     for path in shots:
