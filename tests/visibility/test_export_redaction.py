@@ -172,7 +172,12 @@ def test_export_command(tmp_path: Path) -> None:
     before = [f.get_state() for f in flows]
     with taddons.context(vis) as tctx:
         tctx.configure(vis, proxai_export_har=True)
-        tctx.master.commands.call("proxai.export", flows, str(tmp_path / "bug.flow"))
+        said = tctx.master.commands.call("proxai.export", flows, str(tmp_path / "bug.flow"))
+    # returned, so mitmweb's command bar shows it (mitmweb's event log does not show ALERT)
+    assert said == (
+        f"proxai.export: {len(flows)} flow(s) redacted and written to {tmp_path / 'bug.flow'}, "
+        f"{tmp_path / 'bug.summary.json'}, {tmp_path / 'bug.har'}"
+    )
     assert [f.get_state() for f in flows] == before  # the originals are untouched
     assert_bundle_clean(tmp_path / "bug.flow", tmp_path / "bug.har", tmp_path / "bug.summary.json")
 

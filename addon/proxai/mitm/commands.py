@@ -107,9 +107,10 @@ class Visibility:
             self.recent.append(flow)
 
     @command.command("proxai.export")  # type: ignore[untyped-decorator]
-    def export(self, flows: Sequence[mflow.Flow], path: types.Path) -> None:
+    def export(self, flows: Sequence[mflow.Flow], path: types.Path) -> str:
         """Write a redacted bug-report bundle for FLOWS: <path>.flow, <path>.summary.json and, with
-        proxai_export_har, <path>.har. Secrets (auth headers, API keys, cookies, tokens) are removed."""
+        proxai_export_har, <path>.har. Secrets (auth headers, API keys, cookies, tokens) are removed.
+        Returns what was written (mitmweb's command bar shows it) and logs it at ALERT."""
         try:
             res = export_bundle(
                 flows,
@@ -120,11 +121,11 @@ class Visibility:
         except OSError as exc:
             raise exceptions.CommandError(f"proxai.export: cannot write {path}: {exc}") from exc
         written = [res.flow_path, res.summary_path] + ([res.har_path] if res.har_path else [])
-        logger.log(
-            ALERT,
-            f"proxai.export: {res.flows} flow(s) redacted and written to {', '.join(written)}"
-            + (f" ({res.truncated_bodies} bodies truncated)" if res.truncated_bodies else ""),
+        said = f"proxai.export: {res.flows} flow(s) redacted and written to {', '.join(written)}" + (
+            f" ({res.truncated_bodies} bodies truncated)" if res.truncated_bodies else ""
         )
+        logger.log(ALERT, said)
+        return said
 
     @command.command("proxai.report")  # type: ignore[untyped-decorator]
     def report(self) -> str:
