@@ -23,9 +23,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from proxai.provider_errors import ProviderError
+
 BlockKind = Literal["text", "thinking", "redacted_thinking", "refusal", "tool"]
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
-ErrorName = Literal["overloaded", "rate_limit", "prompt_too_long", "server"]
+ErrorName = ProviderError
 
 
 @dataclass(frozen=True, slots=True)

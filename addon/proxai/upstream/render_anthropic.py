@@ -19,6 +19,9 @@ from typing import Any
 
 import orjson
 
+from proxai.model import Protocol
+from proxai.provider_errors import anthropic_error, http_headers
+
 from .ops import (
     Abort,
     Action,
@@ -41,20 +44,6 @@ from .transcript import Block, Transcript
 from .wire import delay, filler, sse
 
 PING = sse({"type": "ping"}, "ping")
-
-_ERRORS: dict[ErrorName, tuple[int, str, str]] = {
-    "overloaded": (529, "overloaded_error", "Overloaded"),
-    "server": (500, "api_error", "Internal server error"),
-    "rate_limit": (
-        429,
-        "rate_limit_error",
-        "This request would exceed the rate limit for your organization of 50 requests per minute. "
-        "For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response "
-        "headers for current usage. Please reduce the prompt length or the maximum tokens requested, "
-        "or try again later.",
-    ),
-    "prompt_too_long": (400, "invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"),
-}
 
 
 class AnthropicRenderer:
@@ -134,12 +123,7 @@ class AnthropicRenderer:
                 return {"type": "tool_use", "id": self.tool_id(block), "name": block.name, "input": args}
 
     def _error(self, name: ErrorName) -> tuple[int, dict[str, Any]]:
-        status, etype, message = _ERRORS[name]
-        return status, {
-            "type": "error",
-            "error": {"type": etype, "message": message},
-            "request_id": self.request_id,
-        }
+        return anthropic_error(name, self.request_id)
 
     # ---- Renderer ----
 
@@ -204,9 +188,5 @@ class AnthropicRenderer:
 
     def error_response(self, name: ErrorName) -> Respond:
         status, obj = self._error(name)
-        headers: tuple[tuple[str, str], ...] = (("request-id", self.request_id),)
-        if name == "rate_limit":
-            headers += (("retry-after", "2"), ("anthropic-ratelimit-requests-remaining", "0"))
-        if name == "overloaded":
-            headers += (("x-should-retry", "true"),)
+        headers = http_headers(Protocol.ANTHROPIC_MESSAGES, name, self.request_id)
         return Respond(status, orjson.dumps(obj), headers=headers)

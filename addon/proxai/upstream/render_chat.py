@@ -20,6 +20,9 @@ from typing import Any
 
 import orjson
 
+from proxai.model import Protocol
+from proxai.provider_errors import CHAT_ERRORS, http_headers, openai_errors
+
 from .ops import (
     Abort,
     Action,
@@ -49,58 +52,11 @@ FINISH: dict[StopReason, str] = {
     "refusal": "stop",
 }
 
-# Chat Completions and Responses answer a rate limit alike
-OPENAI_RATE_LIMIT: tuple[int, dict[str, Any]] = (
-    429,
-    {
-        "message": "Rate limit reached for gpt-4o in organization org-fakeupstream on tokens per min "
-        "(TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s. Visit "
-        "https://platform.openai.com/account/rate-limits to learn more.",
-        "type": "tokens",
-        "param": None,
-        "code": "rate_limit_exceeded",
-    },
-)
 
-_ERRORS: dict[ErrorName, tuple[int, dict[str, Any]]] = {
-    "overloaded": (
-        503,
-        {
-            "message": "The server is overloaded or not ready yet.",
-            "type": "server_error",
-            "param": None,
-            "code": None,
-        },
-    ),
-    "server": (
-        500,
-        {
-            "message": "The server had an error while processing your request. Sorry about that!",
-            "type": "server_error",
-            "param": None,
-            "code": None,
-        },
-    ),
-    "rate_limit": OPENAI_RATE_LIMIT,
-    "prompt_too_long": (
-        400,
-        {
-            "message": "This model's maximum context length is 128000 tokens. However, your messages "
-            "resulted in 130012 tokens. Please reduce the length of the messages.",
-            "type": "invalid_request_error",
-            "param": "messages",
-            "code": "context_length_exceeded",
-        },
-    ),
-}
-
-
-def openai_error_response(name: ErrorName, errors: dict[ErrorName, tuple[int, dict[str, Any]]]) -> Respond:
+def openai_error_response(name: ErrorName, protocol: Protocol) -> Respond:
     """An OpenAI-style HTTP error (shared by Chat and Responses)."""
-    status, err = errors[name]
-    headers: tuple[tuple[str, str], ...] = (("x-request-id", "req_fakeupstream"),)
-    if name == "rate_limit":
-        headers += (("retry-after", "2"), ("x-ratelimit-remaining-tokens", "0"))
+    status, err = openai_errors(protocol)[name]
+    headers = http_headers(protocol, name, "req_fakeupstream")
     return Respond(status, orjson.dumps({"error": err}), headers=headers)
 
 
@@ -195,7 +151,7 @@ class ChatRenderer:
                         yield self._chunk([], self.usage(t))
                     yield b"data: [DONE]\n\n"
                 case Fail():
-                    yield sse({"error": _ERRORS[op.error][1]})
+                    yield sse({"error": CHAT_ERRORS[op.error][1]})
                 case Reset():
                     yield Abort(op.drop)
                     return
@@ -252,4 +208,4 @@ class ChatRenderer:
         return orjson.dumps(obj)
 
     def error_response(self, name: ErrorName) -> Respond:
-        return openai_error_response(name, _ERRORS)
+        return openai_error_response(name, Protocol.OPENAI_CHAT)

@@ -22,6 +22,9 @@ from typing import Any
 
 import orjson
 
+from proxai.model import Protocol
+from proxai.provider_errors import RESPONSES_ERRORS
+
 from .ops import (
     Abort,
     Action,
@@ -40,43 +43,11 @@ from .ops import (
     Start,
     Wait,
 )
-from .render_chat import OPENAI_RATE_LIMIT, openai_error_response
+from .render_chat import openai_error_response
 from .transcript import Block, Transcript
 from .wire import COMMENT_KEEPALIVE, delay, filler, sse
 
 _PREFIX = {"text": "msg_", "refusal": "msg_", "thinking": "rs_", "redacted_thinking": "rs_", "tool": "fc_"}
-
-_ERRORS: dict[ErrorName, tuple[int, dict[str, Any]]] = {
-    "overloaded": (
-        503,
-        {
-            "message": "The server is overloaded or not ready yet.",
-            "type": "server_error",
-            "param": None,
-            "code": "server_error",
-        },
-    ),
-    "server": (
-        500,
-        {
-            "message": "The server had an error while processing your request. Sorry about that!",
-            "type": "server_error",
-            "param": None,
-            "code": "server_error",
-        },
-    ),
-    "rate_limit": OPENAI_RATE_LIMIT,
-    "prompt_too_long": (
-        400,
-        {
-            "message": "Your input exceeds the context window of this model. "
-            "Please adjust your input and try again.",
-            "type": "invalid_request_error",
-            "param": "input",
-            "code": "context_length_exceeded",
-        },
-    ),
-}
 
 
 class ResponsesRenderer:
@@ -265,7 +236,7 @@ class ResponsesRenderer:
                             "response.completed", response=self.response(t, "completed", final=True)
                         )
                 case Fail():
-                    err = _ERRORS[op.error][1]
+                    err = RESPONSES_ERRORS[op.error][1]
                     yield self.ev("error", code=err["code"], message=err["message"], param=None)
                     failed = self.response(t, "failed", final=True)
                     failed["error"] = {"code": err["code"], "message": err["message"]}
@@ -293,4 +264,4 @@ class ResponsesRenderer:
         return orjson.dumps(self.response(t, status, final=True))
 
     def error_response(self, name: ErrorName) -> Respond:
-        return openai_error_response(name, _ERRORS)
+        return openai_error_response(name, Protocol.OPENAI_RESPONSES)
