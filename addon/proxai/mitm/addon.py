@@ -40,6 +40,7 @@ from proxai.errors import ConfigError, DecodeError, ProxaiError
 from proxai.mitm.carrier import Carrier, strip_translated_headers
 from proxai.mitm.commands import Visibility
 from proxai.mitm.diagnostics import build_report, write_report
+from proxai.mitm.faults import FaultAddon
 from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.routing import Routing
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
@@ -125,7 +126,13 @@ class ProxAI:
         self.carrier_setup.append(self.guard.setup)
         # Visibility (issue 6): the ProxAI contentview, proxai.export / proxai.report commands.
         self.visibility = Visibility()
-        self.addons = [self.guard, self.visibility]
+        # Fault injection (docs/agent-testing.md): a child addon; it marks the summaries it shaped.
+        self.faults = FaultAddon(self.flows.get)
+        # Called by ``record`` before the summary is written: ``(flow, state, summary, now)``.
+        self.annotators: list[Callable[[http.HTTPFlow, FlowState, StreamSummary, float], None]] = [
+            self.faults.annotate
+        ]
+        self.addons = [self.guard, self.visibility, self.faults]
         # Routing + request/JSON translation (issue 4): option proxai_routes.
         self.routing = Routing()
 
@@ -527,6 +534,11 @@ class ProxAI:
         observe_error: str | None = None,
     ) -> None:
         """Summary -> ``flow.metadata["proxai"]``, comment, marker, diagnostics."""
+        for annotate in self.annotators:
+            try:
+                annotate(flow, state, summary, self.clock())
+            except Exception:
+                logger.warning("proxai: a summary annotator failed", exc_info=True)
         meta: dict[str, Any] = dict(flow.metadata.get("proxai") or {})
         meta.update(summary.to_metadata())
         meta["detected_by"] = state.detected_by

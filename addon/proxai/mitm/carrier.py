@@ -266,6 +266,15 @@ class Carrier:
         self._pending_info = (kind, message)
         return False
 
+    def close_with(self, action: GuardAction, now: float) -> bytes:
+        """Close the client stream now, as a closing ``on_chunk`` action does: the bytes to send
+        last (``action.inject``, or the error for ``kind`` / ``message`` in the client's
+        protocol), the observer aborted, end hooks and close handlers run. For a caller that
+        shapes the carrier's output from outside the hooks (the fault injector)."""
+        data = action.inject if action.inject is not None else self.error_bytes(action.kind, action.message)
+        self._close(action.kind, action.message, now, len(data), out_of_band=False)
+        return data
+
     def error_bytes(self, kind: ErrorKind, message: str) -> bytes:
         """A well-formed error + end of stream in the CLIENT's protocol."""
         if self.translator is not None:
@@ -508,13 +517,7 @@ class Carrier:
             if action is None:
                 continue
             if action.close:
-                data = (
-                    action.inject
-                    if action.inject is not None
-                    else self.error_bytes(action.kind, action.message)
-                )
-                out.append(data)
-                self._close(action.kind, action.message, now, len(data), out_of_band=False)
+                out.append(self.close_with(action, now))
                 break
             if action.inject:
                 out.append(action.inject)

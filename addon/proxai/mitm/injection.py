@@ -28,6 +28,20 @@ chunk will ever call our code, so this module reaches into mitmproxy's HTTP laye
    then runs the ``responseheaders`` / ``response`` hooks and sends the whole response; the upstream
    is cancelled as in 3.
 
+The fault injector (``proxai.mitm.faults``) uses the same wrapper for three more events:
+
+6. ``attach_hold(flow, hold)`` (sent at request time, long before the response): the flow's
+   ``HttpStream`` gets an instance ``_handle_event`` that DEFERS the upstream's end of message,
+   trailers and protocol errors while ``hold.holding()`` (bytes of a stall or a slow-down still wait),
+   so the client's stream cannot end under held bytes. Data events pass.
+7. ``release(flow)`` (a timer): delivers a ``ResponseData`` holding the ``RELEASE`` marker to the stream
+   while it streams its body; the stream calls ``flow.response.stream(RELEASE)`` and the injector
+   answers with the bytes whose time has come, which mitmproxy sends as any other chunk (HTTP/1
+   chunk, HTTP/2 DATA). Once nothing waits, the deferred upstream events are replayed in order.
+8. ``reset_stream(flow)``: delivers a ``ResponseProtocolError`` (``KILL``) to the stream as if the
+   upstream had died: mitmproxy runs the error hook and kills the client side (HTTP/1: the client
+   connection is closed mid-body; HTTP/2: that stream is reset), and the upstream is cancelled as in 3.
+
 ``install()`` checks at start-up that every internal used here exists; when one does not, it logs ONE
 warning and ProxAI keeps the data-driven path only (errors injected on the next upstream chunk).
 ``GuardTimer`` is the per-flow asyncio timer the guard arms.
@@ -111,12 +125,33 @@ def _annotations(cls: type) -> dict[str, Any]:
     return out
 
 
+# The data of a ``ResponseData`` the release event delivers: the injector recognises it by identity.
+RELEASE = b"\x00proxai-release\x00"
+_HOLD = "_proxai_hold"  # HttpStream attribute: its StreamHold
+
+
+class StreamHold:
+    """What a faulted flow's ``HttpStream`` defers: its upstream's end events while ``holding()``,
+    and every upstream event once ``blocking`` (a reset is on its way: nothing may reach the
+    client before it)."""
+
+    def __init__(self, holding: Callable[[], bool]) -> None:
+        self.holding = holding
+        self.deferred: list[Any] = []
+        self.attached = False
+        self.blocking = False
+        self.off = False  # the stream is being ended by us: nothing is deferred any more
+
+
 class _State:
     installed = False
     available = False
     warned = False
     end_event_type: type | None = None
     answer_event_type: type | None = None
+    hold_event_type: type | None = None
+    release_event_type: type | None = None
+    reset_event_type: type | None = None
 
 
 def install() -> bool:
@@ -156,14 +191,31 @@ def _patch() -> None:
     from mitmproxy.proxy.layers import http as mhttp
     from mitmproxy.proxy.layers.http import _events as hev
 
-    class ProxaiEndStream(events.MessageInjected[str]):
+    class ProxaiEvent(events.MessageInjected[Any]):
+        """An event of ours for the HttpLayer that holds ``flow``'s stream."""
+
+    class ProxaiEndStream(ProxaiEvent):
         """End the client side of ``flow``'s response now (``message`` is a reason, for logs)."""
 
-    class ProxaiAnswer(events.MessageInjected[Any]):
+    class ProxaiAnswer(ProxaiEvent):
         """Answer ``flow``'s client now with ``message`` (an ``http.Response``), not streamed."""
+
+    class ProxaiHold(ProxaiEvent):
+        """Attach ``message`` (a ``StreamHold``) to ``flow``'s stream."""
+
+    class ProxaiRelease(ProxaiEvent):
+        """Hand ``flow``'s stream the ``RELEASE`` marker (held bytes whose time came)."""
+
+    class ProxaiReset(ProxaiEvent):
+        """Kill the client side of ``flow``'s response (``message``: the reason)."""
 
     _State.end_event_type = ProxaiEndStream
     _State.answer_event_type = ProxaiAnswer
+    _State.hold_event_type = ProxaiHold
+    _State.release_event_type = ProxaiRelease
+    _State.reset_event_type = ProxaiReset
+    server_end_events = (hev.ResponseEndOfMessage, hev.ResponseTrailers, hev.ResponseProtocolError)
+    server_events = (hev.ResponseData, *server_end_events)
     HttpLayer = mhttp.HttpLayer
     HttpStream = mhttp.HttpStream
     stream_body_state = HttpStream.state_stream_response_body
@@ -185,24 +237,65 @@ def _patch() -> None:
             return False
         return any(isinstance(x, HttpLayer) for x in below)
 
-    def end(layer: Any, event: Any) -> Generator[Any, Any, None]:
+    def streaming(layer: Any, event: Any) -> Any:
+        """The stream of ``event.flow`` while it streams its response body (None: not, or no
+        longer: the upstream's own end won the race, or we ended it)."""
         flow: Any = event.flow
-        flow_id, server_conn = flow.id, flow.server_conn
         for stream in list(layer.streams.values()):
             if id(getattr(stream, "flow", None)) != id(flow):
                 continue
             state = getattr(stream.server_state, "__func__", None)
             if stream._paused is not None or state is not stream_body_state or stream.__dict__.get(_ENDED):
-                logger.debug("proxai: stream of %s is no longer streaming; end-of-stream dropped", flow_id)
-                return
-            layer.__dict__.setdefault(_PENDING, {})[stream.stream_id] = (server_conn, CANCEL_MESSAGE)
-            yield from layer.event_to_child(stream, hev.ResponseEndOfMessage(stream.stream_id))
-            stream.__dict__[_ENDED] = True
-            drop_server_events(stream)
-            return
+                logger.debug("proxai: stream of %s is no longer streaming; %s dropped", flow.id, event)
+                return None
+            return stream
+        return None
+
+    def through_tunnels(layer: Any, event: Any) -> Generator[Any, Any, None]:
         for stream in list(layer.streams.values()):
             if tunnels_http(layer, stream):
                 yield from layer.event_to_child(stream, event)
+
+    def holds(layer: Any, event: Any) -> bool:
+        """Whether this layer holds ``event.flow``'s stream (in any state)."""
+        return any(id(getattr(s, "flow", None)) == id(event.flow) for s in layer.streams.values())
+
+    def target(layer: Any, event: Any) -> Generator[Any, Any, Any]:
+        """The stream ``event`` is for, while it streams (None: not in this layer, then the event
+        went on through the CONNECT tunnels, or no longer streaming)."""
+        if not holds(layer, event):
+            yield from through_tunnels(layer, event)
+            return None
+        return streaming(layer, event)
+
+    def stop_holding(stream: Any) -> None:
+        """Our own last events are never deferred by a fault's hold, and nothing deferred is replayed."""
+        hold = stream.__dict__.get(_HOLD)
+        if hold is not None:
+            hold.off = True
+            hold.deferred.clear()
+
+    def close_client(layer: Any, event: Any, last: Any) -> Generator[Any, Any, None]:
+        """Deliver ``last`` (an end of message or a protocol error) to the stream as its upstream's
+        last event, then close the upstream once the stream is gone."""
+        stream = yield from target(layer, event)
+        if stream is None:
+            return
+        stop_holding(stream)
+        layer.__dict__.setdefault(_PENDING, {})[stream.stream_id] = (event.flow.server_conn, CANCEL_MESSAGE)
+        yield from layer.event_to_child(stream, last(stream.stream_id, event))
+        stream.__dict__[_ENDED] = True
+        drop_server_events(stream)
+
+    def end(layer: Any, event: Any) -> Generator[Any, Any, None]:
+        yield from close_client(layer, event, lambda sid, _: hev.ResponseEndOfMessage(sid))
+
+    def reset(layer: Any, event: Any) -> Generator[Any, Any, None]:
+        yield from close_client(
+            layer,
+            event,
+            lambda sid, ev: hev.ResponseProtocolError(sid, str(ev.message), hev.ErrorCode.KILL),
+        )
 
     def answer(layer: Any, event: Any) -> Generator[Any, Any, None]:
         flow: Any = event.flow
@@ -231,15 +324,59 @@ def _patch() -> None:
             else:
                 logger.debug("proxai: %s is not waiting for a buffered response; answer dropped", flow.id)
                 return
+            stop_holding(stream)
             layer.__dict__.setdefault(_PENDING, {})[sid] = (flow.server_conn, CANCEL_MESSAGE)
             stream.__dict__[_ENDED] = True
             drop_server_events(stream, allow=ours)
             for ev in ours:
                 yield from layer.event_to_child(stream, ev)
             return
+        yield from through_tunnels(layer, event)
+
+    def attach(layer: Any, event: Any) -> Generator[Any, Any, None]:
+        flow: Any = event.flow
         for stream in list(layer.streams.values()):
-            if tunnels_http(layer, stream):
-                yield from layer.event_to_child(stream, event)
+            if id(getattr(stream, "flow", None)) == id(flow):
+                hold_end_events(stream, event.message)
+                return
+        yield from through_tunnels(layer, event)
+
+    def hold_end_events(stream: Any, hold: StreamHold) -> None:
+        handle: Callable[[Any], Generator[Any, Any, None]] = stream._handle_event
+
+        def handle_event(ev: Any) -> Generator[Any, Any, None]:
+            if not hold.off and (
+                (hold.blocking and isinstance(ev, server_events))
+                or (isinstance(ev, server_end_events) and hold.holding())
+            ):
+                hold.deferred.append(ev)
+                return _nothing()
+            return handle(ev)
+
+        stream.__dict__["_handle_event"] = handle_event
+        stream.__dict__[_HOLD] = hold
+        hold.attached = True
+
+    def release(layer: Any, event: Any) -> Generator[Any, Any, None]:
+        stream = yield from target(layer, event)
+        if stream is None:
+            return
+        hold = stream.__dict__.get(_HOLD)
+        if hold is not None and hold.blocking:
+            return
+        yield from layer.event_to_child(stream, hev.ResponseData(stream.stream_id, RELEASE))
+        if hold is not None and hold.deferred and not hold.holding():
+            deferred, hold.deferred = hold.deferred, []
+            for ev in deferred:
+                yield from layer.event_to_child(stream, ev)
+
+    handlers: dict[type, Callable[[Any, Any], Generator[Any, Any, None]]] = {
+        ProxaiEndStream: end,
+        ProxaiAnswer: answer,
+        ProxaiHold: attach,
+        ProxaiRelease: release,
+        ProxaiReset: reset,
+    }
 
     def cancel_dropped(layer: Any, pending: dict[int, tuple[Any, str]]) -> Generator[Any, Any, None]:
         for stream_id, (server_conn, message) in list(pending.items()):
@@ -264,10 +401,8 @@ def _patch() -> None:
         original_layer: Callable[[Any, Any], Generator[Any, Any, None]] = HttpLayer._handle_event
 
         def layer_with_pending(self: Any, event: Any) -> Generator[Any, Any, None]:
-            if isinstance(event, ProxaiEndStream):
-                yield from end(self, event)
-            elif isinstance(event, ProxaiAnswer):
-                yield from answer(self, event)
+            if isinstance(event, ProxaiEvent):
+                yield from handlers[type(event)](self, event)
             else:
                 yield from original_layer(self, event)
             pending = self.__dict__.get(_PENDING)
@@ -275,7 +410,7 @@ def _patch() -> None:
                 yield from cancel_dropped(self, pending)
 
         def layer_handle_event(self: Any, event: Any) -> Generator[Any, Any, None]:
-            if isinstance(event, ProxaiEndStream | ProxaiAnswer) or self.__dict__.get(_PENDING):
+            if isinstance(event, ProxaiEvent) or self.__dict__.get(_PENDING):
                 return layer_with_pending(self, event)
             return original_layer(self, event)
 
@@ -314,8 +449,8 @@ def _nothing() -> Generator[Any, Any, None]:
 
 
 def _inject(flow: Any, event_type: Any, payload: Any, what: str) -> bool:
-    """Hand ``event_type(flow, payload)`` to mitmproxy's proxy server, for ``end_stream`` and
-    ``answer_now``. False when the internals are unavailable or the flow's client connection is gone
+    """Hand ``event_type(flow, payload)`` to mitmproxy's proxy server, for the functions
+    below. False when the internals are unavailable or the flow's client connection is gone
     (``what`` names the action in the debug line)."""
     if not _State.available or event_type is None:
         return False
@@ -347,6 +482,21 @@ def answer_now(flow: Any, response: Any) -> bool:
     False when the internals are unavailable or the flow's client connection is gone.
     """
     return _inject(flow, _State.answer_event_type, response, "answer")
+
+
+def attach_hold(flow: Any, hold: StreamHold) -> bool:
+    """Let ``hold`` defer the end events of ``flow``'s upstream (call it at request time)."""
+    return _inject(flow, _State.hold_event_type, hold, "hold")
+
+
+def release(flow: Any) -> bool:
+    """Make ``flow``'s stream call its ``response.stream`` with ``RELEASE`` (held bytes leave)."""
+    return _inject(flow, _State.release_event_type, "release", "release")
+
+
+def reset_stream(flow: Any, reason: str) -> bool:
+    """Kill the client side of ``flow``'s response now (and close its upstream)."""
+    return _inject(flow, _State.reset_event_type, reason, "reset")
 
 
 class GuardTimer:
