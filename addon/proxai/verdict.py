@@ -227,10 +227,24 @@ def _tokens(meta: Mapping[str, Any]) -> str | None:
     return f"{'?' if i is None else i} in/{'?' if o is None else o} out"
 
 
+def fault_label(meta: Mapping[str, Any]) -> str:
+    """``injected fault stall`` for a flow ProxAI faulted on purpose (docs/agent-testing.md), so
+    that nobody takes it for the upstream's doing; "" otherwise."""
+    extra = meta.get("extra")
+    fault = extra.get("fault") if isinstance(extra, Mapping) else None
+    if not isinstance(fault, Mapping) or not fault.get("injected"):
+        return ""
+    return f"injected fault {_str(str(fault.get('fault')))}"
+
+
 def comment_line(meta: Mapping[str, Any]) -> str:
     """The one-line ``flow.comment``, verdict first (a narrow comment column still shows it):
-    ``truncated (max_tokens) · anthropic claude-sonnet-4-5 · 25 in/8 out``."""
+    ``truncated (max_tokens) · anthropic claude-sonnet-4-5 · 25 in/8 out``; an injected fault
+    is named right after the verdict."""
     parts = [verdict_text(meta)]
+    fault = fault_label(meta)
+    if fault:
+        parts.append(fault)
     model = _str(meta.get("model"))
     parts.append(protocol_label(meta) + (f" {model}" if model else ""))
     tokens = _tokens(meta)
@@ -268,7 +282,7 @@ def dump_line(meta: Mapping[str, Any]) -> str:
         text = word.upper() + sep + rest
     timing = meta.get("timing") if isinstance(meta.get("timing"), Mapping) else {}
     assert isinstance(timing, Mapping)
-    parts = [head, text, _tokens(meta) or "- tokens"]
+    parts = [head, text, *filter(None, [fault_label(meta)]), _tokens(meta) or "- tokens"]
     n = len(_tools(meta))
     if n:
         parts.append(f"{n} tool call{'s' if n != 1 else ''}")

@@ -119,7 +119,8 @@ def _errors(exc: ValidationError) -> str:
     parts = []
     for e in exc.errors():
         loc = ".".join(str(x) for x in e["loc"])
-        parts.append(f"{loc}: {e['msg']}" if loc else str(e["msg"]))
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
     return "; ".join(parts)
 
 
