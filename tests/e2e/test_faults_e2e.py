@@ -320,8 +320,11 @@ def test_truncated_anthropic_stream_is_accepted_silently(md: Mitmdump) -> None:
     # message_start, ping, content_block_start and three text deltas: no message_stop
     assert final.content[0].type == "text" and final.content[0].text == "".join(tokens(TEXT)[:3])
     assert final.stop_reason is None
-    m = proxai_meta(md.wait_flow(t))
+    f = md.wait_flow(t)
+    m = proxai_meta(f)
     assert m["outcome"] == "closed" and m["error"] is None
+    # the body kept for the views is what the client got: six events
+    assert f.response is not None and (f.response.content or b"").count(b"\n\n") == 6
     assert _fault_meta(m)["at_event"] == 6 and _fault_meta(m)["client_outcome"] == "closed"
 
 

@@ -32,6 +32,7 @@ from mitmproxy.addonmanager import Loader
 from proxai.errors import ConfigError
 from proxai.faults.rules import STREAM_FAULTS, FaultPlan, FaultRule, parse_inline, parse_option
 from proxai.faults.stage import ERRORS, Act, FaultStage
+from proxai.keep import KeepingStream
 from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
 from proxai.model import ErrorInfo, ErrorKind, Outcome, StreamSummary
@@ -266,7 +267,11 @@ class FaultAddon:
             return
         state = self.state_of(flow)
         carrier = state.carrier if state is not None else None
-        if carrier is None or flow.response.stream is not carrier:
+        current = flow.response.stream
+        # the stream callable is the carrier, or the body keeper over it (which must keep what the
+        # client gets: the stage goes between the two)
+        keeper = current if isinstance(current, KeepingStream) and current.inner is carrier else None
+        if carrier is None or (current is not carrier and keeper is None):
             fault.reason = "the response is not a stream ProxAI carries"
             if fault.hold is not None:
                 fault.hold.off = True
@@ -280,7 +285,10 @@ class FaultAddon:
         )
         fault.stage = stage
         fault.stream = FaultedStream(flow, carrier, fault, stage)
-        flow.response.stream = fault.stream
+        if keeper is not None:
+            keeper.inner = fault.stream
+        else:
+            flow.response.stream = fault.stream
 
     def annotate(self, flow: http.HTTPFlow, state: FlowState, summary: StreamSummary, now: float) -> None:
         """``ProxAI.record``: say in the summary that (and how) a fault was injected."""
