@@ -137,6 +137,13 @@ def md(upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitm
         yield m
 
 
+WEATHER = [{"city": "Paris", "unit": "celsius", "days": 2}, {"city": "Tokyo", "unit": "celsius", "days": 2}]
+
+
+def _tool_inputs(final: Any) -> list[Any]:
+    return [b.input for b in final.content if b.type == "tool_use"]
+
+
 def _fault(name: str) -> dict[str, str]:
     return {"x-proxai-fault": name}
 
@@ -271,10 +278,7 @@ def test_stall_in_tool_call_shorter_than_timeout(md: Mitmdump) -> None:
     client = anthropic_client(md, t, default_headers=_fault("stall-tool-short"))
     seen: list[Any] = []
     final = _anthropic_events(client, seen)
-    assert [b.input for b in final.content if b.type == "tool_use"] == [
-        {"city": "Paris", "unit": "celsius", "days": 2},
-        {"city": "Tokyo", "unit": "celsius", "days": 2},
-    ]
+    assert _tool_inputs(final) == WEATHER
     m = proxai_meta(md.wait_flow(t))
     fault = _fault_meta(m)
     assert fault["injected"] is True and fault["client_outcome"] == "completed"
@@ -480,10 +484,7 @@ def test_slow_tokens_arrive_complete(md: Mitmdump) -> None:
     t = tag()
     client = anthropic_client(md, t, default_headers=_fault("slow-ok"))
     final = _anthropic_events(client, [], model="parallel_tools")
-    assert [b.input for b in final.content if b.type == "tool_use"] == [
-        {"city": "Paris", "unit": "celsius", "days": 2},
-        {"city": "Tokyo", "unit": "celsius", "days": 2},
-    ]
+    assert _tool_inputs(final) == WEATHER
     m = proxai_meta(md.wait_flow(t))
     assert m["outcome"] == "completed" and _fault_meta(m)["client_outcome"] == "completed"
     assert m["carrier"]["client_bytes"] == m["carrier"]["upstream_bytes"]
@@ -507,11 +508,7 @@ def test_faults_through_a_connect_tunnel(md_regular: Mitmdump) -> None:
     t = tag()
     client = anthropic_client(md_regular, t, default_headers=_fault("stall-tool-short"))
     final = _anthropic_events(client, [])
-    assert [b.input for b in final.content if b.type == "tool_use"][1] == {
-        "city": "Tokyo",
-        "unit": "celsius",
-        "days": 2,
-    }
+    assert _tool_inputs(final) == WEATHER
     assert _fault_meta(proxai_meta(md_regular.wait_flow(t)))["injected"] is True
     t = tag()
     client = anthropic_client(md_regular, t, default_headers=_fault("reset-4"))
