@@ -65,7 +65,7 @@ def test_http_error_answers_in_the_clients_protocol(tctx: Any) -> None:
     meta = f.metadata["proxai"]
     assert meta["error"]["kind"] == "rate_limited" and meta["error"]["source"] == "injected"
     assert meta["extra"]["fault"]["injected"] is True
-    assert f.comment.startswith("proxai anthropic_messages: error, injected fault http_error, rate_limited")
+    assert f.comment.startswith("error: rate_limited (HTTP 429) · injected fault http_error · anthropic")
     again = _flow(header="go")
     _run(a, again)
     assert again.response is None  # count=1: the next matching flow is left alone
