@@ -35,6 +35,7 @@ from .model import Counts, ErrorInfo, ErrorKind, Protocol, StreamSummary, Timing
 from .protocols.anthropic import AnthropicObserver
 from .protocols.chat import ChatObserver
 from .protocols.common import Accum, ObserverBase
+from .protocols.machine import Finding
 from .protocols.responses import ResponsesObserver
 from .sse import Payloads, SseEvent, SseScanner, payloads_of, set_payload
 
@@ -171,6 +172,12 @@ class StreamObserver:
     def state(self) -> ObserverBase:
         """The protocol state machine (read-only use: diagnostics, tests)."""
         return self._proto
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The deviations the protocol grammar classified so far (quirk, repair, violation), in
+        stream order, each with its rule and the index of its event."""
+        return list(self._proto.acc.findings)
 
     @property
     def finished_tool_calls(self) -> int:

@@ -25,7 +25,8 @@ from proxai.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.model import Protocol, StopClass
 from proxai.sse import RawName
 
-from .common import Accum, ObserverBase, ToolBuffer, as_dict, as_int, as_list, as_str, error_fields, nbytes
+from .common import Accum, ObserverBase, ToolBuffer, error_fields, nbytes
+from .machine import Machine, as_dict, as_int, as_list, as_str
 
 
 class State(Enum):
@@ -36,20 +37,21 @@ class State(Enum):
     ERRORED = "errored"
 
 
-_TRANSITIONS: dict[State, dict[str, State]] = {
-    State.WAITING: {"message_start": State.MESSAGE, "ping": State.WAITING},
-    State.MESSAGE: {
-        "content_block_start": State.MESSAGE,
-        "content_block_delta": State.MESSAGE,
-        "content_block_stop": State.MESSAGE,
-        "message_delta": State.STOPPING,
-        "message_stop": State.DONE,
-        "ping": State.MESSAGE,
+_MACHINE = Machine[State](
+    {
+        State.WAITING: {"message_start": State.MESSAGE, "ping": State.WAITING},
+        State.MESSAGE: {
+            "content_block_start": State.MESSAGE,
+            "content_block_delta": State.MESSAGE,
+            "content_block_stop": State.MESSAGE,
+            "message_delta": State.STOPPING,
+            "message_stop": State.DONE,
+            "ping": State.MESSAGE,
+        },
+        State.STOPPING: {"message_delta": State.STOPPING, "message_stop": State.DONE, "ping": State.STOPPING},
     },
-    State.STOPPING: {"message_delta": State.STOPPING, "message_stop": State.DONE, "ping": State.STOPPING},
-    State.DONE: {},
-    State.ERRORED: {},
-}
+    "anthropic: event {event!r} in state {state}",
+)
 
 KNOWN_EVENTS = frozenset(
     {
@@ -110,10 +112,7 @@ class AnthropicObserver(ObserverBase):
         self.blocks: list[_Block] = []
 
     def _transition(self, etype: str) -> None:
-        nxt = _TRANSITIONS[self.state].get(etype)
-        if nxt is None:
-            raise UpstreamProtocolError(f"anthropic: event {etype!r} in state {self.state.name}")
-        self.state = nxt
+        self.state = _MACHINE.step(self.state, etype)
 
     def _fail_state(self) -> None:
         self.state = State.ERRORED

@@ -26,18 +26,8 @@ from proxai.errors import UpstreamProtocolError
 from proxai.model import Protocol, StopClass
 from proxai.sse import RawName, event_name
 
-from .common import (
-    Accum,
-    ObserverBase,
-    ToolBuffer,
-    as_dict,
-    as_int,
-    as_list,
-    as_str,
-    error_fields,
-    nbytes,
-    openai_usage,
-)
+from .common import Accum, ObserverBase, ToolBuffer, error_fields, nbytes, openai_usage
+from .machine import Machine, as_dict, as_int, as_list, as_str
 
 
 class State(Enum):
@@ -48,13 +38,14 @@ class State(Enum):
     ERRORED = "errored"
 
 
-_TRANSITIONS: dict[State, dict[str, State]] = {
-    State.WAITING: {"chunk": State.STREAMING, "finish": State.FINISHED, "done": State.DONE},
-    State.STREAMING: {"chunk": State.STREAMING, "finish": State.FINISHED, "done": State.DONE},
-    State.FINISHED: {"chunk": State.FINISHED, "finish": State.FINISHED, "done": State.DONE},
-    State.DONE: {},
-    State.ERRORED: {},
-}
+_MACHINE = Machine[State](
+    {
+        State.WAITING: {"chunk": State.STREAMING, "finish": State.FINISHED, "done": State.DONE},
+        State.STREAMING: {"chunk": State.STREAMING, "finish": State.FINISHED, "done": State.DONE},
+        State.FINISHED: {"chunk": State.FINISHED, "finish": State.FINISHED, "done": State.DONE},
+    },
+    "openai_chat: {event} in state {state}",
+)
 
 STOP_CLASSES: dict[str, StopClass] = {
     "stop": StopClass.END_TURN,
@@ -76,10 +67,7 @@ class ChatObserver(ObserverBase):
         self.finished_choices: set[int] = set()
 
     def _transition(self, kind: str) -> None:
-        nxt = _TRANSITIONS[self.state].get(kind)
-        if nxt is None:
-            raise UpstreamProtocolError(f"openai_chat: {kind} in state {self.state.name}")
-        self.state = nxt
+        self.state = _MACHINE.step(self.state, kind)
 
     def _fail_state(self) -> None:
         self.state = State.ERRORED
@@ -190,7 +178,11 @@ class ChatObserver(ObserverBase):
         delta = as_dict(choice.get("delta"))
         if delta:
             if cidx in self.finished_choices and (delta.get("content") or delta.get("tool_calls")):
-                acc.note(f"choice {cidx} got content after its finish_reason")
+                acc.finding(
+                    "openai_chat.content_after_finish",
+                    "quirk",
+                    f"choice {cidx} got content after its finish_reason",
+                )
             content = delta.get("content")
             if content:
                 acc.text(content)
@@ -234,7 +226,11 @@ class ChatObserver(ObserverBase):
             tb = acc.tool_start(key, as_str(tc.get("id")), as_str(fn.get("name")), kind, now)
         else:
             if tb.finished:
-                acc.note(f"tool call {tb.id or key!s} got arguments after it finished")
+                acc.finding(
+                    "openai_chat.args_after_finish",
+                    "quirk",
+                    f"tool call {tb.id or key!s} got arguments after it finished",
+                )
                 return
             if tb.id is None:
                 tb.id = as_str(tc.get("id"))

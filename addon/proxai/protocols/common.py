@@ -45,7 +45,10 @@ from proxai.model import (
 )
 from proxai.sse import Payloads, RawName, event_name
 
+from .machine import Finding, Severity, as_dict, as_int, as_str
+
 MAX_NOTES = 20
+MAX_FINDINGS = 100  # classified deviations kept per stream (bounded on untrusted input)
 
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
@@ -72,22 +75,6 @@ SHAPE_ERRORS = (KeyError, TypeError, AttributeError, ValueError, IndexError)
 def nbytes(s: str) -> int:
     """UTF-8 size of ``s`` (fast path for ASCII)."""
     return len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
-
-
-def as_int(v: Any) -> int | None:
-    return v if type(v) is int else None
-
-
-def as_str(v: Any) -> str | None:
-    return v if type(v) is str else None
-
-
-def as_dict(v: Any) -> dict[str, Any]:
-    return v if type(v) is dict else {}
-
-
-def as_list(v: Any) -> list[Any]:
-    return v if type(v) is list else []
 
 
 def openai_usage(u: dict[str, Any], inp_key: str, out_key: str) -> Usage:
@@ -200,7 +187,9 @@ class Accum:
         "content_seen",
         "error",
         "error_is_outcome",
+        "event_index",
         "extra",
+        "findings",
         "finished_tools",
         "id",
         "limits_capture",
@@ -248,6 +237,10 @@ class Accum:
         self.refusal_bytes = 0
         self.sequence_gaps = 0
         self.notes: list[str] = []
+        # Every classified deviation (``machine.Finding``), in stream order, and the index of the
+        # event being interpreted off the fast paths (the grammar sets it; findings carry it).
+        self.findings: list[Finding] = []
+        self.event_index = 0
         self.extra: dict[str, Any] = {}
         self.cap_text: io.StringIO | None = io.StringIO() if capture else None
         self.cap_reasoning: io.StringIO | None = io.StringIO() if capture else None
@@ -303,6 +296,15 @@ class Accum:
     def note(self, text: str) -> None:
         if len(self.notes) < MAX_NOTES:
             self.notes.append(text)
+
+    def finding(self, rule: str, severity: Severity, detail: str) -> None:
+        """A deviation the grammar classified at the current event: kept as a ``Finding``; a
+        tolerated quirk or a repair also becomes a note of the summary (a violation is the
+        summary's error, recorded by whoever raises it)."""
+        if len(self.findings) < MAX_FINDINGS:
+            self.findings.append(Finding(rule, severity, self.event_index, detail))
+        if severity != "violation":
+            self.note(detail)
 
     # -- tool calls ---------------------------------------------------------------------------
 
@@ -491,10 +493,12 @@ class ObserverBase:
 
     protocol: Protocol
 
-    __slots__ = ("acc", "errored", "failed", "pending_bad")
+    __slots__ = ("acc", "errored", "events", "failed", "pending_at", "pending_bad")
 
     def __init__(self, acc: Accum) -> None:
         self.acc = acc
+        self.events = 0  # events handed to ``observe`` so far (findings name their index)
+        self.pending_at = 0  # the index of the event ``pending_bad`` describes
         self.errored = False
         self.failed: ProxaiError | None = None
         self.pending_bad: str | None = None
@@ -515,9 +519,11 @@ class ObserverBase:
         does not parse it again; every other payload (not JSON, not an object) stays as it was,
         and so do the payloads this call did not reach (after the terminal event, or once the
         state errored). Nothing here reads the list after this call."""
+        end = len(payloads)
+        base = self.events
+        self.events = base + end // 3
         if self.errored or self.acc.terminal:
             return  # errored for good, or the terminal event came: nothing more to interpret
-        end = len(payloads)
         if self.pending_bad is not None and end > 1:
             self._bad_not_last()  # an earlier read's bad payload, and an event follows it
             return
@@ -539,6 +545,7 @@ class ObserverBase:
                 except SHAPE_ERRORS as exc:
                     self._malformed(event_name(raw_name), exc)
                     return
+            self.acc.event_index = base + i // 3
             if self._general(event_name(raw_name), data, obj, now):
                 return
             if self.pending_bad is not None and i + 3 < end:
@@ -573,8 +580,14 @@ class ObserverBase:
         """Upstream EOF: a pending unparsable tail payload is tolerated (seed 002)."""
         if self.pending_bad is not None:
             self.pending_bad = None
-            self.acc.note("ignored an empty or unparsable JSON tail after valid data (seed 002)")
-            self.acc.extra["tolerated_tail"] = True
+            acc = self.acc
+            acc.event_index = self.pending_at
+            acc.finding(
+                "stream.empty_json_tail",
+                "quirk",
+                "ignored an empty or unparsable JSON tail after valid data (seed 002)",
+            )
+            acc.extra["tolerated_tail"] = True
 
     def _not_object(self, name: str, data: str, obj: object) -> None:
         """A payload that is not a JSON object: a tolerated tail candidate after valid data
@@ -585,6 +598,7 @@ class ObserverBase:
             bad = f"{self.protocol}: event {name!r} data is not a JSON object: {data[:80]!r}"
         if self.acc.received:
             self.pending_bad = bad
+            self.pending_at = self.acc.event_index
             return
         raise UpstreamProtocolError(bad)
 

@@ -30,17 +30,8 @@ from proxai.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.model import Protocol, StopClass
 from proxai.sse import RawName
 
-from .common import (
-    Accum,
-    ObserverBase,
-    ToolBuffer,
-    as_dict,
-    as_list,
-    as_str,
-    error_fields,
-    nbytes,
-    openai_usage,
-)
+from .common import Accum, ObserverBase, ToolBuffer, error_fields, nbytes, openai_usage
+from .machine import Machine, as_dict, as_list, as_str
 
 
 class State(Enum):
@@ -50,12 +41,13 @@ class State(Enum):
     ERRORED = "errored"
 
 
-_TRANSITIONS: dict[State, dict[str, State]] = {
-    State.WAITING: {"start": State.ACTIVE, "terminal": State.DONE},
-    State.ACTIVE: {"start": State.ACTIVE, "item": State.ACTIVE, "terminal": State.DONE},
-    State.DONE: {},
-    State.ERRORED: {},
-}
+_MACHINE = Machine[State](
+    {
+        State.WAITING: {"start": State.ACTIVE, "terminal": State.DONE},
+        State.ACTIVE: {"start": State.ACTIVE, "item": State.ACTIVE, "terminal": State.DONE},
+    },
+    "openai_responses: event {event!r} in state {state}",
+)
 
 _START = frozenset({"response.created", "response.in_progress", "response.queued"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -100,10 +92,7 @@ class ResponsesObserver(ObserverBase):
         return 0 if self.last_seq is None else self.last_seq + 1
 
     def _transition(self, kind: str, etype: str) -> None:
-        nxt = _TRANSITIONS[self.state].get(kind)
-        if nxt is None:
-            raise UpstreamProtocolError(f"openai_responses: event {etype!r} in state {self.state.name}")
-        self.state = nxt
+        self.state = _MACHINE.step(self.state, kind, etype)
 
     def _fail_state(self) -> None:
         self.state = State.ERRORED

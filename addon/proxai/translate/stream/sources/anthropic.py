@@ -27,20 +27,12 @@ from typing import Any
 import orjson
 
 from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
+from proxai.protocols.machine import as_dict, as_int, as_str
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKind, DeltaKind, Sink, Stop, TokenUsage
 
-from .common import (
-    DEFAULT_MAX_TOOL_ARGS,
-    PayloadValue,
-    ToolArgs,
-    as_dict,
-    as_int,
-    as_str,
-    classify,
-    load_object,
-)
+from .common import DEFAULT_MAX_TOOL_ARGS, PayloadValue, ToolArgs, classify, load_object
 
 _DELTA_BLOCK: dict[str, BlockKind] = {
     "text_delta": "text",

@@ -27,21 +27,12 @@ from __future__ import annotations
 from typing import Any
 
 from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
+from proxai.protocols.machine import as_dict, as_int, as_str
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Sink, Stop, TokenUsage
 
-from .common import (
-    DEFAULT_MAX_TOOL_ARGS,
-    PayloadValue,
-    ToolArgs,
-    as_dict,
-    as_int,
-    as_str,
-    classify,
-    load_object,
-    text_of,
-)
+from .common import DEFAULT_MAX_TOOL_ARGS, PayloadValue, ToolArgs, classify, load_object, text_of
 
 TEXT_KEY = "text"
 REFUSAL_KEY = "refusal"

@@ -61,18 +61,6 @@ def load_object(value: PayloadValue, protocol: str) -> dict[str, Any] | None:
     return obj
 
 
-def as_int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def as_str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 DEFAULT_MAX_TOOL_ARGS = 8 * 1024 * 1024  # per call, as observe.Limits.max_tool_args
 DEFAULT_MAX_BUFFER = 64 * 1024 * 1024  # content a Responses source / target must keep, per stream
 

@@ -23,12 +23,13 @@ from typing import Any
 import orjson
 
 from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
+from proxai.protocols.machine import as_dict, as_int, as_str
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, DeltaKind, Sink, Stop, TokenUsage
 from proxai.translate.stream.textparts import keep
 
-from .common import DEFAULT_MAX_BUFFER, PayloadValue, as_dict, as_int, as_str, classify, load_object
+from .common import DEFAULT_MAX_BUFFER, PayloadValue, classify, load_object
 
 
 def usage_in(u: dict[str, Any]) -> TokenUsage:
