@@ -1,4 +1,4 @@
-"""The stream observer: the carrier-side half of seed 001's observation, sans-IO.
+"""The stream observer: the carrier-side half of observation, sans-IO (docs/design/README.md).
 
 Seed 001 ("Stream carrier ... protocol observer"): the carrier owns the bytes, the recent
 16 KiB tail, counts and timing; it scans each chunk exactly once with one ``SseScanner`` and
@@ -17,7 +17,7 @@ kept in ``failed`` and in the summary's ``error``:
   ``error``; observing stops there (bytes, chunks and the tail are still counted);
 - malformed JSON, a payload of the wrong shape, a protocol violation
   (``UpstreamProtocolError``): kind ``upstream_protocol``, outcome ``error``; the protocol state
-  stays errored and interprets no further events (seed 002's empty JSON tail is tolerated);
+  stays errored and interprets no further events (an empty JSON tail is tolerated);
 - an HTTP status >= 400: outcome ``error``; the body (JSON error object, SSE error events or
   text, buffered up to ``Limits.max_event``) gives the message and the kind.
 """

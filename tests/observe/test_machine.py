@@ -74,7 +74,7 @@ def test_findings_carry_rule_severity_and_event_index() -> None:
             "stream.empty_json_tail",
             "quirk",
             3,
-            "ignored an empty or unparsable JSON tail after valid data (seed 002)",
+            "ignored an empty or unparsable JSON tail after valid data",
         ),
     ]
     assert s.extra["notes"] == [f.detail for f in obs.findings]  # the notes come from the findings

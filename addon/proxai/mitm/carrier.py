@@ -1,7 +1,7 @@
 """The stream carrier: the callable installed as ``flow.response.stream`` for SSE responses.
 
-Seed 001 (001_5998ffc26e6ec2b6.txt, "通用 streaming carrier" and "先保 carrier"): the
-carrier owns bytes, lifecycle hooks and injection; the protocol observer owns the semantics.
+docs/design/README.md follows one chunk through the layers: the carrier owns bytes,
+lifecycle hooks and injection; the protocol grammar owns the semantics.
 Per upstream chunk:
 
     decode (gzip/deflate/br/zstd, bounded)  ->  observer.observe_payloads(decoded, now)
@@ -13,12 +13,12 @@ Per upstream chunk:
       -> on_chunk hooks (the guard): may inject bytes and close (``BodyAction::InjectAndClose``)
 
 and on mitmproxy's final ``b""`` call: flush the decoder, ``observer.finish``, ``translator.finish``,
-``on_end`` hooks. mitmproxy facts (ARCHITECTURE.md): never return ``b""`` mid-stream (on an
+``on_end`` hooks. mitmproxy facts: never return ``b""`` mid-stream (on an
 HTTP/1 chunked client it ends the response), return ``[]`` to emit nothing.
 
 Extension points (guard and translation engineers plug in here, nowhere else):
 
-- ``Carrier.translator``: a ``StreamTranslator`` (TEAM.md contract). When set, the client gets
+- ``Carrier.translator``: a ``StreamTranslator`` (``proxai.translate.stream``). When set, the client gets
   its output instead of the upstream bytes, ``finish()`` at end of message, ``fail()`` on errors.
   ``strip_translated_headers(response)`` drops the upstream's content-encoding/length.
 - ``Carrier.on_chunk``: hooks ``(carrier, n_events, now) -> GuardAction | None`` run after each chunk
@@ -356,7 +356,7 @@ class Carrier:
         if self.translator is not None:
             out.extend(self._translate(payloads, now))
         if self.state is CarrierState.STREAMING and self.at_end_hooks:
-            # The guard's end-of-message check (issue 3): it may inject an error and close.
+            # The guard's end-of-message check: it may inject an error and close.
             self.ending = True
             out.extend(self._run_chunk_hooks(n, now))
             if self.state is not CarrierState.STREAMING:

@@ -1,15 +1,16 @@
 """Anthropic Messages observer: the protocol state machine, streamed and non-streamed.
 
-Seed 001 (Anthropic Messages observer): ``message_start`` -> ``content_block_start`` /
+The rules (docs/design/protocol-grammars.md, "Anthropic Messages"):
+``message_start`` -> ``content_block_start`` /
 ``content_block_delta`` / ``content_block_stop`` -> ``message_delta`` (stop_reason, cumulative
-usage) -> ``message_stop`` (the terminal event: completed). Seed 000: content blocks are keyed
+usage) -> ``message_stop`` (the terminal event: completed). Content blocks are keyed
 by the stream's ``index``; a duplicate start, an orphan delta, a stop without start, or a delta
-whose type does not match its block is a ``SemanticStreamError``. Seed 002: usage is
+whose type does not match its block is a ``SemanticStreamError``. Usage is
 ``input_tokens`` / ``output_tokens`` / ``cache_read_input_tokens`` (cache read) /
 ``cache_creation_input_tokens`` (cache write); ``message_delta`` usage values are cumulative
 and overwrite earlier ones; total = input + output + cache write + cache read.
 
-The lifecycle is an Enum and one transition table (after h11 ``_state.py``). ``error`` is
+The lifecycle is an Enum and one transition table (``machine.Machine``). ``error`` is
 accepted in every live state (the upstream's own error: outcome error). Unknown event types
 are ignored (forward compatibility); events after ``message_stop`` are not interpreted.
 """
@@ -270,7 +271,7 @@ class AnthropicObserver(ObserverBase):
         self.acc.terminal = True
 
     def _usage(self, u: dict[str, Any]) -> None:
-        """Cumulative: every value present overwrites the earlier one (seed 002, CLIENTS.md)."""
+        """Cumulative: every value present overwrites the earlier one."""
         if not u:
             return
         usage = self.acc.usage

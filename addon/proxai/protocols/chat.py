@@ -1,19 +1,20 @@
 """OpenAI Chat Completions observer: the protocol state machine, streamed and non-streamed.
 
-Seed 001 (Chat Completions observer): ``chat.completion.chunk`` deltas carry role, content,
+The rules (docs/design/protocol-grammars.md, "OpenAI Chat Completions"):
+``chat.completion.chunk`` deltas carry role, content,
 tool calls and ``finish_reason``; ``data: [DONE]`` is the terminal sentinel, and EOF without
-it is ``closed``. Seed 001 "Stream identity": every chunk repeats ``id`` and ``model``; the first
+it is ``closed``. Stream identity: every chunk repeats ``id`` and ``model``; the first
 chunk sets the identity and every later one must agree (a mismatch is an
 ``UpstreamProtocolError``). Empty strings do not count: Azure OpenAI's first chunk
-(``prompt_filter_results``) has ``"id": ""`` and ``"model": ""``. Seed 000: parallel tool calls
+(``prompt_filter_results``) has ``"id": ""`` and ``"model": ""``. Parallel tool calls
 are keyed by ``tool_calls[].index`` (per choice) and their argument deltas may interleave; a
 call is finished by its choice's ``finish_reason`` (whose chunk may still carry the last
-argument fragment, processed first) or by ``[DONE]``. Seed 002 / seed 003: the final usage
+argument fragment, processed first) or by ``[DONE]``. The final usage
 arrives on a ``choices: []`` chunk after ``finish_reason`` (``stream_options.include_usage``);
 ``prompt_tokens_details.cached_tokens`` is the cache read, Chat has no cache write. A chunk
 whose payload has a top-level ``"error"`` is the upstream's error (the SDKs raise on it).
 
-Lifecycle (Enum + one transition table, after h11 ``_state.py``): WAITING -> STREAMING ->
+Lifecycle (Enum + one transition table, ``machine.Machine``): WAITING -> STREAMING ->
 FINISHED (a finish_reason arrived) -> DONE (``[DONE]``); events after ``[DONE]`` are ignored.
 """
 

@@ -1,22 +1,22 @@
 """What the three protocol observers share: the summary accumulator and the event loop.
 
-Seed 001 splits observation into a carrier (bytes, tail, timing: ``proxai.observe``) and a
-per-protocol state (``state.observe``: terminal event, tool-call completion, outcome).
-This module holds the protocol-neutral half of that state, the accumulator of seed 002's
-neutral stream model (identity, text / reasoning sizes, complete tool calls, usage, stop
-reason, error), and ``ObserverBase``, the loop every protocol state machine runs its events
-through:
+Observation is split into a carrier (bytes, tail, timing: ``proxai.observe``) and a
+per-protocol grammar (terminal event, tool-call completion, deviations). This module holds the
+protocol-neutral half: the accumulator the summary is built from (identity, text / reasoning
+sizes, complete tool calls, usage, stop reason, error, notes and findings), and
+``ObserverBase``, the loop every protocol grammar runs its events through
+(docs/design/protocol-grammars.md, docs/design/outcomes.md):
 
 - each event's JSON is parsed once with orjson (no pydantic per event); the parse of a JSON
   object is left in the batch (``Payloads``) for a stream translator;
 - a protocol violation (``UpstreamProtocolError``) or a payload of the wrong shape puts the
-  state machine in its errored state for good (after h11 ``_state.py``); later events are
+  state machine in its errored state for good; later events are
   counted by the carrier but no longer interpreted;
-- seed 002's tolerance: an empty or unparsable data payload AFTER valid data was received is
+- the empty JSON tail: an empty or unparsable data payload AFTER valid data was received is
   tolerated when nothing follows it (an "empty JSON tail"); anything after it makes it a
   violation, and before any data it is a violation at once.
 
-Outcome rule (seed 001 outcomes, issue 2), in this order:
+Outcome rule (docs/design/outcomes.md), in this order:
 ERROR (an error event / payload, HTTP >= 400, a protocol violation, a stream limit) >
 UNFINISHED_TOOL (a tool call with streamed arguments was open when the stream ended) >
 COMPLETED (the terminal event arrived) > CLOSED (EOF) or ERROR (the stream was aborted).
@@ -577,7 +577,7 @@ class ObserverBase:
         self.fail(UpstreamProtocolError(bad))
 
     def eof(self) -> None:
-        """Upstream EOF: a pending unparsable tail payload is tolerated (seed 002)."""
+        """Upstream EOF: a pending unparsable tail payload is tolerated (a quirk, with a note)."""
         if self.pending_bad is not None:
             self.pending_bad = None
             acc = self.acc
@@ -585,7 +585,7 @@ class ObserverBase:
             acc.finding(
                 "stream.empty_json_tail",
                 "quirk",
-                "ignored an empty or unparsable JSON tail after valid data (seed 002)",
+                "ignored an empty or unparsable JSON tail after valid data",
             )
             acc.extra["tolerated_tail"] = True
 
@@ -632,7 +632,7 @@ class ObserverBase:
         except orjson.JSONDecodeError as exc:
             why = str(exc)
             if "end of data" in why or "empty" in why:
-                # The body ended before the JSON document did (a dropped connection): seed 001's
+                # The body ended before the JSON document did (a dropped connection): the
                 # "EOF before the terminal event", i.e. closed.
                 acc.note(f"the JSON body ended after {len(body)} bytes, before the document was complete")
                 return

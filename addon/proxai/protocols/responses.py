@@ -1,22 +1,23 @@
 """OpenAI Responses observer: the protocol state machine, streamed and non-streamed.
 
-Seed 001 (OpenAI Responses observer): ``response.created`` -> ``response.output_item.added``
+The rules (docs/design/protocol-grammars.md, "OpenAI Responses"):
+``response.created`` -> ``response.output_item.added``
 -> ``response.output_text.delta`` / ``response.function_call_arguments.delta`` -> ``*.done`` ->
 ``response.output_item.done`` -> a terminal event: ``response.completed``,
-``response.incomplete`` or ``response.failed`` (issue 2: each of them means ``completed``; a
+``response.incomplete`` or ``response.failed`` (each of them means ``completed``; a
 failed response also records its ``response.error``, without deciding the outcome). It
 records the latest ``sequence_number`` (gaps are counted, ``next_sequence_number`` is what an
 injected event must use), the created / terminal snapshots, output items and their tool
 calls, and the nested generic error event some providers send (a payload with a top-level
-``"error"``). Seed 000: in-flight items are keyed by ``item_id``; a delta for an item that was
-never added is a ``SemanticStreamError``. Seed 002: usage comes from the terminal snapshot:
+``"error"``). In-flight items are keyed by ``item_id``; a delta for an item that was
+never added is a ``SemanticStreamError``. Usage comes from the terminal snapshot:
 ``input_tokens``, ``output_tokens``, ``total_tokens``, ``input_tokens_details.cached_tokens``
 (cache read); Responses has no cache write.
 
-The terminal snapshot is authoritative (CLIENTS.md: the SDK's final object IS the completed
+The terminal snapshot is authoritative (the SDK's final object IS the completed
 payload): a tool call whose ``*.done`` never came is completed from the snapshot's output.
 
-Lifecycle (Enum + one transition table, after h11 ``_state.py``): WAITING -> ACTIVE (after
+Lifecycle (Enum + one transition table, ``machine.Machine``): WAITING -> ACTIVE (after
 ``response.created`` / ``in_progress`` / ``queued``) -> DONE (terminal). Item events before
 the response started are a violation; events after the terminal one are not interpreted.
 """

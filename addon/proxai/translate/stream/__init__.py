@@ -1,11 +1,11 @@
 """Streaming translation between Anthropic Messages, OpenAI Chat Completions and OpenAI
-Responses, and same-protocol normalization (issue 5; seeds 000, 001, 003, 004).
+Responses, and same-protocol normalization (docs/design/translation.md).
 
 Pure and sans-IO: SSE events in (``Payloads`` as the stream observer leaves them, or event
 objects), client bytes out. ``make_stream_translator`` picks the source
 wrapper (``sources/``) for the upstream protocol and the writer (``to_*/``) for the client
-protocol; ``driver.StreamTranslatorImpl`` implements the ``StreamTranslator`` contract of
-TEAM.md. docs/streaming-translation.md describes the design.
+protocol; ``driver.StreamTranslatorImpl`` implements the ``StreamTranslator`` contract below;
+docs/streaming-translation.md describes the design.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def make_stream_translator(
     """A translator from ``upstream``'s stream to ``client``'s.
 
     ``normalize`` (same protocol on both sides only) repairs compatible providers' quirks and
-    accepts lifecycle-free deltas (seed 004). ``created`` is the Unix time stamped on Chat chunks
+    accepts lifecycle-free deltas. ``created`` is the Unix time stamped on Chat chunks
     and Responses snapshots (the core reads no clock). ``include_usage``: emit the Chat
     usage-only chunk (the client asked for ``stream_options.include_usage``). ``max_buffer``: the
     content a Responses source or target must keep (for ``.done`` checks and the terminal

@@ -1,5 +1,5 @@
 """The stream translator: one source wrapper driving one target writer (the ``StreamTranslator``
-contract of TEAM.md).
+contract of ``proxai.translate.stream``; docs/design/translation.md).
 
 - ``feed_payloads(payloads)`` returns the client bytes for a batch of upstream events in the
   scanner's ``Payloads`` layout, as the stream observer leaves it (the parse of each JSON-object

@@ -1,6 +1,6 @@
 """The neutral interface between a source-protocol wrapper and a target writer.
 
-A source wrapper (``sources/*``) validates its protocol's event order (seed 000: duplicate
+A source wrapper (``sources/*``) validates its protocol's event order (duplicate
 start, orphan delta, stop without start, delta/block type mismatch are ``SemanticStreamError``)
 and then calls a ``Sink``: a target writer (``to_*/writer.py``) that turns these calls into the
 client protocol's bytes. A writer may therefore trust the calls: every ``delta`` and
@@ -9,11 +9,11 @@ client protocol's bytes. A writer may therefore trust the calls: every ``delta``
 
 Blocks are keyed by the source's own handle (Anthropic index, Chat tool index, Responses item
 id / content part), never by a target index: target ids are synthesized by the writer
-(seed 000 "why translators must synthesize identifiers").
+(docs/design/translation.md).
 
 Usage is carried in one neutral form: ``input`` counts ALL prompt tokens (cached or not, as
-OpenAI's ``prompt_tokens``); ``cache_read`` / ``cache_write`` are subsets of it (seed 002
-usage normalization keeps cache read and write apart).
+OpenAI's ``prompt_tokens``); ``cache_read`` / ``cache_write`` are subsets of it, kept
+apart.
 """
 
 from __future__ import annotations
