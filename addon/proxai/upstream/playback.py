@@ -1,13 +1,12 @@
 """Play a renderer's actions into one HTTP response with real, scaled delays.
 
-The timing half of the fake upstream (issue 2: "realistic shapes and timing"): a ``Delay``
-sleeps ``seconds x time_scale`` (a stall can be overridden in real seconds) while writing the
-protocol's keepalive every ``every`` seconds; bytes are compressed and flushed per write;
-``byte_delay`` writes one byte at a time (slowloris); an ``Abort`` resets or drops. A ``Sink``
-is one response on one HTTP/1.1 connection or HTTP/2 stream (``http1.py``, ``http2.py``).
-
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), idle timeout and tool-argument stall: scaled delays
-with and without keepalives are what the guard's rules meet.
+The timing half of the fake upstream (docs/upstream.md): a ``Delay`` sleeps ``seconds x time_scale``
+(a stall can be overridden in real seconds) while writing the protocol's keepalive every ``every``
+seconds, each keepalive at its fixed offset from the pause's start so the pause lasts its own length
+however late the loop wakes; bytes are compressed and flushed per write; ``byte_delay`` writes one
+byte at a time (slowloris); an ``Abort`` resets or drops. A ``Sink`` is one response on one HTTP/1.1
+connection or HTTP/2 stream (``http1.py``, ``http2.py``). The scaled pauses, with and without
+keepalives, are what the guard's stall and idle rules meet (docs/design/guard.md).
 """
 
 from __future__ import annotations
@@ -23,6 +22,13 @@ from .ops import Abort, Action, Delay, Respond
 Headers = list[tuple[str, str]]
 MIN_SLEEP = 0.001  # shorter per-byte delays only yield to the loop
 COALESCE = 32 * 1024  # undelayed events are written together up to this many bytes
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+_sleep = asyncio.sleep
 
 
 class Sink(Protocol):
@@ -53,15 +59,20 @@ class Timing:
             return
         every = d.every * self.scale if self.scale > 0 else d.every  # unscaled when only a stall is set
         if not d.keepalive or write is None or every <= 0:
-            await asyncio.sleep(total)
+            await _sleep(total)
             return
-        left = total
-        while left > 0:
-            step = min(every, left)
-            await asyncio.sleep(step)
-            left -= step
-            if left > 1e-9:
-                await write(d.keepalive)
+        # Each keepalive is due at a fixed offset from the start and the pause ends at start + total:
+        # sleeping ``every`` per keepalive would add every wake-up's lateness and the write's time,
+        # so a 0.6 s pause with 30 keepalives lasted 1 s on a loaded machine.
+        start = _now()
+        end = start + total
+        due = start
+        while True:
+            due = min(due + every, end)
+            await _sleep(max(0.0, due - _now()))
+            if due >= end - 1e-9:
+                return
+            await write(d.keepalive)
 
 
 async def respond(sink: Sink, resp: Respond, encoding: str | None = None) -> None:
