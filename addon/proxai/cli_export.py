@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from proxai.mitm.export import export_bundle
     from proxai.mitm.flowrows import FlowFileError, read_flows
+    from proxai.termsafe import escape
 
     if args.max_body < 0:
         print("proxai export: --max-body must be >= 0", file=sys.stderr)
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         flows = read_flows(args.infile)
     except FlowFileError as exc:
-        print(f"proxai export: {exc}", file=sys.stderr)
+        print(f"proxai export: {escape(str(exc), newlines=False)}", file=sys.stderr)
         return 2
     try:
         res = export_bundle(flows, args.outfile, har=args.har, max_body=args.max_body)

@@ -31,18 +31,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from proxai.mitm.flowrows import FlowFileError, read_flows, report_rows
     from proxai.report import report_json, table_lines
+    from proxai.termsafe import escape, escape_json
 
     try:
         flows = read_flows(args.file)
     except FlowFileError as exc:
-        print(f"proxai report: {exc}", file=sys.stderr)
+        print(f"proxai report: {escape(str(exc), newlines=False)}", file=sys.stderr)
         return 2
-    rows = report_rows(flows, load_files=not args.no_diagnostics_files)
+    rows = report_rows(flows, load_files=not args.no_diagnostics_files, base_dir=bundle_dir(args.file))
+    # every string below came from the network or from the file: terminal-safe (docs/security.md)
     if args.json:
-        sys.stdout.write(orjson.dumps(report_json(rows), option=orjson.OPT_INDENT_2).decode() + "\n")
+        text = orjson.dumps(report_json(rows), option=orjson.OPT_INDENT_2).decode()
+        sys.stdout.write(escape_json(text) + "\n")
     else:
-        sys.stdout.write("\n".join(table_lines(rows)) + "\n")
+        sys.stdout.write("\n".join(escape(line, newlines=False) for line in table_lines(rows)) + "\n")
     return 0
+
+
+def bundle_dir(path: str) -> str:
+    """The folder a flow file's own diagnostics files may be read from: the file's folder."""
+    import os
+
+    return os.path.dirname(os.path.abspath(path))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,6 +56,9 @@ SECRET_HEADERS = frozenset(
         "x-auth-token",
         "x-amz-security-token",
         "ocp-apim-subscription-key",
+        "openai-organization",  # account identifiers that go with a key
+        "openai-project",
+        "chatgpt-account-id",
     }
 )
 
@@ -592,6 +595,12 @@ class Redactor:
                 start = joined.find(secret, start + 1)
         if not spans:
             return set()
+        merged: list[list[int]] = []
+        for lo, hi in sorted(spans):
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
         starts: list[int] = []
         pos = 0
         for p in pieces:
@@ -599,19 +608,16 @@ class Redactor:
             pos += len(p[3])
         changed: set[int] = set()
         texts = [p[3] for p in pieces]
-        for lo, hi in spans:
-            first = True
-            for i, p in enumerate(pieces):
-                a, b = starts[i], starts[i] + len(p[3])
-                if b <= lo or a >= hi or a == b:
-                    continue
-                if b - a >= hi - lo and a <= lo and b >= hi:
-                    break  # the whole secret is inside one piece: the value rule sees it there
-                cut_lo, cut_hi = max(lo, a) - a, min(hi, b) - a
+        for lo, hi in reversed(merged):  # from the end: earlier offsets stay valid
+            hit = [i for i, p in enumerate(pieces) if starts[i] < hi and starts[i] + len(p[3]) > lo]
+            if len(hit) < 2:
+                continue  # inside one piece: the value and echo rules see it there
+            for i in hit:
+                a = starts[i]
+                cut_lo, cut_hi = max(lo, a) - a, min(hi, a + len(pieces[i][3])) - a
                 t = texts[i]
-                texts[i] = t[:cut_lo] + (REDACTED if first else "") + t[cut_hi:]
-                first = False
-                changed.add(p[0])
+                texts[i] = t[:cut_lo] + (REDACTED if i == hit[0] else "") + t[cut_hi:]
+                changed.add(pieces[i][0])
         for (_line, container, key, _t), new in zip(pieces, texts, strict=True):
             container[key] = new
         return changed

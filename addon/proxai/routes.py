@@ -13,6 +13,10 @@ appends ``/chat/completions`` or ``/responses`` to ``.../v1``; the Anthropic SDK
 ``/v1/messages`` to its host URL. Keys never live in the file: ``auth = "pass"`` passes the
 client's key through, ``auth = { env = "VAR" }`` names an environment variable. The first
 matching route wins; no match means the flow passes through untouched.
+
+Every value goes onto the wire or into a header, so the file is strict (``docs/security.md``): a
+control character anywhere (a CR/LF in ``anthropic_version`` would add a header of its own) and a
+credential anywhere in ``upstream`` (userinfo, path or query) are refused, naming the line.
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from proxai.errors import ConfigError
 from proxai.model import Protocol
+from proxai.redact import redact_text
+from proxai.termsafe import escape
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECRET_KEYS = frozenset(
@@ -131,6 +137,8 @@ class RouteSpec(_Strict):
             raise ValueError('upstream must not carry credentials (use auth = { env = "VAR" })')
         if parts.query or parts.fragment:
             raise ValueError("upstream is a base URL without query or fragment")
+        if redact_text(parts.path) != parts.path or redact_text(unquote(parts.path)) != unquote(parts.path):
+            raise ValueError('upstream must not carry a key in its path (use auth = { env = "VAR" })')
         try:
             _ = parts.port
         except ValueError as e:
@@ -229,6 +237,7 @@ def parse_routes(source: str, filename: str = "<routes>") -> RouteTable:
         data = tomllib.loads(source)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"routes file {filename}: invalid TOML: {e}") from None
+    _reject_control_characters(data, (), source, filename)
     _reject_literal_keys(data, source, filename)
     try:
         parsed = RoutesFile.model_validate(data)
@@ -271,7 +280,33 @@ def parse_routes(source: str, filename: str = "<routes>") -> RouteTable:
 def _fail(source: str, filename: str, loc: tuple[Any, ...], msg: str) -> NoReturn:
     line = _locate(source, loc)
     where = f"line {line}" if line else "top level"
-    raise ConfigError(f"routes file {filename}, {where}, field {_field_name(loc)}: {msg}")
+    field = escape(_field_name(loc), newlines=False)
+    raise ConfigError(f"routes file {filename}, {where}, field {field}: {msg}")
+
+
+# C0 and C1 control characters, DEL, and the Unicode line separators: never part of a header value,
+# a URL, a model name or a glob.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _reject_control_characters(value: Any, loc: tuple[Any, ...], source: str, filename: str) -> None:
+    """Refuse a control character in any key or value (never echoing the value)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if _CONTROL.search(str(k)):
+                _fail(source, filename, (*loc, k), "a name must not contain control characters")
+            _reject_control_characters(v, (*loc, k), source, filename)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _reject_control_characters(v, (*loc, i), source, filename)
+    elif isinstance(value, str) and _CONTROL.search(value):
+        _fail(
+            source,
+            filename,
+            loc,
+            "control characters (CR, LF, tab, escape ...) are not allowed in a value: it would go "
+            "onto the wire as it is",
+        )
 
 
 def _reject_literal_keys(data: dict[str, Any], source: str, filename: str) -> None:

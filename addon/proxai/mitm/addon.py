@@ -44,7 +44,8 @@ from proxai.mitm.faults import FaultAddon
 from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.routing import Routing
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
-from proxai.redact import redact_url
+from proxai.redact import Redactor, redact_url
+from proxai.termsafe import log_safe
 from proxai.translate.stream import StreamTranslator
 from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 
@@ -75,7 +76,9 @@ def _safe(default: Any = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
             except exceptions.OptionsError:
                 raise
             except Exception as exc:
-                logger.warning("proxai: internal error in %s: %s: %s", fn.__name__, type(exc).__name__, exc)
+                logger.warning(
+                    "proxai: internal error in %s: %s: %s", fn.__name__, type(exc).__name__, log_safe(exc)
+                )
                 logger.debug("proxai: traceback", exc_info=True)
                 return default  # type: ignore[no-any-return]
 
@@ -573,17 +576,21 @@ class ProxAI:
             # What came last before the stream ended without its terminal event (names only): the
             # view shows it when the body was not kept, and for the upstream side of a translation.
             meta["last_events"] = render.last_event_names(bytes(carrier.observer.tail))
+        red = live_redactor(flow)
         if summary.outcome is Outcome.UNFINISHED_TOOL or "guard" in summary.extra:
-            path = self.write_diagnostics(flow, state, summary)
+            path = self.write_diagnostics(flow, state, summary, red)
             if path is not None:
                 meta["diagnostics"] = path
+        meta = red.metadata(meta)  # never a secret in the metadata (docs/security.md)
         flow.metadata["proxai"] = meta
         flow.comment = verdict.comment_line(meta)
         marker = verdict.marker_for(meta)
         if marker:
             flow.marked = marker
 
-    def write_diagnostics(self, flow: http.HTTPFlow, state: FlowState, summary: StreamSummary) -> str | None:
+    def write_diagnostics(
+        self, flow: http.HTTPFlow, state: FlowState, summary: StreamSummary, red: Redactor | None = None
+    ) -> str | None:
         tail = b""
         open_calls: list[Any] = []
         if state.carrier is not None:
@@ -597,12 +604,24 @@ class ProxAI:
             tail=tail,
             open_tool_calls=open_calls,
             written_at=time.time(),
+            redactor=red or live_redactor(flow),
         )
         try:
             return write_report(self.diagnostics_dir, flow.id, report)
         except OSError as exc:
             logger.warning("proxai: cannot write diagnostics to %s: %s", self.diagnostics_dir, exc)
             return None
+
+
+def live_redactor(flow: http.HTTPFlow) -> Redactor:
+    """The redaction engine for a live flow's metadata and diagnostics: it knows the credentials of
+    the request (URL and headers) and of the response headers, so their echoes are removed too."""
+    red = Redactor()
+    red.learn_url(flow.request.url)
+    red.learn_headers(flow.request.headers.fields)
+    if flow.response is not None:
+        red.learn_headers(flow.response.headers.fields)
+    return red
 
 
 def _is_sse(response: http.Response) -> bool:

@@ -26,6 +26,7 @@ from proxai.mitm import contentview, dumpline
 from proxai.mitm.export import export_bundle
 from proxai.mitm.flowrows import report_rows
 from proxai.report import table_lines
+from proxai.termsafe import escape
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,10 @@ class Visibility:
         flows: list[Any]
         view = ctx.master.addons.get("view")  # type: ignore[no-untyped-call]
         flows = list(view) if view is not None else list(self.recent)
-        rows = report_rows(flows)
-        table = "\n".join(table_lines(rows))
+        # diagnostics files only from the folder this addon writes them to (a flow loaded from a file
+        # someone sent names paths of its own choosing); every line terminal-safe
+        diag = str(ctx.options.proxai_diagnostics_dir) if "proxai_diagnostics_dir" in ctx.options else None
+        rows = report_rows(flows, base_dir=diag)
+        table = "\n".join(escape(line, newlines=False) for line in table_lines(rows))
         logger.info("proxai.report:\n%s", table)
         return table

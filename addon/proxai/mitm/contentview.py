@@ -26,7 +26,9 @@ from mitmproxy.contentviews import Contentview, Metadata, SyntaxHighlight
 from proxai import render, verdict
 from proxai.detect import detect_protocol
 from proxai.errors import ProxaiError
+from proxai.mitm.export import flow_redactor
 from proxai.model import Protocol, StreamSummary
+from proxai.termsafe import escape
 
 logger = logging.getLogger(__name__)
 
@@ -148,9 +150,9 @@ class ProxaiContentview(Contentview):
         flow, msg = metadata.flow, metadata.http_message
         if not isinstance(flow, http.HTTPFlow) or msg is None:
             raise ValueError("the ProxAI view shows HTTP LLM flows only")
-        if isinstance(msg, http.Response):
-            return response_text(flow, data)
-        return request_text(flow, data)
+        text = response_text(flow, data) if isinstance(msg, http.Response) else request_text(flow, data)
+        # mitmdump prints the view as it is: redacted by the flow's engine, then terminal-safe
+        return escape(flow_redactor(flow).text(text))
 
 
 view = ProxaiContentview()

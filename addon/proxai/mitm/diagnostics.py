@@ -7,7 +7,9 @@ arguments-done event was missing. "诊断数据就近拥有": the observer owns 
 only writes the report.
 
 The report holds the tail as text (invalid UTF-8 replaced), the summary and the open tool
-calls. It NEVER holds request or response headers, query strings or bodies: no secrets.
+calls. It NEVER holds request or response headers, query strings or bodies, and all of it goes
+through the flow's redaction engine (``proxai.redact.Redactor``, ``docs/security.md``): a key the
+stream quotes, or splits across deltas, is removed from the tail too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import orjson
 
 from proxai.model import StreamSummary
+from proxai.redact import Redactor
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -35,15 +38,19 @@ def build_report(
     tail: bytes,
     open_tool_calls: list[Any],
     written_at: float,
+    redactor: Redactor | None = None,
 ) -> dict[str, Any]:
-    """The diagnostics document. ``path`` loses its query string (it may carry a key)."""
+    """The diagnostics document. ``path`` loses its query string (it may carry a key); everything
+    is redacted by ``redactor`` (the flow's engine; a fresh one when not given)."""
+    red = redactor or Redactor()
+    tail = red.body(tail, "text/event-stream").data
     calls: list[Any] = []
     for call in open_tool_calls:
         if is_dataclass(call) and not isinstance(call, type):
             calls.append(asdict(call))
         else:
             calls.append(repr(call))
-    return {
+    report = {
         "schema": 1,
         "kind": "proxai.unfinished_tool",
         "flow_id": flow_id,
@@ -54,6 +61,7 @@ def build_report(
         "tail_bytes": len(tail),
         "tail": tail.decode("utf-8", "replace"),
     }
+    return red.metadata(report)  # type: ignore[no-any-return]
 
 
 def write_report(directory: str, flow_id: str, report: dict[str, Any]) -> str:

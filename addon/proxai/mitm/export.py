@@ -28,22 +28,17 @@ from mitmproxy import http
 from mitmproxy.addons.savehar import SaveHar
 
 from proxai.mitm.flowrows import report_rows, write_flows
-from proxai.redact import (
-    redact_body,
-    redact_bytes,
-    redact_headers,
-    redact_metadata,
-    redact_text,
-    redact_url,
-    truncate_body,
-)
+from proxai.redact import Redactor, truncate_body
 from proxai.report import report_json
 
 REDACTION_NOTE = (
     "Secrets were removed: authorization / api-key / cookie headers and any header, query parameter, "
     "form field or JSON key named like a key, token, secret or password; credential-shaped values "
-    "(sk-..., sk-ant-..., Bearer ..., AIza..., JWTs) anywhere; the same in flow metadata."
+    "(sk-..., sk-ant-..., Bearer ..., Basic ..., AIza..., AWS, JWTs) anywhere; every value removed so "
+    "anywhere else in the same flow (bodies, error messages, streams split into deltas); the same in "
+    "flow metadata. Bodies that could not be decoded were left out (see proxai_export in the flow)."
 )
+OMITTED_NOTE = "body left out: it could not be decoded ({reason}), so it could not be redacted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,53 +57,95 @@ def bundle_paths(path: str) -> tuple[str, str, str]:
     return base + ".flow", base + ".summary.json", base + ".har"
 
 
-def _redact_message(msg: http.Message, max_body: int) -> int:
-    """Redact one request / response in place (it is a copy); returns the bytes cut by truncation."""
-    msg.headers.fields = tuple(redact_headers(msg.headers.fields))
-    if msg.trailers is not None:
-        msg.trailers.fields = tuple(redact_headers(msg.trailers.fields))
-    if msg.raw_content is None:
-        return 0
-    ctype = msg.headers.get("content-type")
+def _decoded(msg: http.Message) -> tuple[bytes | None, str | None]:
+    """The decoded body, or why it cannot be decoded."""
     try:
-        content = msg.get_content(strict=True)
-    except ValueError:
-        content = None
-    if content is None:  # undecodable: scrub what there is, in its encoded form
-        msg.raw_content = redact_bytes(msg.raw_content)
-        return 0
-    data = redact_body(content, ctype).data
+        return msg.get_content(strict=True), None
+    except ValueError as exc:
+        return None, str(exc) or "bad content-encoding"
+
+
+def flow_redactor(f: http.HTTPFlow, red: Redactor | None = None) -> Redactor:
+    """The redaction engine for one flow (or, given ``red``, one more flow of a bundle): it has
+    learned every secret the flow's request and response carry by name or by shape, so it removes
+    their echoes everywhere else."""
+    red = Redactor() if red is None else red
+    red.learn_url(f.request.url)
+    for msg in (f.request, f.response):
+        if msg is None:
+            continue
+        red.learn_headers(msg.headers.fields)
+        if msg.trailers is not None:
+            red.learn_headers(msg.trailers.fields)
+        content, _why = _decoded(msg) if msg.raw_content is not None else (None, None)
+        if content:
+            red.learn_body(content, msg.headers.get("content-type"))
+    return red
+
+
+def _redact_message(msg: http.Message, red: Redactor, max_body: int) -> tuple[int, str | None]:
+    """Redact one request / response in place (it is a copy); returns the bytes cut by truncation
+    and, for a body left out, why."""
+    msg.headers.fields = tuple(red.headers(msg.headers.fields))
+    if msg.trailers is not None:
+        msg.trailers.fields = tuple(red.headers(msg.trailers.fields))
+    if msg.raw_content is None:
+        return 0, None
+    content, why = _decoded(msg)
+    if content is None:  # undecodable: never copied raw
+        for name in ("content-encoding", "content-length"):
+            if name in msg.headers:
+                del msg.headers[name]
+        msg.content = b""
+        return 0, why
+    data = red.body(content, msg.headers.get("content-type")).data
     data, cut = truncate_body(data, max_body)
     if data != content:
         msg.content = data  # re-encodes with the message's content-encoding, fixes content-length
-    return cut
+    return cut, None
 
 
-def redact_flow(f: http.HTTPFlow, *, max_body: int = 0) -> tuple[http.HTTPFlow, int]:
-    """A redacted copy of ``f`` (same id) and the number of bodies truncated."""
+def redact_flow(
+    f: http.HTTPFlow, *, max_body: int = 0, red: Redactor | None = None
+) -> tuple[http.HTTPFlow, int]:
+    """A redacted copy of ``f`` (same id) and the number of bodies truncated. ``red``: the bundle's
+    engine (secrets learned from every flow of the export), else one learned from ``f`` alone."""
+    red = flow_redactor(f) if red is None else red
     c = http.HTTPFlow.from_state(f.get_state())
     assert isinstance(c, http.HTTPFlow)
     c.live = False
     req = c.request
-    req.path = redact_url(req.path)
-    req.authority = redact_text(req.authority)
+    req.path = red.url(req.path)
+    req.authority = red.text(req.authority)
     truncated = 0
-    for msg in (req, c.response):
-        if msg is not None and _redact_message(msg, max_body):
-            truncated += 1
+    omitted: dict[str, str] = {}
+    for side, msg in (("request", req), ("response", c.response)):
+        if msg is None:
+            continue
+        cut, why = _redact_message(msg, red, max_body)
+        truncated += 1 if cut else 0
+        if why is not None:
+            omitted[side] = OMITTED_NOTE.format(reason=why)
     if c.websocket is not None:
         for m in c.websocket.messages:
-            m.content = redact_bytes(m.content)
+            m.content = red.binary(m.content)
     if c.error is not None:
-        c.error.msg = redact_text(c.error.msg)
-    c.comment = redact_text(c.comment)
-    c.metadata = redact_metadata(c.metadata)
+        c.error.msg = red.text(c.error.msg)
+    c.comment = red.text(c.comment)
+    c.metadata = red.metadata(c.metadata)
+    note: dict[str, object] = {}
     if truncated:
-        c.metadata["proxai_export"] = {"truncated_bodies": truncated, "max_body": max_body}
+        note |= {"truncated_bodies": truncated, "max_body": max_body}
+    if omitted:
+        note["omitted_bodies"] = omitted
+    if note:
+        c.metadata["proxai_export"] = note
     return c, truncated
 
 
-def summary_document(flows: Sequence[mflow.Flow], redacted: Sequence[http.HTTPFlow]) -> dict[str, Any]:
+def summary_document(
+    flows: Sequence[mflow.Flow], redacted: Sequence[http.HTTPFlow], red: Redactor | None = None
+) -> dict[str, Any]:
     """The summary JSON: the report of the (redacted) flows plus what the export did."""
     doc = report_json(report_rows(redacted, load_files=False))
     doc["export"] = {
@@ -116,7 +153,7 @@ def summary_document(flows: Sequence[mflow.Flow], redacted: Sequence[http.HTTPFl
         "skipped_non_http": len(flows) - len(redacted),
         "redaction": REDACTION_NOTE,
     }
-    return redact_metadata(doc)  # type: ignore[no-any-return]
+    return (red or Redactor()).metadata(doc)  # type: ignore[no-any-return]
 
 
 def export_bundle(
@@ -128,13 +165,17 @@ def export_bundle(
     os.makedirs(parent, exist_ok=True)
     redacted: list[http.HTTPFlow] = []
     truncated = 0
-    for f in flows:
+    http_flows = [f for f in flows if isinstance(f, http.HTTPFlow)]
+    red = Redactor()
+    for f in http_flows:  # a secret of one flow is redacted in every flow of the bundle
+        flow_redactor(f, red)
+    for f in http_flows:
         if isinstance(f, http.HTTPFlow):
-            c, t = redact_flow(f, max_body=max_body)
+            c, t = redact_flow(f, max_body=max_body, red=red)
             redacted.append(c)
             truncated += t
     write_flows(flow_path, redacted)
-    doc = summary_document(flows, redacted)
+    doc = summary_document(flows, redacted, red)
     doc["export"]["truncated_bodies"] = truncated
     with open(summary_path, "wb") as fh:
         fh.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2))

@@ -5,12 +5,19 @@ carries its summary in ``flow.metadata["proxai"]``; a flow without one (saved by
 ProxAI) is observed now from its stored body with the same observers, so a ``.flow`` read back gives
 the same kind of row. Unfinished-tool diagnostics (seed 001, ``001_5998ffc26e6ec2b6.txt``) are read
 from the file the addon wrote when it still exists, else rebuilt from the stored body.
+
+A flow file can come from someone else, and the diagnostics path in its metadata is theirs to choose
+(``/dev/zero``, a FIFO, ``~/.ssh/...``). It is opened only when it lies inside the folder the caller
+names (the flow file's own folder, or the addon's diagnostics folder), is a regular file, and holds at
+most ``MAX_DIAGNOSTICS_FILE`` bytes; anything else is rebuilt from the stored body
+(``docs/security.md``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -88,24 +95,57 @@ def _flow_error(f: http.HTTPFlow) -> dict[str, Any]:
     return {"kind": "connection", "message": f.error.msg if f.error else "no response"}
 
 
-def _load_diagnostics(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _load_diagnostics(meta: Mapping[str, Any], base_dir: str | None) -> Mapping[str, Any] | None:
     path = meta.get("diagnostics")
     if isinstance(path, Mapping):
         return path
-    if not isinstance(path, str) or not path:
+    if not isinstance(path, str) or not path or base_dir is None:
+        return None
+    data = read_contained(path, base_dir, MAX_DIAGNOSTICS_FILE)
+    if data is None:
         return None
     try:
-        if os.path.getsize(path) > MAX_DIAGNOSTICS_FILE:
-            return None
-        with open(path, "rb") as fh:
-            loaded = orjson.loads(fh.read())
-    except (OSError, orjson.JSONDecodeError):
+        loaded = orjson.loads(data)
+    except orjson.JSONDecodeError:
         return None
     return loaded if isinstance(loaded, Mapping) else None
 
 
-def report_rows(flows: Sequence[mflow.Flow], *, load_files: bool = True) -> list[ReportRow]:
-    """One row per LLM flow (other flows are skipped), numbered from 1 in order."""
+def read_contained(path: str, base_dir: str, limit: int) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file inside ``base_dir`` (symbolic links
+    resolved) of at most ``limit`` bytes; None otherwise. Never blocks on a FIFO or a device."""
+    try:
+        root = os.path.realpath(base_dir)
+        real = os.path.realpath(path)
+        if os.path.commonpath([real, root]) != root:
+            return None
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_NOFOLLOW", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return None if size > limit else b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def report_rows(
+    flows: Sequence[mflow.Flow], *, load_files: bool = True, base_dir: str | None = None
+) -> list[ReportRow]:
+    """One row per LLM flow (other flows are skipped), numbered from 1 in order. ``base_dir``: the
+    only folder diagnostics files are read from (none: they are rebuilt from the stored body)."""
     rows: list[ReportRow] = []
     for f in flows:
         if not isinstance(f, http.HTTPFlow):
@@ -113,7 +153,7 @@ def report_rows(flows: Sequence[mflow.Flow], *, load_files: bool = True) -> list
         meta = flow_metadata(f)
         if meta is None:
             continue
-        loaded = _load_diagnostics(meta) if load_files else None
+        loaded = _load_diagnostics(meta, base_dir) if load_files else None
         body_tail: bytes | None = None
         if loaded is None and f.response is not None:
             body = f.response.get_content(strict=False) or b""

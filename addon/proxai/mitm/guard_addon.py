@@ -38,6 +38,7 @@ from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
 from proxai.model import ErrorInfo, ErrorKind, Protocol, StreamSummary
 from proxai.protocols.common import Accum
+from proxai.termsafe import log_safe
 
 logger = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ class FlowGuard:
         self.timer.cancel()
         if ending:
             self.end_requested = True  # nothing to end or cancel: the upstream ended the body
-        logger.info("proxai: %s", verdict.message)
+        logger.info("proxai: %s", log_safe(verdict.message))
         return GuardAction(
             close=True, inject=self.error_bytes(verdict), kind=verdict.error_kind, message=verdict.message
         )
@@ -217,7 +218,7 @@ class FlowGuard:
             self.timer.arm(self.deadline(open_calls))
             return
         self.verdict, self.path = verdict, "timer"
-        logger.info("proxai: %s", verdict.message)
+        logger.info("proxai: %s", log_safe(verdict.message))
         # The carrier keeps the error pending; ending the stream makes mitmproxy call the carrier with
         # its end of message, which delivers it. Without the internals it goes out with the next chunk.
         self.carrier.inject_and_close(
