@@ -26,6 +26,7 @@ from proxai.upstream.agent import AGENT_THINKING
 from .agents import (
     ANSWER,
     MARKER,
+    Run,
     claude_result,
     claude_tool_inputs,
     codex_commands,
@@ -98,11 +99,12 @@ def _claude(md: Mitmdump, tmp: Path, upstream: FakeUpstream) -> None:
     assert claude_tool_inputs(run) == [("Bash", {"command": "cat notes.txt"})]
 
 
-def _codex(md: Mitmdump, tmp: Path, upstream: FakeUpstream) -> None:
+def _codex(md: Mitmdump, tmp: Path, upstream: FakeUpstream) -> Run:
     run = run_codex(md, tmp, upstream.url)
     assert run.returncode == 0, run.describe()
     assert codex_messages(run) == [ANSWER], run.describe()
     assert codex_commands(run) == [("/bin/bash -lc 'cat notes.txt'", f"{MARKER}\n", 0)]
+    return run
 
 
 @pytest.mark.parametrize("mode", ["reverse", "regular"])
@@ -152,7 +154,11 @@ def test_codex_translated(target: str, base: str, agent_upstream: FakeUpstream, 
     with running_mitmdump(
         agent_upstream.url, workdir=tmp_path / "mitm", options={"proxai_routes": routes}
     ) as md:
-        _codex(md, tmp_path, agent_upstream)
+        run = _codex(md, tmp_path, agent_upstream)
+        # Claude's thinking reaches Codex as a reasoning summary, the part Codex shows by default (an
+        # OpenAI-like Chat server streams no reasoning text, only its token count)
+        thought = [AGENT_THINKING] * 2 if target == A else []
+        assert codex_messages(run, "reasoning") == thought, run.describe()
         flows = _flows(md, 2)
         assert [_summary(f) for f in flows] == _expect(R, target, "e2e", "exec_command")
         for f in flows:

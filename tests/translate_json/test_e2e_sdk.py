@@ -351,7 +351,8 @@ def test_thinking_maps_between_anthropic_and_responses(tr_mitm: Mitmdump) -> Non
     )
     reasoning = [i for i in r.output if i.type == "reasoning"]
     assert len(reasoning) == 1 and reasoning[0].encrypted_content == SIGNATURE
-    assert [c.text for c in reasoning[0].content or []] == [THINKING]
+    # the thinking is the reasoning item's summary (what Responses clients show), not reasoning_text
+    assert [c.text for c in reasoning[0].summary] == [THINKING] and not reasoning[0].content
     assert r.output_text == TEXT
     m = anthropic_sdk(tr_mitm, t).messages.create(
         model="via-responses",

@@ -306,8 +306,9 @@ def sdk_neutral(proto: Protocol, final: Any) -> Neutral | None:
         elif it.type == "function_call":
             fin.tools.append((it.call_id, it.name, orjson.loads(it.arguments or "{}")))
         elif it.type == "reasoning":
-            if it.content:
-                fin.thinking += "".join(p.text for p in it.content)
+            texts = [p.text for p in it.content or []] + [p.text for p in it.summary]
+            if texts:
+                fin.thinking += "".join(texts)
                 fin.signature += it.encrypted_content or ""
             elif it.encrypted_content:
                 fin.redacted.append(it.encrypted_content)

@@ -309,6 +309,12 @@ _R_DELTAS = {
     "response.function_call_arguments.delta": ("function_call", None),
 }
 _R_TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+_R_SUMMARY = (
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_summary_part.done",
+)
 
 
 def validate_responses(body: bytes) -> Final:
@@ -352,7 +358,7 @@ def validate_responses(body: bytes) -> Final:
             _check(oi == len(items), n, f"output_index {oi} not dense/unique (expected {len(items)})")
             it = obj["item"]
             _check(it["id"] not in by_id, n, "duplicate item id")
-            items[oi] = {"item": it, "parts": {}, "done": None, "args": ""}
+            items[oi] = {"item": it, "parts": {}, "summary": {}, "done": None, "args": ""}
             by_id[it["id"]] = oi
         elif t == "response.content_part.added":
             rec = items.get(obj["output_index"])
@@ -365,6 +371,37 @@ def validate_responses(body: bytes) -> Final:
             _check(rec["done"] is None, n, "content_part.added after output_item.done")
             _check(obj["content_index"] not in rec["parts"], n, "duplicate content part")
             rec["parts"][obj["content_index"]] = {"type": obj["part"]["type"], "text": "", "done": False}
+        elif t in _R_SUMMARY:
+            rec = items.get(obj["output_index"])
+            _check(
+                rec is not None
+                and rec["item"]["id"] == obj["item_id"]
+                and rec["item"]["type"] == "reasoning",
+                n,
+                f"{t} for an unknown or non-reasoning item",
+            )
+            assert rec is not None
+            _check(rec["done"] is None, n, f"{t} after output_item.done")
+            si = obj["summary_index"]
+            summary = rec["summary"].get(si)
+            if t == "response.reasoning_summary_part.added":
+                _check(summary is None, n, "duplicate summary part")
+                _check(obj["part"] == {"type": "summary_text", "text": ""}, n, "summary part added not empty")
+                rec["summary"][si] = {"text": "", "done": False}
+                continue
+            _check(summary is not None and not summary["done"], n, f"{t} without an open summary part")
+            assert summary is not None
+            if t == "response.reasoning_summary_text.delta":
+                summary["text"] += obj["delta"]
+            elif t == "response.reasoning_summary_text.done":
+                _check(obj["text"] == summary["text"], n, f"{t} text differs from the deltas")
+            else:
+                _check(
+                    obj["part"] == {"type": "summary_text", "text": summary["text"]},
+                    n,
+                    "summary part done differs from the deltas",
+                )
+                summary["done"] = True
         elif t in _R_DELTAS:
             rec = items.get(obj["output_index"])
             _check(
@@ -422,6 +459,16 @@ def validate_responses(body: bytes) -> Final:
             _check(
                 all(p["done"] for p in rec["parts"].values()), n, "output_item.done with open content parts"
             )
+            _check(
+                all(p["done"] for p in rec["summary"].values()), n, "output_item.done with open summary parts"
+            )
+            if it["type"] == "reasoning":
+                _check(
+                    [p["text"] for p in it.get("summary") or []]
+                    == [p["text"] for _, p in sorted(rec["summary"].items())],
+                    n,
+                    "reasoning done summary differs from the deltas",
+                )
             if it["type"] == "function_call":
                 _check(
                     it["arguments"] == rec["args"] and it["call_id"] == rec["item"]["call_id"],
@@ -491,7 +538,7 @@ def validate_responses(body: bytes) -> Final:
             args = it.get("arguments", "") if rec["done"] else rec["args"]
             fin.tools.append((it["call_id"], it["name"], _args(args, len(events), fin.error is not None)))
         elif it["type"] == "reasoning":
-            content = it.get("content") or []
+            content = it.get("content") or it.get("summary") or []
             if content:
                 fin.thinking += "".join(p["text"] for p in content)
                 fin.signature += it.get("encrypted_content") or ""

@@ -1,15 +1,13 @@
-"""Render a neutral ``ResponseIR`` as a non-streamed Responses ``response`` (seeds 003 and 000:
-003_ddeb0f29c782f12f.txt, 000_bfdabbe39bd0a69e.txt).
+"""Render a neutral ``ResponseIR`` as a non-streamed Responses ``response`` (docs/translation.md).
 
-Output positions (seed 003 "Chat -> Responses output 位置"): consecutive text and refusal parts
-form ONE assistant message item (text parts first, the refusal inside the same message;
-Responses has no message-level refusal field); tool calls are sibling ``function_call`` items
-after it, never inside ``message.content``; a reply with only tool calls has only tool-call
-items. Thinking -> a ``reasoning`` item (text as ``reasoning_text``, the signature as
-``encrypted_content``); redacted thinking -> a ``reasoning`` item with ``encrypted_content``.
-Item ids follow the stream translator's allocator (``<prefix>_<response id stem>_<n>``); a tool
-call keeps its source id as item id (seed 000). ``status`` / ``incomplete_details`` come from
-the shared stop table.
+Output positions: consecutive text and refusal parts form ONE assistant message item (text parts
+first, the refusal inside the same message; Responses has no message-level refusal field); tool
+calls are sibling ``function_call`` items after it, never inside ``message.content``; a reply with
+only tool calls has only tool-call items. Thinking -> a ``reasoning`` item whose summary is the
+text (the part Responses clients show by default) and whose ``encrypted_content`` is the
+signature; redacted thinking -> a ``reasoning`` item with ``encrypted_content`` only. Item ids
+follow the stream translator's allocator (``<prefix>_<response id stem>_<n>``); a tool call keeps
+its source id as item id. ``status`` / ``incomplete_details`` come from the shared stop table.
 """
 
 from __future__ import annotations
@@ -68,8 +66,8 @@ def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:
                     )  # fmt: skip
             case ir.ThinkingPart():
                 output.append(
-                    {"id": next_id("rs"), "type": "reasoning", "summary": [],
-                     "content": [{"type": "reasoning_text", "text": p.text}],
+                    {"id": next_id("rs"), "type": "reasoning",
+                     "summary": [{"type": "summary_text", "text": p.text}],
                      "encrypted_content": p.signature, "status": "completed"}
                 )  # fmt: skip
             case ir.RedactedThinkingPart():

@@ -61,7 +61,7 @@ def build(
     elif client is Protocol.OPENAI_CHAT:
         writer = ChatWriter(created=created, include_usage=include_usage)
     else:
-        writer = ResponsesWriter(created_at=created, max_buffer=max_buffer)
+        writer = ResponsesWriter(created_at=created, max_buffer=max_buffer, reasoning_summary=not normalize)
     source: Source
     if upstream is Protocol.ANTHROPIC_MESSAGES:
         source = AnthropicSource(writer, lifecycle_free=normalize, max_tool_args=max_tool_args)

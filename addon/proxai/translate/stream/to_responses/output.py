@@ -28,7 +28,9 @@ def delta_format(etype: str, item: Item) -> bytes:
     ``%`` in the item id is escaped)."""
     e = etype.encode()
     mid = b',"item_id":' + orjson.dumps(item.item_id) + b',"output_index":%d' % item.output_index
-    if item.kind != "tool":
+    if item.summary:
+        mid += b',"summary_index":0'
+    elif item.kind != "tool":
         mid += b',"content_index":0'
     tail = b',"logprobs":[]}\n\n' if item.kind == "text" else b"}\n\n"
     head = b"event: " + e + b'\ndata: {"type":"' + e + b'","sequence_number":%d'
@@ -82,7 +84,7 @@ def part(item: Item, final: bool) -> dict[str, Any]:
     if item.kind == "refusal":
         return {"type": "refusal", "refusal": text}
     if item.kind == "thinking":
-        return {"type": "reasoning_text", "text": text}
+        return {"type": "summary_text" if item.summary else "reasoning_text", "text": text}
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
@@ -100,7 +102,10 @@ def item_json(item: Item, final: bool) -> dict[str, Any]:
         }
     if kind == "thinking":
         out: dict[str, Any] = {"id": item.item_id, "type": "reasoning", "summary": [], "status": status}
-        out["content"] = [part(item, True)] if final else []
+        if item.summary:
+            out["summary"] = [part(item, True)] if final else []
+        else:
+            out["content"] = [part(item, True)] if final else []
         out["encrypted_content"] = item.signature if final else None
         return out
     if kind == "redacted_thinking":

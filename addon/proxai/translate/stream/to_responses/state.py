@@ -38,6 +38,7 @@ class Item:
     name: str | None = None
     signature: str | None = None  # thinking: encrypted_content
     data: str | None = None  # redacted thinking: encrypted_content
+    summary: bool = False  # thinking written as a reasoning summary (summary_text) instead of reasoning_text
     done: bool = False
     delta_format: bytes = b""  # its delta event, pre-serialized but for seq and delta (output.delta_format)
 

@@ -7,6 +7,12 @@ events and ``output_item.done``. Stop reason and usage are held until the source
 Anthropic ``message_delta`` emits nothing here); then every pending ``*.done`` is emitted and the
 terminal ``response.completed`` / ``response.incomplete`` carries the full output. A failure
 emits ``error`` + ``response.failed`` (error_shapes); never ``[DONE]``.
+
+Reasoning from another protocol (``reasoning_summary=True``: Anthropic thinking, Chat
+``reasoning_content``) is written as the reasoning item's summary (``reasoning_summary_part.added``,
+``reasoning_summary_text.delta`` / ``.done``, ``reasoning_summary_part.done``), the part that
+Responses clients show by default (Codex shows no ``reasoning_text`` unless asked to). In normalize
+mode it stays ``reasoning_text`` content (docs/streaming-translation.md, "Reasoning").
 """
 
 from __future__ import annotations
@@ -41,9 +47,12 @@ _DONE_EVENTS = {
 class ResponsesWriter:
     protocol = Protocol.OPENAI_RESPONSES
 
-    __slots__ = ("by_key", "created_at", "kept", "max_buffer", "out", "st")
+    __slots__ = ("by_key", "created_at", "kept", "max_buffer", "out", "reasoning_summary", "st")
 
-    def __init__(self, *, created_at: int = 0, max_buffer: int = DEFAULT_MAX_BUFFER) -> None:
+    def __init__(
+        self, *, created_at: int = 0, max_buffer: int = DEFAULT_MAX_BUFFER, reasoning_summary: bool = False
+    ) -> None:
+        self.reasoning_summary = reasoning_summary
         self.max_buffer = max_buffer  # content kept for the terminal snapshot (bounded memory)
         self.kept = 0
         self.out: list[bytes] = []
@@ -78,12 +87,23 @@ class ResponsesWriter:
         item = self.st.add(key, kind, id, name, data)
         if kind == "tool":
             item.delta_format = output.delta_format("response.function_call_arguments.delta", item)
+        elif kind == "thinking" and self.reasoning_summary:
+            item.summary = True
+            item.delta_format = output.delta_format("response.reasoning_summary_text.delta", item)
         elif kind in _DELTA_EVENTS:
             item.delta_format = output.delta_format(_DELTA_EVENTS[kind], item)
         self._emit(
             "response.output_item.added", output_index=item.output_index, item=output.item_json(item, False)
         )
-        if kind in _DELTA_EVENTS:
+        if item.summary:
+            self._emit(
+                "response.reasoning_summary_part.added",
+                item_id=item.item_id,
+                output_index=item.output_index,
+                summary_index=0,
+                part=output.part(item, False),
+            )
+        elif kind in _DELTA_EVENTS:
             self._emit(
                 "response.content_part.added",
                 item_id=item.item_id,
@@ -124,6 +144,12 @@ class ResponsesWriter:
         if item.kind == "tool":
             self._emit(
                 "response.function_call_arguments.done", **loc, name=item.name, arguments="".join(item.parts)
+            )
+        elif item.summary:
+            text = "".join(item.parts)
+            self._emit("response.reasoning_summary_text.done", **loc, summary_index=0, text=text)
+            self._emit(
+                "response.reasoning_summary_part.done", **loc, summary_index=0, part=output.part(item, True)
             )
         elif item.kind in _DONE_EVENTS:
             etype, field = _DONE_EVENTS[item.kind]
