@@ -42,6 +42,7 @@ from proxai.mitm.commands import Visibility
 from proxai.mitm.diagnostics import build_report, write_report
 from proxai.mitm.faults import FaultAddon
 from proxai.mitm.guard_addon import GuardAddon
+from proxai.mitm.option_errors import checked_options
 from proxai.mitm.routing import Routing
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
 from proxai.redact import Redactor, redact_url
@@ -229,6 +230,7 @@ class ProxAI:
                 _LIMIT_HELP.get(f.name, f"Observer limit {f.name} (see proxai.observe.Limits)."),
             )
 
+    @checked_options
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
         if "proxai_filter" in updated:

@@ -25,6 +25,7 @@ from mitmproxy.log import ALERT
 from proxai.mitm import contentview, dumpline
 from proxai.mitm.export import export_bundle
 from proxai.mitm.flowrows import report_rows
+from proxai.mitm.option_errors import checked_options
 from proxai.report import table_lines
 from proxai.termsafe import escape
 
@@ -56,6 +57,7 @@ class Visibility:
         )
         contentview.register()
 
+    @checked_options
     def configure(self, updated: set[str]) -> None:
         if "proxai_export_max_body" in updated and ctx.options.proxai_export_max_body < 0:
             raise exceptions.OptionsError(  # type: ignore[no-untyped-call]

@@ -35,6 +35,7 @@ from proxai.faults.stage import ERRORS, Act, FaultStage
 from proxai.keep import KeepingStream
 from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
+from proxai.mitm.option_errors import checked_options
 from proxai.model import ErrorInfo, ErrorKind, Outcome, StreamSummary
 from proxai.provider_errors import http_error
 
@@ -172,6 +173,7 @@ class FaultAddon:
             "count=1'). Empty: no faults.",
         )
 
+    @checked_options
     def configure(self, updated: set[str]) -> None:
         if "proxai_faults" not in updated:
             return

@@ -36,6 +36,7 @@ from proxai.error_shapes import error_body, http_status_for
 from proxai.guard import GuardConfig, Verdict
 from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
+from proxai.mitm.option_errors import checked_options
 from proxai.model import ErrorInfo, ErrorKind, Protocol, StreamSummary
 from proxai.protocols.common import Accum
 from proxai.termsafe import log_safe
@@ -396,6 +397,7 @@ class GuardAddon:
             "only when upstream bytes arrive.",
         )
 
+    @checked_options
     def configure(self, updated: set[str]) -> None:
         if updated & {"proxai_tool_stall", "proxai_idle_timeout", "proxai_guard_abnormal"}:
             self.config = GuardConfig(
