@@ -117,8 +117,9 @@ def run_claude(md: Mitmdump, tmp: Path, upstream_url: str) -> Run:
     return _run(args, env, workspace(tmp))
 
 
-def run_codex(md: Mitmdump, tmp: Path, upstream_url: str) -> Run:
-    """``codex exec --json PROMPT`` with a custom model provider through ``md``."""
+def run_codex(md: Mitmdump, tmp: Path, upstream_url: str, prompt: str = PROMPT, *extra: str) -> Run:
+    """``codex exec --json PROMPT`` with a custom model provider through ``md`` (``extra``: more
+    ``codex exec`` arguments)."""
     codex = require(CODEX)
     home = tmp / "home"
     codex_home = home / ".codex"
@@ -147,7 +148,7 @@ def run_codex(md: Mitmdump, tmp: Path, upstream_url: str) -> Run:
     env = {**_base_env(home), "CODEX_HOME": str(codex_home), "PROXAI_E2E_KEY": "sk-proxai-e2e-not-a-secret"}
     if md.mode == "regular":
         env |= {"HTTPS_PROXY": md.proxy_url, "CODEX_CA_CERTIFICATE": str(md.ca_path)}
-    args = [str(codex), "exec", "--json", "--skip-git-repo-check", PROMPT]
+    args = [str(codex), "exec", "--json", "--skip-git-repo-check", *extra, prompt]
     return _run(args, env, workspace(tmp))
 
 

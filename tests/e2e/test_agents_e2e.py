@@ -13,6 +13,7 @@ budgets are refused), so a translated request a real server would refuse fails h
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,10 +86,12 @@ def _flows(md: Mitmdump, count: int) -> list[http.HTTPFlow]:
     return flows
 
 
-def _expect(client: str, upstream: str, route: str | None, tool: str) -> list[tuple[Any, ...]]:
+def _expect(
+    client: str, upstream: str, route: str | None, tool: str, answer: str = ANSWER
+) -> list[tuple[Any, ...]]:
     return [
         (client, upstream, route, "completed", "tool_use", [(tool, True, True)], 0),
-        (client, upstream, route, "completed", "end_turn", [], len(ANSWER)),
+        (client, upstream, route, "completed", "end_turn", [], len(answer.encode())),
     ]
 
 
@@ -169,3 +172,52 @@ def test_codex_translated(target: str, base: str, agent_upstream: FakeUpstream, 
         assert [(b["max_tokens"], b["thinking"]) for b in sent] == [
             (4096 + 8192, {"type": "enabled", "budget_tokens": 8192})
         ] * 2
+
+
+PATCH = f"*** Begin Patch\n*** Add File: hello.txt\n+{MARKER}\n*** End Patch\n"
+PATCH_PROMPT = f"Use `apply_patch` to add hello.txt:\n```\n{PATCH}```"
+PATCH_ANSWER = "The tool returned: A hello.txt"
+
+
+@pytest.mark.parametrize(("target", "base"), [(A, ""), (C, "/v1")], ids=["anthropic", "chat"])
+def test_codex_applies_a_patch_translated(
+    target: str, base: str, agent_upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """Codex's freeform apply_patch, offered to the target as a function with one string
+    argument, comes back to Codex as a custom_tool_call: Codex applies the patch itself."""
+    routes = _routes(tmp_path, "/v1/responses", target, agent_upstream.url + base)
+    seen = len(agent_upstream.requests)
+    with running_mitmdump(
+        agent_upstream.url, workdir=tmp_path / "mitm", options={"proxai_routes": routes}
+    ) as md:
+        run = run_codex(md, tmp_path, agent_upstream.url, PATCH_PROMPT, "--sandbox", "workspace-write")
+        assert run.returncode == 0, run.describe()
+        assert (tmp_path / "work" / "hello.txt").exists(), run.describe()
+        assert (tmp_path / "work" / "hello.txt").read_text() == MARKER + "\n", run.describe()
+        changes = [
+            [(c["path"].rsplit("/", 1)[-1], c["kind"]) for c in ev["item"]["changes"]]
+            for ev in run.events()
+            if ev.get("type") == "item.completed" and ev.get("item", {}).get("type") == "file_change"
+        ]
+        assert changes == [[("hello.txt", "add")]], run.describe()
+        # the model quotes the last line of what Codex's apply_patch returned
+        assert codex_messages(run) == [PATCH_ANSWER], run.describe()
+        flows = _flows(md, 2)
+        assert [_summary(f) for f in flows] == _expect(R, target, "e2e", "apply_patch", PATCH_ANSWER)
+    sent = [r.body for r in agent_upstream.requests[seen:]]
+    # the upstream got apply_patch as a function with one string argument, the patch as its input,
+    # and on the next turn the call and Codex's own result for it
+    if target == A:
+        calls = [
+            b
+            for m in sent[1]["messages"]
+            for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+    else:
+        calls = [
+            {"name": c["function"]["name"], "input": json.loads(c["function"]["arguments"])}
+            for m in sent[1]["messages"]
+            for c in m.get("tool_calls") or []
+        ]
+    assert [(c["name"], c["input"]) for c in calls] == [("apply_patch", {"input": PATCH})]

@@ -437,6 +437,21 @@ def validate_responses(body: bytes) -> Final:
             _check(part is not None and not part["done"], n, "content_part.done for unknown/closed part")
             assert part is not None
             part["done"] = True
+        elif t in ("response.custom_tool_call_input.delta", "response.custom_tool_call_input.done"):
+            rec = items.get(obj["output_index"])
+            _check(
+                rec is not None
+                and rec["item"]["id"] == obj["item_id"]
+                and rec["item"]["type"] == "custom_tool_call"
+                and rec["done"] is None,
+                n,
+                f"{t} for an unknown, closed or non-custom item",
+            )
+            assert rec is not None
+            if t.endswith(".delta"):
+                rec["args"] += obj["delta"]
+            else:
+                _check(obj["input"] == rec["args"], n, "custom_tool_call_input.done differs from the deltas")
         elif t == "response.function_call_arguments.done":
             rec = items[obj["output_index"]]
             _check(
@@ -474,6 +489,17 @@ def validate_responses(body: bytes) -> Final:
                     it["arguments"] == rec["args"] and it["call_id"] == rec["item"]["call_id"],
                     n,
                     "function_call done differs from the deltas / call_id",
+                )
+                _check(it.get("namespace") == rec["item"].get("namespace"), n, "namespace at done != added")
+            elif it["type"] == "custom_tool_call":
+                _check(
+                    it["input"] == rec["args"] and it["call_id"] == rec["item"]["call_id"],
+                    n,
+                    "custom_tool_call done differs from its input events / call_id",
+                )
+            elif it["type"] == "tool_search_call":
+                _check(
+                    it["execution"] == "client" and it["call_id"] == rec["item"]["call_id"], n, "tool_search"
                 )
             elif it["type"] == "message":
                 texts = [p.get("text", p.get("refusal")) for p in it["content"]]
@@ -537,6 +563,10 @@ def validate_responses(body: bytes) -> Final:
         elif it["type"] == "function_call":
             args = it.get("arguments", "") if rec["done"] else rec["args"]
             fin.tools.append((it["call_id"], it["name"], _args(args, len(events), fin.error is not None)))
+        elif it["type"] == "custom_tool_call":
+            fin.tools.append((it["call_id"], it["name"], it.get("input", "") if rec["done"] else rec["args"]))
+        elif it["type"] == "tool_search_call":
+            fin.tools.append((it["call_id"], "tool_search", it.get("arguments")))
         elif it["type"] == "reasoning":
             content = it.get("content") or it.get("summary") or []
             if content:

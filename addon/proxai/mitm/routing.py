@@ -138,6 +138,7 @@ class Routing:
         options = body.get("stream_options")
         state.extra["client_include_usage"] = isinstance(options, dict) and bool(options.get("include_usage"))
         state.extra["created"] = int(self.wall_clock())
+        state.extra["call_shapes"] = translated.call_shapes
 
         plan = plan_headers(
             _headers(req),
@@ -207,6 +208,7 @@ class Routing:
             normalize=client is upstream,
             created=int(state.extra.get("created") or 0),
             include_usage=bool(state.extra.get("client_include_usage", True)),
+            call_shapes=state.extra.get("call_shapes") or {},
             max_buffer=self.max_buffer,
             max_tool_args=self.max_tool_args,
         )
@@ -257,7 +259,13 @@ class Routing:
             if is_error_body(body):  # an error object sent with 200 (some compatible servers)
                 self._error(resp, raw, 502, client, info)
                 return
-            out = translate_response(body, upstream, client, created=int(state.extra.get("created") or 0))
+            out = translate_response(
+                body,
+                upstream,
+                client,
+                created=int(state.extra.get("created") or 0),
+                call_shapes=state.extra.get("call_shapes") or {},
+            )
         except (TranslationError, UpstreamProtocolError) as exc:
             message = f"proxai cannot translate the upstream {upstream} response: {exc}"
             info["response_error"] = message

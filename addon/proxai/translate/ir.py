@@ -114,6 +114,15 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class CallShape:
+    """How a Responses client expects a call of one of its tools back (proxai.translate.call_shapes)."""
+
+    item: Literal["function_call", "custom_tool_call", "tool_search_call"]
+    name: str  # the client's own tool name (inside its namespace)
+    namespace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ToolDef:
     name: str
     at: str
@@ -122,6 +131,9 @@ class ToolDef:
     strict: bool | None = None
     kind: Literal["function", "custom"] = "function"
     format: dict[str, object] | None = None  # custom tools' input format
+    # a Responses client's tool offered under another shape (namespaced, tool search): how its
+    # calls go back to the client (proxai.translate.call_shapes); None: unchanged
+    call_back: CallShape | None = None
 
 
 #: The one string argument a freeform (custom) tool takes where the target has function tools

@@ -373,11 +373,16 @@ def _tool(raw: dict[str, Any], at: str, notes: list[str], namespace: str | None 
     t = validate(_Tool, raw, at)
     name = flat_name(namespace, t.name) if namespace and t.name else t.name
     if t.type == "function" and name:
-        return [ir.ToolDef(name, at, t.description, t.parameters, t.strict)]
+        back = ir.CallShape("function_call", t.name or name, namespace) if namespace else None
+        return [ir.ToolDef(name, at, t.description, t.parameters, t.strict, call_back=back)]
     if t.type == "custom" and name:
-        return [ir.ToolDef(name, at, t.description, kind="custom", format=t.format)]
+        back = ir.CallShape("custom_tool_call", t.name or name, namespace)
+        return [ir.ToolDef(name, at, t.description, kind="custom", format=t.format, call_back=back)]
     if t.type == TOOL_SEARCH and t.execution == "client":
-        return [ir.ToolDef(TOOL_SEARCH, at, t.description, t.parameters or _SEARCH_PARAMETERS)]
+        back = ir.CallShape("tool_search_call", TOOL_SEARCH)
+        return [
+            ir.ToolDef(TOOL_SEARCH, at, t.description, t.parameters or _SEARCH_PARAMETERS, call_back=back)
+        ]
     if t.type == "namespace" and t.name and namespace is None:
         return [
             d

@@ -26,6 +26,7 @@ from proxai.translate import (
     req_to_chat,
     req_to_responses,
 )
+from proxai.translate.call_shapes import shapes_of
 
 _PARSERS: dict[Protocol, Callable[[dict[str, Any]], ir.RequestIR]] = {
     Protocol.ANTHROPIC_MESSAGES: req_from_anthropic.parse_request,
@@ -48,6 +49,8 @@ class TranslatedRequest:
     dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"thinking_blocks": 2, ...}
     ignored: tuple[str, ...] = ()  # client fields with no meaning for the target (hints)
     notes: tuple[str, ...] = ()  # offers left out: hosted tools the target cannot run
+    # a Responses client's tools offered in another shape: how their calls go back (call_shapes)
+    call_shapes: dict[str, ir.CallShape] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         return orjson.dumps(self.body)
@@ -76,4 +79,6 @@ def translate_request(
     parsed = _PARSERS[client](body)
     dropped: dict[str, int] = {}
     rendered = _RENDERERS[target](parsed, opts, dropped)
-    return TranslatedRequest(rendered, parsed.stream, model, dropped, parsed.ignored, parsed.notes)
+    return TranslatedRequest(
+        rendered, parsed.stream, model, dropped, parsed.ignored, parsed.notes, shapes_of(parsed.tools)
+    )

@@ -7,7 +7,9 @@ only tool calls has only tool-call items. Thinking -> a ``reasoning`` item whose
 text (the part Responses clients show by default) and whose ``encrypted_content`` is the
 signature; redacted thinking -> a ``reasoning`` item with ``encrypted_content`` only. Item ids
 follow the stream translator's allocator (``<prefix>_<response id stem>_<n>``); a tool call keeps
-its source id as item id. ``status`` / ``incomplete_details`` come from the shared stop table.
+its source id as item id; a call of a tool the client declared in another shape (freeform,
+namespaced, its tool search) goes back in that shape. ``status`` / ``incomplete_details`` come
+from the shared stop table.
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from proxai.translate import ir, stop_reasons
+from proxai.translate.call_shapes import CallShapes, call_item
 
 
-def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:
+def render_response(resp: ir.ResponseIR, created: int, shapes: CallShapes | None = None) -> dict[str, Any]:
+    """``shapes``: the client's tools offered in another shape; their calls go back as declared
+    (proxai.translate.call_shapes)."""
+    shapes = shapes or {}
     stem = resp.id.split("_", 1)[-1] or "proxai"
     n = 0
 
@@ -54,16 +60,15 @@ def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:
         message = None
         match p:
             case ir.ToolCallPart():
-                if p.kind == "custom":
+                if p.kind == "custom":  # a Responses upstream's own freeform call
                     output.append(
                         {"id": p.id, "type": "custom_tool_call", "status": "completed", "call_id": p.id,
                          "name": p.name, "input": p.arguments}
                     )  # fmt: skip
                 else:
                     output.append(
-                        {"id": p.id, "type": "function_call", "status": "completed", "call_id": p.id,
-                         "name": p.name, "arguments": p.arguments}
-                    )  # fmt: skip
+                        call_item(p.id, p.name, p.arguments, shapes.get(p.name), status="completed")
+                    )
             case ir.ThinkingPart():
                 output.append(
                     {"id": next_id("rs"), "type": "reasoning",

@@ -28,6 +28,7 @@ from proxai.translate import (
     resp_to_chat,
     resp_to_responses,
 )
+from proxai.translate.call_shapes import CallShapes
 
 _PARSERS: dict[Protocol, Callable[[dict[str, Any]], ir.ResponseIR]] = {
     Protocol.ANTHROPIC_MESSAGES: resp_from_anthropic.parse_response,
@@ -67,17 +68,28 @@ def parse_response(body: dict[str, Any], upstream: Protocol) -> ir.ResponseIR:
     return _PARSERS[upstream](body)
 
 
-def render_response(resp: ir.ResponseIR, client: Protocol, *, created: int = 0) -> TranslatedResponse:
-    body = _RENDERERS[client](resp, created)
+def render_response(
+    resp: ir.ResponseIR, client: Protocol, *, created: int = 0, call_shapes: CallShapes | None = None
+) -> TranslatedResponse:
+    if client is Protocol.OPENAI_RESPONSES:
+        body = resp_to_responses.render_response(resp, created, call_shapes)
+    else:
+        body = _RENDERERS[client](resp, created)
     return TranslatedResponse(body, resp.stop, dict(resp.dropped))
 
 
 def translate_response(
-    body: dict[str, Any], upstream: Protocol, client: Protocol, *, created: int = 0
+    body: dict[str, Any],
+    upstream: Protocol,
+    client: Protocol,
+    *,
+    created: int = 0,
+    call_shapes: CallShapes | None = None,
 ) -> TranslatedResponse:
     """The client-protocol JSON response for an upstream-protocol JSON response.
 
     ``created``: Unix time for targets that need one when the source has none (the core reads
-    no clock).
+    no clock). ``call_shapes``: a Responses client's tools offered in another shape, whose calls
+    go back as the client declared them.
     """
-    return render_response(parse_response(body, upstream), client, created=created)
+    return render_response(parse_response(body, upstream), client, created=created, call_shapes=call_shapes)

@@ -9,7 +9,8 @@ on the real APIs), and plays the next step:
    arguments valid for that tool's schema. The tool is the client's shell tool (a required
    string property ``command`` or ``cmd``: Claude Code's ``Bash``, Codex's ``exec_command``),
    or, when the last user message names a declared tool in backticks, that tool; the value of
-   its first required string property is the LAST backticked span of the last user message
+   its first required string property is the last fenced code block of the last user message
+   if it has one (a patch for Codex's ``apply_patch``), else its LAST backticked span
    (``Run `cat notes.txt` and tell me what it says``);
 2. the conversation ends with a tool result: a final text answer quoting the result's last
    non-empty line (``The tool returned: hello``), stop reason ``end_turn``.
@@ -38,6 +39,7 @@ AGENT_THINKING = "The user wants me to run a tool first and then report what it 
 ANSWER_PREFIX = "The tool returned: "
 NO_TOOL_ANSWER = "I have no tool to run here, so I answer directly."
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
+_FENCED = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 _GAP = 0.01
 
 
@@ -186,7 +188,8 @@ def _value(schema: dict[str, Any]) -> object:
 def choose_call(turn: Turn) -> tuple[str, dict[str, Any]] | None:
     """(tool name, arguments) for the first turn, or ``None`` when no declared tool fits."""
     spans = _BACKTICKED.findall(turn.prompt)
-    value = spans[-1] if spans else turn.prompt.strip()
+    fenced = _FENCED.findall(turn.prompt)
+    value = fenced[-1] if fenced else spans[-1] if spans else turn.prompt.strip()
     declared = dict(turn.tools)
     named = [s for s in spans if s in declared]
     candidates = [(n, declared[n]) for n in named]

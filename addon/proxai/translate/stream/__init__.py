@@ -15,6 +15,7 @@ from typing import Protocol as TypingProtocol
 from proxai.errors import ConfigError
 from proxai.model import ErrorKind, Protocol
 from proxai.sse import Payloads, SseEvent
+from proxai.translate.call_shapes import CallShapes
 
 from . import pairs
 from .driver import StreamTranslatorImpl
@@ -65,6 +66,7 @@ def make_stream_translator(
     normalize: bool = False,
     created: int = 0,
     include_usage: bool = True,
+    call_shapes: CallShapes | None = None,
     max_buffer: int = DEFAULT_MAX_BUFFER,
     max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
 ) -> StreamTranslatorImpl:
@@ -73,7 +75,9 @@ def make_stream_translator(
     ``normalize`` (same protocol on both sides only) repairs compatible providers' quirks and
     accepts lifecycle-free deltas. ``created`` is the Unix time stamped on Chat chunks
     and Responses snapshots (the core reads no clock). ``include_usage``: emit the Chat
-    usage-only chunk (the client asked for ``stream_options.include_usage``). ``max_buffer``: the
+    usage-only chunk (the client asked for ``stream_options.include_usage``). ``call_shapes``: a
+    Responses client's tools offered in another shape, so their calls go back as the client
+    declared them (proxai.translate.call_shapes). ``max_buffer``: the
     content a Responses source or target must keep (for ``.done`` checks and the terminal
     snapshot), per stream, in bytes really held; past it a ``SseLimitError`` ends the translation
     (bounded memory). ``max_tool_args``: the argument characters kept per tool call to check its
@@ -88,6 +92,7 @@ def make_stream_translator(
         client,
         created=created,
         include_usage=include_usage,
+        call_shapes=call_shapes or {},
         max_buffer=max_buffer,
         max_tool_args=max_tool_args,
     )

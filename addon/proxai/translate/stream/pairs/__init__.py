@@ -11,6 +11,7 @@ protocol, so the client sees a stream that satisfies CLIENTS.md whatever the pro
 from __future__ import annotations
 
 from proxai.model import Protocol
+from proxai.translate.call_shapes import CallShapes
 from proxai.translate.stream.driver import Source, StreamTranslatorImpl, Writer
 from proxai.translate.stream.sources.anthropic import AnthropicSource
 from proxai.translate.stream.sources.chat import ChatSource
@@ -49,6 +50,7 @@ def build(
     *,
     created: int = 0,
     include_usage: bool = True,
+    call_shapes: CallShapes | None = None,
     max_buffer: int = DEFAULT_MAX_BUFFER,
     max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
 ) -> StreamTranslatorImpl:
@@ -61,7 +63,12 @@ def build(
     elif client is Protocol.OPENAI_CHAT:
         writer = ChatWriter(created=created, include_usage=include_usage)
     else:
-        writer = ResponsesWriter(created_at=created, max_buffer=max_buffer, reasoning_summary=not normalize)
+        writer = ResponsesWriter(
+            created_at=created,
+            max_buffer=max_buffer,
+            reasoning_summary=not normalize,
+            call_shapes=call_shapes or {},
+        )
     source: Source
     if upstream is Protocol.ANTHROPIC_MESSAGES:
         source = AnthropicSource(writer, lifecycle_free=normalize, max_tool_args=max_tool_args)

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from proxai.translate.call_shapes import call_item
 from proxai.translate.stream.sink import TokenUsage
 
 from .state import Item
@@ -92,14 +93,8 @@ def item_json(item: Item, final: bool) -> dict[str, Any]:
     status = "completed" if final else "in_progress"
     kind = item.kind
     if kind == "tool":
-        return {
-            "id": item.item_id,
-            "type": "function_call",
-            "status": status,
-            "call_id": item.call_id,
-            "name": item.name,
-            "arguments": "".join(item.parts) if final else "",
-        }
+        assert item.call_id is not None and item.name is not None
+        return call_item(item.call_id, item.name, "".join(item.parts), item.shape, status=status, final=final)
     if kind == "thinking":
         out: dict[str, Any] = {"id": item.item_id, "type": "reasoning", "summary": [], "status": status}
         if item.summary:

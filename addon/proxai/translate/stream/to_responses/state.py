@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from proxai.translate.ir import CallShape
 from proxai.translate.stream.sink import BlockKey, BlockKind, TokenUsage
 
 
@@ -39,6 +40,8 @@ class Item:
     signature: str | None = None  # thinking: encrypted_content
     data: str | None = None  # redacted thinking: encrypted_content
     summary: bool = False  # thinking written as a reasoning summary (summary_text) instead of reasoning_text
+    shape: CallShape | None = None  # a call going back in the shape the client declared (call_shapes)
+    held: bool = False  # its arguments are delivered whole at the block's stop (no argument deltas)
     done: bool = False
     delta_format: bytes = b""  # its delta event, pre-serialized but for seq and delta (output.delta_format)
 

@@ -13,6 +13,13 @@ Reasoning from another protocol (``reasoning_summary=True``: Anthropic thinking,
 ``reasoning_summary_text.delta`` / ``.done``, ``reasoning_summary_part.done``), the part that
 Responses clients show by default (Codex shows no ``reasoning_text`` unless asked to). In normalize
 mode it stays ``reasoning_text`` content (docs/streaming-translation.md, "Reasoning").
+
+A call of a tool the client declared in another shape (``call_shapes``: freeform, namespaced, its
+tool search) goes back in that shape: a namespaced function streams as usual under its own name
+and ``namespace``; a freeform call becomes a ``custom_tool_call`` whose input (the function's
+``input`` argument) is sent whole at the block's stop (``custom_tool_call_input.delta`` /
+``.done``), and a tool search call a ``tool_search_call`` item, because the text inside the JSON
+arguments is known only when they are complete.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import orjson
 from proxai.error_shapes import openai_error_object
 from proxai.errors import SseLimitError
 from proxai.model import ErrorKind, Protocol
+from proxai.translate.call_shapes import CallShapes, freeform_input
 from proxai.translate.stream import stops
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
 from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
@@ -47,12 +55,27 @@ _DONE_EVENTS = {
 class ResponsesWriter:
     protocol = Protocol.OPENAI_RESPONSES
 
-    __slots__ = ("by_key", "created_at", "kept", "max_buffer", "out", "reasoning_summary", "st")
+    __slots__ = (
+        "by_key",
+        "call_shapes",
+        "created_at",
+        "kept",
+        "max_buffer",
+        "out",
+        "reasoning_summary",
+        "st",
+    )
 
     def __init__(
-        self, *, created_at: int = 0, max_buffer: int = DEFAULT_MAX_BUFFER, reasoning_summary: bool = False
+        self,
+        *,
+        created_at: int = 0,
+        max_buffer: int = DEFAULT_MAX_BUFFER,
+        reasoning_summary: bool = False,
+        call_shapes: CallShapes | None = None,
     ) -> None:
         self.reasoning_summary = reasoning_summary
+        self.call_shapes = call_shapes or {}
         self.max_buffer = max_buffer  # content kept for the terminal snapshot (bounded memory)
         self.kept = 0
         self.out: list[bytes] = []
@@ -86,6 +109,8 @@ class ResponsesWriter:
     ) -> None:
         item = self.st.add(key, kind, id, name, data)
         if kind == "tool":
+            shape = item.shape = self.call_shapes.get(name or "")
+            item.held = shape is not None and shape.item != "function_call"
             item.delta_format = output.delta_format("response.function_call_arguments.delta", item)
         elif kind == "thinking" and self.reasoning_summary:
             item.summary = True
@@ -128,6 +153,8 @@ class ResponsesWriter:
         self.kept = kept
         if kept > self.max_buffer:
             raise SseLimitError("Responses output kept for the terminal snapshot", self.max_buffer)
+        if item.held:  # a custom or tool search call: its input is whole only at the block's stop
+            return
         st = self.st
         seq = st.seq
         st.seq = seq + 1  # ``st.next_seq()`` without its call (per delta)
@@ -141,9 +168,18 @@ class ResponsesWriter:
             return
         item.done = True
         loc = {"item_id": item.item_id, "output_index": item.output_index}
-        if item.kind == "tool":
+        shape = item.shape
+        if item.kind == "tool" and shape is not None and shape.item == "custom_tool_call":
+            text = freeform_input("".join(item.parts))
+            if text:
+                self._emit("response.custom_tool_call_input.delta", **loc, delta=text)
+            self._emit("response.custom_tool_call_input.done", **loc, input=text)
+        elif item.kind == "tool" and item.held:
+            pass  # a tool search call has no argument events: output_item.done carries them
+        elif item.kind == "tool":
+            name = item.name if shape is None else shape.name
             self._emit(
-                "response.function_call_arguments.done", **loc, name=item.name, arguments="".join(item.parts)
+                "response.function_call_arguments.done", **loc, name=name, arguments="".join(item.parts)
             )
         elif item.summary:
             text = "".join(item.parts)
