@@ -17,6 +17,7 @@ import httpx2
 import openai
 import pytest
 
+from proxai import cost
 from proxai.upstream.scenarios import ARGS_PARIS, TEXT, TEXT_BEFORE_TOOLS, tokens
 
 from .harness import Mitmdump, anthropic_client, openai_client, proxai_meta, running_mitmdump, tag
@@ -183,7 +184,10 @@ def test_anthropic_retries_once_on_529(md: Mitmdump, upstream: Any) -> None:
     }
     assert "injected fault http_error" in first.comment
     m2 = proxai_meta(second)
-    assert m2["outcome"] == "completed" and "extra" not in m2
+    assert m2["outcome"] == "completed"
+    # no fault on the retry: its extra holds only the cost note ("text" is no priced model)
+    unpriced = f"cost: genai-prices {cost.version()} has no price for model 'text'"
+    assert m2.get("extra") == {"notes": [unpriced]}
     assert _upstream_requests(upstream, t) == 1  # the 529 never reached the upstream
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -33,7 +34,7 @@ from typing import Any, ParamSpec, TypeVar
 from mitmproxy import ctx, exceptions, flowfilter, http
 from mitmproxy.addonmanager import Loader
 
-from proxai import keep, observe, render, verdict
+from proxai import cost, keep, observe, render, verdict
 from proxai.decode import DEFAULT_MAX_DECODED, Decoder, IdentityDecoder, make_decoder
 from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.errors import ConfigError, DecodeError, ProxaiError
@@ -229,6 +230,10 @@ class ProxAI:
                 getattr(defaults, f.name),
                 _LIMIT_HELP.get(f.name, f"Observer limit {f.name} (see proxai.observe.Limits)."),
             )
+
+    def running(self) -> None:
+        # genai-prices loads its price table on first use (about half a second): off the event loop.
+        threading.Thread(target=_warm_prices, name="proxai-prices", daemon=True).start()
 
     @checked_options
     def configure(self, updated: set[str]) -> None:
@@ -578,6 +583,7 @@ class ProxAI:
             # What came last before the stream ended without its terminal event (names only): the
             # view shows it when the body was not kept, and for the upstream side of a translation.
             meta["last_events"] = render.last_event_names(bytes(carrier.observer.tail))
+        cost.add_cost(meta, api_url=flow.request.pretty_url, at=flow.request.timestamp_start)
         red = live_redactor(flow)
         if summary.outcome is Outcome.UNFINISHED_TOOL or "guard" in summary.extra:
             path = self.write_diagnostics(flow, state, summary, red)
@@ -624,6 +630,13 @@ def live_redactor(flow: http.HTTPFlow) -> Redactor:
     if flow.response is not None:
         red.learn_headers(flow.response.headers.fields)
     return red
+
+
+def _warm_prices() -> None:
+    try:
+        cost.warm()
+    except Exception as exc:  # the first flow then loads the table itself
+        logger.debug("proxai: loading the price table failed: %s", exc)
 
 
 def _is_sse(response: http.Response) -> bool:

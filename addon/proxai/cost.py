@@ -1,0 +1,166 @@
+"""What one LLM flow cost: its reported usage priced with ``genai-prices`` (docs/design/cost.md).
+
+Pure: a flow's summary (``flow.metadata["proxai"]``), the upstream URL and the moment the request
+was sent go in; the ``cost`` object of the summary comes out, or ``None`` with a note saying why.
+Prices come from the price table bundled with the installed ``genai-prices`` release; it is never
+updated from the network, so a cost names the release that priced it.
+
+The rules (docs/design/cost.md):
+
+- The model priced is the one the upstream reported (``model``), never the requested one.
+- The provider is the one whose API address the upstream URL is; an address no provider has (a
+  gateway, a local test server) leaves the provider to the model's name (the maker's list price),
+  and ``matched_by`` says which.
+- Tokens are mapped to genai-prices' units by protocol: Anthropic reports ``input_tokens``
+  without the cached ones, OpenAI's ``prompt_tokens`` / ``input_tokens`` include them; genai-prices
+  counts cache reads and writes inside its ``input_tokens``.
+- No model, no usage, or a model genai-prices does not know: ``None`` and a note, never a guess.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+SOURCE = "genai-prices"
+CURRENCY = "USD"  # genai-prices prices every model in US dollars
+ANTHROPIC = "anthropic_messages"
+
+
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """The outcome of pricing one flow: a ``cost`` object, or ``None`` and the reason."""
+
+    cost: dict[str, Any] | None
+    note: str | None = None
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def _amount(d: Decimal) -> float:
+    return float(round(d, 12))
+
+
+def price_tokens(meta: Mapping[str, Any]) -> dict[str, int] | None:
+    """The flow's usage in genai-prices' units, or ``None`` when the upstream reported none."""
+    usage = meta.get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+    inp = _int(usage.get("input_tokens"))
+    out = _int(usage.get("output_tokens"))
+    read = _int(usage.get("cache_read_tokens")) or 0
+    write = _int(usage.get("cache_write_tokens")) or 0
+    if inp is None and out is None:
+        return None
+    total_in = inp or 0
+    if meta.get("protocol") == ANTHROPIC:
+        total_in += read + write  # Anthropic's input_tokens leaves the cached tokens out
+    units = {"input_tokens": total_in, "output_tokens": out or 0}
+    if read:
+        units["cache_read_tokens"] = read
+    if write:
+        units["cache_write_tokens"] = write
+    return units
+
+
+def version() -> str:
+    """The installed genai-prices release (its price table is the one bundled with it)."""
+    mod = importlib.import_module("genai_prices")
+    return str(mod.__version__)
+
+
+def warm() -> None:
+    """Import genai-prices and load its price table (about half a second, once per process), so
+    the first flow does not wait for it: the addon calls this off the event loop at start-up."""
+    price_flow({"protocol": ANTHROPIC, "model": "claude-sonnet-4-5", "usage": {"input_tokens": 1}}, at=None)
+
+
+def _provider_for(api_url: str | None) -> str | None:
+    """The genai-prices provider whose API address ``api_url`` is, or ``None``."""
+    if not api_url:
+        return None
+    from genai_prices.data_snapshot import get_snapshot
+
+    try:
+        return get_snapshot().find_provider(None, None, api_url).id
+    except LookupError:
+        return None
+
+
+def price_flow(meta: Mapping[str, Any], *, api_url: str | None = None, at: float | None = None) -> Priced:
+    """Price one flow. ``api_url``: the URL the request went to upstream; ``at``: the request's wall
+    clock time (seconds since the epoch) that selects the prices in force, ``None`` for now."""
+    from genai_prices import Usage, calc_price
+
+    model = meta.get("model")
+    units = price_tokens(meta)
+    if units is None:
+        return Priced(None, "cost: the upstream reported no usage")
+    if not isinstance(model, str) or not model:
+        return Priced(None, "cost: the upstream reported no model")
+    when = datetime.fromtimestamp(at, UTC) if at is not None else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an unknown usage key would warn; ours are all known
+        usage = Usage(**units)
+    provider_id = _provider_for(api_url)
+    try:
+        calc = calc_price(usage, model, provider_id=provider_id, genai_request_timestamp=when)
+    except LookupError:
+        return Priced(None, f"cost: {SOURCE} {version()} has no price for model {model!r}")
+    except (ValueError, ArithmeticError) as exc:  # usage the price table cannot take
+        return Priced(None, f"cost: the usage cannot be priced: {exc}")
+    return Priced(
+        {
+            "amount": _amount(calc.total_price),
+            "currency": CURRENCY,
+            "input": _amount(calc.input_price),
+            "output": _amount(calc.output_price),
+            "tokens": units,
+            "provider": calc.provider.id,
+            "model": calc.model.id,
+            "matched_by": "model" if provider_id is None else "api_url",
+            "source": SOURCE,
+            "version": version(),
+        }
+    )
+
+
+def add_cost(meta: dict[str, Any], *, api_url: str | None, at: float | None) -> None:
+    """Write ``cost`` into a summary dict; an unpriced flow gets ``None`` and a note in
+    ``extra.notes``."""
+    priced = price_flow(meta, api_url=api_url, at=at)
+    meta["cost"] = priced.cost
+    if priced.note is not None:
+        extra = meta.get("extra")
+        extra = dict(extra) if isinstance(extra, Mapping) else {}
+        notes = extra.get("notes")
+        extra["notes"] = [*(notes if isinstance(notes, list) else []), priced.note]
+        meta["extra"] = extra
+
+
+def amount(meta: Mapping[str, Any]) -> float | None:
+    """The priced amount of a summary, or ``None``."""
+    c = meta.get("cost")
+    if isinstance(c, Mapping):
+        v = c.get("amount")
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
+def format_amount(value: float | None) -> str:
+    """``$1.23``, ``$0.0123``, ``$0.000315`` (four significant digits below a cent); ``-`` unpriced."""
+    if value is None:
+        return "-"
+    if value >= 1:
+        return f"${value:,.2f}"
+    if value >= 0.01:
+        return f"${value:.4f}"
+    return "$0" if value == 0 else f"${value:.4g}"
