@@ -30,13 +30,24 @@ def _errors(proc: subprocess.CompletedProcess[str]) -> list[str]:
     return [line.split("] ", 1)[1] for line in out.splitlines() if "] proxai: invalid option: " in line]
 
 
-def test_an_invalid_fault_rule_stops_mitmdump_with_one_line() -> None:
-    proc = _mitmdump("proxai_faults=stall count=1")
+@pytest.mark.parametrize(
+    ("setting", "error"),
+    [
+        (
+            "proxai_faults=stall count=1",
+            "proxai_faults: fault rule 'stall count=1': a stall fault needs seconds=S",
+        ),
+        (
+            "proxai_otlp=ftp://collector:4318",
+            "proxai_otlp: OTLP over HTTP needs an http or https URL, not 'ftp'",
+        ),
+    ],
+)
+def test_an_invalid_option_stops_mitmdump_with_one_line(setting: str, error: str) -> None:
+    proc = _mitmdump(setting)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
-    assert _errors(proc) == [
-        "proxai: invalid option: proxai_faults: fault rule 'stall count=1': a stall fault needs seconds=S"
-    ]
+    assert _errors(proc) == [f"proxai: invalid option: {error}"]
     assert "Traceback" not in out
     assert out.rstrip().endswith("Error logged during startup, exiting...")
 

@@ -44,6 +44,7 @@ from proxai.mitm.diagnostics import build_report, write_report
 from proxai.mitm.faults import FaultAddon
 from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.option_errors import checked_options
+from proxai.mitm.otlp_export import OtlpExport
 from proxai.mitm.routing import Routing
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
 from proxai.redact import Redactor, redact_url
@@ -137,7 +138,11 @@ class ProxAI:
         self.annotators: list[Callable[[http.HTTPFlow, FlowState, StreamSummary, float], None]] = [
             self.faults.annotate
         ]
-        self.addons = [self.guard, self.visibility, self.faults]
+        # Called with each recorded flow, its summary and its metadata (the OTLP export).
+        self.on_record: list[Callable[[http.HTTPFlow, StreamSummary, dict[str, Any]], None]] = []
+        self.otlp = OtlpExport()
+        self.on_record.append(self.otlp.record)
+        self.addons = [self.guard, self.visibility, self.faults, self.otlp]
         # Routing + request/JSON translation (issue 4): option proxai_routes.
         self.routing = Routing()
 
@@ -263,8 +268,9 @@ class ProxAI:
             if not opts.proxai_diagnostics_dir:
                 raise _options_error("proxai_diagnostics_dir must not be empty")
             self.diagnostics_dir = opts.proxai_diagnostics_dir
-        if "proxai_capture" in updated:
-            self.capture = bool(opts.proxai_capture)
+        if "proxai_capture" in updated or "proxai_otlp_content" in updated:
+            # Exported content needs the captured text, reasoning and tool arguments.
+            self.capture = bool(opts.proxai_capture) or bool(getattr(opts, "proxai_otlp_content", False))
         if "proxai_keep_body" in updated:
             self.keep_body = bool(opts.proxai_keep_body)
         for name in ("proxai_keep_body_max", "proxai_keep_body_total"):
@@ -595,6 +601,11 @@ class ProxAI:
         marker = verdict.marker_for(meta)
         if marker:
             flow.marked = marker
+        for hook in list(self.on_record):
+            try:
+                hook(flow, summary, meta)
+            except Exception as exc:
+                logger.warning("proxai: record hook failed: %s: %s", type(exc).__name__, exc)
 
     def write_diagnostics(
         self, flow: http.HTTPFlow, state: FlowState, summary: StreamSummary, red: Redactor | None = None

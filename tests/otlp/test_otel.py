@@ -1,0 +1,259 @@
+"""Spans of LLM flows (``proxai.otel``) and their OTLP protobuf encoding (``proxai.otlp``): the
+GenAI attributes, trace context, status, no content unless asked, and never a secret."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
+
+from proxai import otlp
+from proxai.otel import FlowFacts, build_span, span_ids
+
+SECRET = "sk-ant-api03-" + "Z" * 40
+START = 1_767_225_600_000_000_000
+
+
+def _meta(**over: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "protocol": "anthropic_messages",
+        "streaming": True,
+        "outcome": "completed",
+        "id": "msg_1",
+        "model": "claude-sonnet-4-6",
+        "status_code": 200,
+        "stop_reason": "tool_use",
+        "stop_class": "tool_use",
+        "usage": {"input_tokens": 10, "output_tokens": 7, "cache_read_tokens": 100, "cache_write_tokens": 20},
+        "tool_calls": [
+            {"id": "toolu_1", "name": "get_weather", "arguments_complete": True},
+            {"id": "toolu_2", "name": "get_time", "arguments_complete": False},
+        ],
+        "error": None,
+        "timing": {"first_token_s": 0.25, "total_s": 1.5},
+        "cost": {
+            "amount": 0.0012,
+            "currency": "USD",
+            "source": "genai-prices",
+            "version": "0.2.3",
+            "provider": "anthropic",
+            "matched_by": "api_url",
+        },
+    }
+    meta.update(over)
+    return meta
+
+
+BODY = {
+    "model": "claude-sonnet-4-6",
+    "max_tokens": 512,
+    "temperature": 0.5,
+    "system": "be brief",
+    "messages": [{"role": "user", "content": f"key={SECRET} weather?"}],
+}
+
+
+def _facts(**over: Any) -> FlowFacts:
+    kw: dict[str, Any] = {
+        "flow_id": "flow-1",
+        "url": f"https://api.anthropic.com/v1/messages?api_key={SECRET}",
+        "start_ns": START,
+        "end_ns": START + 1_500_000_000,
+        "request_body": BODY,
+    }
+    kw.update(over)
+    return FlowFacts(**kw)
+
+
+def test_attributes_follow_the_genai_conventions() -> None:
+    span = build_span(_meta(), _facts())
+    assert span.name == "chat claude-sonnet-4-6"
+    assert span.attributes == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.system": "anthropic",
+        "gen_ai.provider.name": "anthropic",
+        "openinference.span.kind": "LLM",
+        "llm.provider": "anthropic",
+        "proxai.flow_id": "flow-1",
+        "gen_ai.request.model": "claude-sonnet-4-6",
+        "gen_ai.request.max_tokens": 512,
+        "gen_ai.request.temperature": 0.5,
+        "gen_ai.response.model": "claude-sonnet-4-6",
+        "llm.model_name": "claude-sonnet-4-6",
+        "gen_ai.response.id": "msg_1",
+        "gen_ai.response.finish_reasons": ["tool_use"],
+        # Anthropic's input_tokens leave the cached ones out; the conventions count them in.
+        "gen_ai.usage.input_tokens": 130,
+        "llm.token_count.prompt": 130,
+        "gen_ai.usage.output_tokens": 7,
+        "llm.token_count.completion": 7,
+        "llm.token_count.total": 137,
+        "gen_ai.usage.cache_read.input_tokens": 100,
+        "gen_ai.usage.cache_creation.input_tokens": 20,
+        "server.address": "api.anthropic.com",
+        "server.port": 443,
+        "url.full": "https://api.anthropic.com/v1/messages?api_key=[REDACTED]",
+        "http.response.status_code": 200,
+        "proxai.outcome": "completed",
+        "proxai.protocol": "anthropic_messages",
+        "proxai.stop_class": "tool_use",
+        "proxai.streaming": True,
+        "proxai.time_to_first_token_s": 0.25,
+        "proxai.duration_s": 1.5,
+        "proxai.tool_calls": ["get_weather", "get_time"],
+        "proxai.tool_calls.unfinished": 1,
+        "proxai.cost.amount": 0.0012,
+        "proxai.cost.currency": "USD",
+        "proxai.cost.source": "genai-prices 0.2.3",
+    }
+    assert not span.error and span.status_message == ""
+    assert (span.start_ns, span.end_ns) == (START, START + 1_500_000_000)
+    assert SECRET not in repr(span)
+
+
+def test_an_error_flow_has_error_status_and_a_redacted_message() -> None:
+    err = {"kind": "overloaded", "message": f"Overloaded (request had {SECRET})", "source": "event"}
+    span = build_span(_meta(outcome="error", error=err, stop_reason=None, cost=None), _facts())
+    assert span.error
+    assert span.status_message == "Overloaded (request had [REDACTED])"
+    assert span.attributes["error.type"] == span.attributes["proxai.error.kind"] == "overloaded"
+    assert span.attributes["proxai.error.message"] == span.status_message
+    assert "gen_ai.response.finish_reasons" not in span.attributes
+    assert "proxai.cost.amount" not in span.attributes
+
+
+def test_a_closed_stream_is_an_error_span_typed_by_its_outcome() -> None:
+    span = build_span(_meta(outcome="closed", stop_reason=None), _facts())
+    assert span.error and span.status_message == "the stream ended closed"
+    assert span.attributes["error.type"] == "closed"
+
+
+def test_trace_context_from_traceparent_or_from_the_flow_id() -> None:
+    tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    digest = hashlib.sha256(b"flow-1").digest()
+    assert span_ids("flow-1", tp) == (
+        bytes.fromhex("0af7651916cd43dd8448eb211c80319c"),
+        digest[:8],
+        bytes.fromhex("b7ad6b7169203331"),
+    )
+    assert span_ids("flow-1", None) == (digest[8:24], digest[:8], None)
+    # invalid or all-zero trace contexts are ignored
+    for bad in (
+        "garbage",
+        "00-" + "0" * 32 + "-b7ad6b7169203331-01",
+        "00-0af7651916cd43dd8448eb211c80319c-" + "0" * 16 + "-01",
+    ):
+        assert span_ids("flow-1", bad) == (digest[8:24], digest[:8], None)
+
+
+def test_no_content_unless_asked_and_content_is_redacted() -> None:
+    captured = {
+        "text": f"use {SECRET}",
+        "reasoning": "thinking",
+        "tool_arguments": ['{"city":"Paris"}', None],
+    }
+    plain = build_span(_meta(), _facts(), captured=captured)
+    assert not [k for k in plain.attributes if "messages" in k or k.endswith(".value") or "instructions" in k]
+    full = build_span(_meta(), _facts(), content=True, captured=captured)
+    a = full.attributes
+    assert orjson.loads(str(a["gen_ai.input.messages"])) == [
+        {"role": "user", "content": "key=[REDACTED] weather?"}
+    ]
+    assert a["input.value"] == a["gen_ai.input.messages"]
+    assert orjson.loads(str(a["gen_ai.system_instructions"])) == "be brief"
+    assert orjson.loads(str(a["gen_ai.output.messages"])) == [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "content": "thinking"},
+                {"type": "text", "content": "use [REDACTED]"},
+                {
+                    "type": "tool_call",
+                    "id": "toolu_1",
+                    "name": "get_weather",
+                    "arguments": '{"city":"Paris"}',
+                },
+                {"type": "tool_call", "id": "toolu_2", "name": "get_time"},
+            ],
+            "finish_reason": "tool_use",
+        }
+    ]
+    assert SECRET not in repr(full)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "body", "expected"),
+    [
+        (
+            "openai_chat",
+            {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+            [{"role": "user", "content": "hi"}],
+        ),
+        ("openai_responses", {"model": "gpt-5", "input": "hi", "instructions": "x"}, "hi"),
+    ],
+)
+def test_input_messages_by_protocol(protocol: str, body: dict[str, Any], expected: Any) -> None:
+    meta = _meta(protocol=protocol, cost=None)
+    span = build_span(meta, _facts(request_body=body, url="http://127.0.0.1:9/v1/x"), content=True)
+    assert orjson.loads(str(span.attributes["gen_ai.input.messages"])) == expected
+    assert span.attributes["gen_ai.system"] == "openai"
+    assert span.attributes["server.port"] == 9
+
+
+def test_encoded_request_decodes_with_the_official_messages() -> None:
+    span = build_span(
+        _meta(outcome="error", error={"kind": "server", "message": "boom"}),
+        _facts(traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+    )
+    data = otlp.encode_request([span], {"service.name": "proxai-ci", "host.name": "h"}, "0.1.0")
+    req = ExportTraceServiceRequest.FromString(data)
+    (rs,) = req.resource_spans
+    assert {kv.key: kv.value.string_value for kv in rs.resource.attributes} == {
+        "service.name": "proxai-ci",
+        "host.name": "h",
+    }
+    (ss,) = rs.scope_spans
+    assert (ss.scope.name, ss.scope.version) == ("proxai", "0.1.0")
+    (pb,) = ss.spans
+    assert pb.trace_id.hex() == "0af7651916cd43dd8448eb211c80319c"
+    assert pb.parent_span_id.hex() == "b7ad6b7169203331"
+    assert pb.span_id == span.span_id and pb.name == span.name
+    assert pb.kind == PbSpan.SPAN_KIND_CLIENT
+    assert (pb.start_time_unix_nano, pb.end_time_unix_nano) == (START, START + 1_500_000_000)
+    assert (pb.status.code, pb.status.message) == (Status.STATUS_CODE_ERROR, "boom")
+    attrs = {kv.key: kv.value for kv in pb.attributes}
+    assert attrs["gen_ai.usage.input_tokens"].int_value == 130
+    assert attrs["proxai.streaming"].bool_value is True
+    assert attrs["proxai.cost.amount"].double_value == 0.0012
+    assert [v.string_value for v in attrs["proxai.tool_calls"].array_value.values] == [
+        "get_weather",
+        "get_time",
+    ]
+    assert attrs["gen_ai.system"].string_value == "anthropic"
+    assert len(attrs) == len(span.attributes)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "url"),
+    [
+        ("http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/traces"),
+        ("http://127.0.0.1:4318/", "http://127.0.0.1:4318/v1/traces"),
+        (
+            "https://otel.example.com/api/public/otel/v1/traces",
+            "https://otel.example.com/api/public/otel/v1/traces",
+        ),
+    ],
+)
+def test_traces_url(endpoint: str, url: str) -> None:
+    assert otlp.traces_url(endpoint) == url
+
+
+@pytest.mark.parametrize("endpoint", ["127.0.0.1:4318", "grpc://x:4317", "http:///v1/traces"])
+def test_traces_url_refuses(endpoint: str) -> None:
+    with pytest.raises(ValueError):
+        otlp.traces_url(endpoint)
