@@ -1,6 +1,7 @@
 """The guard for responses that are not streamed (docs/guard.md, "Non-streamed requests"): a real
 mitmdump, the fake upstream's ``idle_stall`` scenario played as one JSON body after a 40 s silence
-(no response headers), and the REAL SDKs' non-streamed calls. With ``proxai_idle_timeout`` at 1.5 s
+(no response headers) and ``body_stall`` (headers and half the body, then silence), and the REAL
+SDKs' non-streamed calls. With ``proxai_idle_timeout`` at 1.5 s
 the client gets a whole error response in its own protocol's shape at once (504 ``timeout_error``),
 the upstream request is cancelled, and the flow is recorded ``error`` / ``idle_timeout``. Claude Code
 falls back to such a request after a guarded stream stall, so it must not wait the stall out.
@@ -26,17 +27,21 @@ WAIT_RE = re.compile(
     r"ProxAI guard: upstream sent no response headers for (?P<s>\d+\.\d)s \(limit 1\.5s, "
     r"proxai_idle_timeout\); the upstream request was cancelled"
 )
+BODY_RE = re.compile(
+    r"ProxAI guard: upstream sent no complete response body for (?P<s>\d+\.\d)s \(limit 1\.5s, "
+    r"proxai_idle_timeout\); the upstream request was cancelled"
+)
 MESSAGES: Any = [{"role": "user", "content": "hi"}]
 
 
-def _call(protocol: str, md: Mitmdump, t: str) -> Exception:
+def _call(protocol: str, md: Mitmdump, t: str, model: str = "idle_stall") -> Exception:
     try:
         if protocol == "anthropic":
-            anthropic_client(md, t).messages.create(model="idle_stall", max_tokens=50, messages=MESSAGES)
+            anthropic_client(md, t).messages.create(model=model, max_tokens=50, messages=MESSAGES)
         elif protocol == "chat":
-            openai_client(md, t).chat.completions.create(model="idle_stall", messages=MESSAGES)
+            openai_client(md, t).chat.completions.create(model=model, messages=MESSAGES)
         else:
-            openai_client(md, t).responses.create(model="idle_stall", input="hi")
+            openai_client(md, t).responses.create(model=model, input="hi")
     except (anthropic.APIError, openai.APIError) as exc:
         return exc
     raise AssertionError("the non-streamed call succeeded: the guard did not answer")
@@ -80,6 +85,36 @@ def test_no_response_headers_gets_an_error_response(
         "streamed": False,
     }
     assert IDLE_TIMEOUT <= guard["idle_s"] < 30
+    wait_closed_early(g_upstream, before)
+    no_tracebacks(g_reverse)
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "chat", "responses"])
+def test_headers_then_no_complete_body_gets_an_error_response(
+    protocol: str, g_reverse: Mitmdump, g_upstream: Any
+) -> None:
+    """The upstream sends its headers and half the JSON body, then goes silent (``body_stall``):
+    the whole body is not there within the limit, counted from the headers."""
+    t = tag()
+    before = g_upstream.closed_early
+    message = _message(protocol, _call(protocol, g_reverse, t, "body_stall"))
+    m = BODY_RE.fullmatch(message)
+    assert m is not None, message
+    assert IDLE_TIMEOUT <= float(m["s"]) < 30
+    meta = proxai_meta(g_reverse.wait_flow(t))
+    assert meta["outcome"] == "error"
+    assert meta["error"] == {"kind": "idle_timeout", "message": message, "source": "proxy"}
+    guard = meta["extra"]["guard"]
+    assert guard == {
+        "kind": "idle_timeout",
+        "message": message,
+        "phase": "body",
+        "idle_s": guard["idle_s"],
+        "threshold_s": IDLE_TIMEOUT,
+        "injected": True,
+        "path": "timer",
+        "streamed": False,
+    }
     wait_closed_early(g_upstream, before)
     no_tracebacks(g_reverse)
 

@@ -47,6 +47,7 @@ COMPLETE: dict[str, tuple[str, list[dict[str, Any]], str]] = {
     "tool_stall": (TEXT_BEFORE_TOOLS, [PARIS, TOKYO], "tool"),
     "total_stall": (TEXT_BEFORE_TOOLS, [PARIS], "tool"),
     "idle_stall": (TEXT_BEFORE_TOOLS, [PARIS], "tool"),
+    "body_stall": (TEXT_BEFORE_TOOLS, [], "end"),
     "empty_tool_delta": ("", [PARIS], "tool"),
     "args_in_done": (TEXT_BEFORE_TOOLS, [PARIS], "tool"),
     "last_fragment_in_finish": ("", [PARIS], "tool"),

@@ -80,6 +80,7 @@ STREAMED: dict[str, Expect] = {
     "tool_stall": Expect(text=TEXT_BEFORE_TOOLS, tools=[PARIS, TOKYO], stop=TOOLS_STOP, keepalive=True),
     "total_stall": Expect(text=TEXT_BEFORE_TOOLS, tools=[PARIS], stop=TOOLS_STOP),
     "idle_stall": Expect(text=TEXT_BEFORE_TOOLS, tools=[PARIS], stop=TOOLS_STOP),
+    "body_stall": Expect(text=TEXT_BEFORE_TOOLS),
     "empty_tool_delta": Expect(text="", tools=[PARIS], stop=TOOLS_STOP),
     "args_in_done": Expect(text=TEXT_BEFORE_TOOLS, tools=[PARIS], stop=TOOLS_STOP),
     "last_fragment_in_finish": Expect(text="", tools=[PARIS], stop=TOOLS_STOP),

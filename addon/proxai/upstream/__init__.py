@@ -32,6 +32,7 @@ long_reasoning               20 s thinking pause with keepalives (healthy)
 tool_stall                   2nd of two parallel tool calls stalls 60 s, keepalives continue
 total_stall                  60 s of silence mid tool arguments
 idle_stall                   60 s of silence before any content
+body_stall                   60 s of silence mid reply (not streamed: after headers, half body)
 empty_tool_delta             empty argument deltas
 args_in_done                 arguments only at the close (Responses: only in ``.done``)
 last_fragment_in_finish      last argument fragment with the close (Chat: finish chunk)

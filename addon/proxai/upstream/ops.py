@@ -76,13 +76,16 @@ class Wait:
     """A pause. ``keepalive`` sends the protocol's keepalive every ``every`` seconds meanwhile.
 
     ``stall`` marks the scenario's stall: its length can be overridden per request
-    (header ``x-proxai-stall``).
+    (header ``x-proxai-stall``). ``in_body``: played as a non-streamed response, the pause comes
+    after the headers and half the body (a server that stops in the middle of its reply), not
+    before the headers.
     """
 
     seconds: float
     keepalive: bool = False
     every: float = 1.0
     stall: bool = False
+    in_body: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,13 +150,15 @@ class Abort:
 
 @dataclass(frozen=True, slots=True)
 class Respond:
-    """A complete non-streamed response. ``cut`` > 0: send only that many body bytes, then drop."""
+    """A complete non-streamed response. ``cut`` > 0: send only that many body bytes, then drop.
+    ``pause``: after the headers and half the body, wait this long before the rest."""
 
     status: int
     body: bytes
     content_type: str = "application/json"
     headers: tuple[tuple[str, str], ...] = ()
     cut: int = 0
+    pause: Delay | None = None
 
 
 Action = bytes | Delay | Abort | Respond

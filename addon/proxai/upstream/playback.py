@@ -75,7 +75,9 @@ class Timing:
             await write(d.keepalive)
 
 
-async def respond(sink: Sink, resp: Respond, encoding: str | None = None) -> None:
+async def respond(
+    sink: Sink, resp: Respond, encoding: str | None = None, timing: Timing | None = None
+) -> None:
     body = compress(encoding, resp.body) if encoding else resp.body
     headers: Headers = [("content-type", resp.content_type), ("content-length", str(len(body)))]
     if encoding:
@@ -86,6 +88,10 @@ async def respond(sink: Sink, resp: Respond, encoding: str | None = None) -> Non
         await sink.write(body[: resp.cut])
         await sink.abort(drop=True)
         return
+    if resp.pause is not None and timing is not None and len(body) > 1:
+        await sink.write(body[: len(body) // 2])
+        await timing.sleep(resp.pause)
+        body = body[len(body) // 2 :]
     if body:
         await sink.write(body)
     await sink.end()
@@ -100,7 +106,7 @@ async def play_json(actions: Iterator[Action], sink: Sink, encoding: str | None,
                 await sink.abort(action.drop)
                 return
             case Respond():
-                await respond(sink, action, encoding)
+                await respond(sink, action, encoding, timing)
                 return
             case bytes():
                 pass

@@ -264,6 +264,18 @@ def s_idle_stall(params: Params) -> Iterator[Op]:
     yield Finish("tool_use")
 
 
+def s_body_stall(params: Params) -> Iterator[Op]:
+    """Silence in the middle of the reply: streamed, after the first text; not streamed, after
+    the headers and half the body."""
+    yield from opening()
+    yield BlockStart(0, "text")
+    yield from stream_pieces(0, fragments(TEXT_BEFORE_TOOLS)[:2], TOKEN_GAP)
+    yield Wait(STALL, stall=True, in_body=True)
+    yield from stream_pieces(0, fragments(TEXT_BEFORE_TOOLS)[2:], TOKEN_GAP)
+    yield BlockStop(0)
+    yield Finish("end_turn")
+
+
 def s_empty_tool_delta(params: Params) -> Iterator[Op]:
     yield from opening()
     yield BlockStart(0, "tool", tool_id=call_id(params, 1), name=TOOL_NAME)
@@ -391,6 +403,11 @@ _ALL = [
         s_total_stall,
     ),
     Scenario("idle_stall", "Total silence for 60 s after the start, before any content.", s_idle_stall),
+    Scenario(
+        "body_stall",
+        "60 s of silence in the middle of the reply (not streamed: after the headers and half the body).",
+        s_body_stall,
+    ),
     Scenario("empty_tool_delta", "A tool call with empty argument deltas.", s_empty_tool_delta),
     Scenario(
         "args_in_done",

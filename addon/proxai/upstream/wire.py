@@ -61,8 +61,11 @@ def json_actions(renderer: Renderer, ops: Iterable[Op]) -> Iterator[Action]:
     """Play a scenario as a non-streamed request: delays, then one ``Respond``."""
     t = Transcript(keep_text=True)
     malformed = False
+    pause: Delay | None = None
     for op in ops:
         match op:
+            case Wait() if op.in_body:
+                pause = Delay(op.seconds, stall=op.stall)
             case Wait():
                 yield Delay(op.seconds, stall=op.stall)
             case Reset():
@@ -83,4 +86,4 @@ def json_actions(renderer: Renderer, ops: Iterable[Op]) -> Iterator[Action]:
     elif malformed:
         yield Respond(200, body[: len(body) // 2])
     else:
-        yield Respond(200, body)
+        yield Respond(200, body, pause=pause)
