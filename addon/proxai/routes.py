@@ -101,6 +101,7 @@ class RouteSpec(_Strict):
     auth: Literal["pass"] | EnvAuth = "pass"
     normalize: bool = False
     default_max_tokens: Annotated[int, Field(gt=0)] = 4096
+    max_tokens_limit: Annotated[int, Field(gt=0)] | None = None
     anthropic_version: str = "2023-06-01"
     chat_max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
 
@@ -164,6 +165,7 @@ class Route:
     auth_env: str | None  # None: pass the client's key through
     normalize: bool
     default_max_tokens: int
+    max_tokens_limit: int | None
     anthropic_version: str
     chat_max_tokens_field: Literal["max_tokens", "max_completion_tokens"]
 
@@ -270,6 +272,7 @@ def parse_routes(source: str, filename: str = "<routes>") -> RouteTable:
                 auth_env=spec.auth.env if isinstance(spec.auth, EnvAuth) else None,
                 normalize=spec.normalize,
                 default_max_tokens=spec.default_max_tokens,
+                max_tokens_limit=spec.max_tokens_limit,
                 anthropic_version=spec.anthropic_version,
                 chat_max_tokens_field=spec.chat_max_tokens_field,
             )

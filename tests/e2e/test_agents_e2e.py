@@ -38,6 +38,7 @@ from .agents import (
 from .harness import Mitmdump, proxai_meta, running_mitmdump
 
 A, C, R = "anthropic_messages", "openai_chat", "openai_responses"
+CLAUDE_MAX_TOKENS = 128000  # what Claude Code 2.1.332 asks for (tests/fixtures/clients)
 
 
 @pytest.fixture(scope="module")
@@ -221,3 +222,34 @@ def test_codex_applies_a_patch_translated(
             for c in m.get("tool_calls") or []
         ]
     assert [(c["name"], c["input"]) for c in calls] == [("apply_patch", {"input": PATCH})]
+
+
+@pytest.fixture(scope="module")
+def vllm_upstream() -> Iterator[FakeUpstream]:
+    with FakeUpstream(time_scale=0, scenario="agent", profile="vllm") as up:
+        yield up
+
+
+def test_claude_code_on_a_vllm_server_with_the_routes_token_limit(
+    vllm_upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """Claude Code asks for more output tokens than a vLLM server's model serves (it refuses such
+    a request with 400); the route's max_tokens_limit lowers the request to what the server serves."""
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        '[[route]]\nname = "e2e"\nmatch = { path = "/v1/messages" }\n'
+        f'upstream = "{vllm_upstream.url}/v1"\nprotocol = "openai_chat"\nmax_tokens_limit = 32768\n'
+    )
+    seen = len(vllm_upstream.requests)
+    with running_mitmdump(
+        vllm_upstream.url, workdir=tmp_path / "mitm", options={"proxai_routes": str(routes)}
+    ) as md:
+        run = run_claude(md, tmp_path, vllm_upstream.url)
+        asked = [r.body.get("max_tokens") for r in vllm_upstream.requests[seen:]]
+        assert run.returncode == 0, (asked, run.describe())
+        assert claude_result(run) == ANSWER, run.describe()
+        flows = _flows(md, 2)
+        assert [_summary(f) for f in flows] == _expect(A, C, "e2e", "Bash")
+        notes = [proxai_meta(f)["route"]["notes"] for f in flows]
+    assert asked == [32768, 32768]
+    assert notes == [[f"max_tokens: {CLAUDE_MAX_TOKENS} lowered to the route's max_tokens_limit 32768"]] * 2

@@ -120,6 +120,7 @@ class Routing:
             opts = ir.RequestOptions(
                 model=route.map_model(model) if route.model is not None else None,
                 default_max_tokens=route.default_max_tokens,
+                max_tokens_limit=route.max_tokens_limit,
                 chat_max_tokens_field=route.chat_max_tokens_field,
             )
             translated = translate_request(body, client, route.protocol, opts)

@@ -240,6 +240,7 @@ class RequestOptions:
     model: str | None = None  # the (mapped) model to send; None keeps the client's
     default_max_tokens: int = 4096  # Anthropic requires max_tokens; used when the client gave none
     chat_max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    max_tokens_limit: int | None = None  # the most output tokens the target serves (None: no cap)
 
 
 def count_dropped(dropped: dict[str, int], part: Part) -> None:

@@ -75,10 +75,49 @@ def translate_request(
     model = body.get("model") if isinstance(body.get("model"), str) else None
     if client is target:  # a plain reroute: the body is the client's, with the model mapped
         out = body if opts.model is None else {**body, "model": opts.model}
-        return TranslatedRequest(out, bool(body.get("stream")), model)
+        capped = cap_output_tokens(out, target, opts)
+        return TranslatedRequest(capped[0], bool(body.get("stream")), model, notes=capped[1])
     parsed = _PARSERS[client](body)
     dropped: dict[str, int] = {}
-    rendered = _RENDERERS[target](parsed, opts, dropped)
+    rendered, cap_notes = cap_output_tokens(_RENDERERS[target](parsed, opts, dropped), target, opts)
     return TranslatedRequest(
-        rendered, parsed.stream, model, dropped, parsed.ignored, parsed.notes, shapes_of(parsed.tools)
+        rendered,
+        parsed.stream,
+        model,
+        dropped,
+        parsed.ignored,
+        parsed.notes + cap_notes,
+        shapes_of(parsed.tools),
     )
+
+
+#: the field that limits the output's tokens, per target protocol (Chat: the route's choice)
+_LIMIT_FIELDS = {Protocol.ANTHROPIC_MESSAGES: "max_tokens", Protocol.OPENAI_RESPONSES: "max_output_tokens"}
+
+
+def cap_output_tokens(
+    body: dict[str, Any], target: Protocol, opts: ir.RequestOptions
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The body with its output token limit lowered to the route's ``max_tokens_limit`` (the most
+    the target's model serves), and a note saying so. A client asking for more than a server
+    serves is refused by that server (vLLM: "max_tokens is too large"); asking for less never
+    changes an answer that fits. An Anthropic thinking budget is kept below the new limit, as
+    Anthropic requires, by giving the answer a quarter of it."""
+    limit = opts.max_tokens_limit
+    if limit is None:
+        return body, ()
+    name = _LIMIT_FIELDS.get(target, opts.chat_max_tokens_field)
+    names = [n for n in (name, "max_tokens", "max_completion_tokens") if isinstance(body.get(n), int)]
+    asked = [(n, body[n]) for n in dict.fromkeys(names) if body[n] > limit]
+    if not asked:
+        return body, ()
+    out = {**body, **{n: limit for n, _ in asked}}
+    notes = tuple(f"{n}: {v} lowered to the route's max_tokens_limit {limit}" for n, v in asked)
+    thinking = out.get("thinking")
+    if target is Protocol.ANTHROPIC_MESSAGES and isinstance(thinking, dict):
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, int) and budget >= limit:
+            lowered = max(1024, limit * 3 // 4)
+            out["thinking"] = {**thinking, "budget_tokens": lowered}
+            notes += (f"thinking.budget_tokens: {budget} lowered to {lowered}, below max_tokens {limit}",)
+    return out, notes
