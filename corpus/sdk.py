@@ -193,7 +193,8 @@ def _responses(body: bytes) -> Reading:
                 args = it.get("input")
             if args is None:
                 args = json.dumps(it.get("action") or it.get("operation") or {}, separators=(",", ":"))
-            out.calls.append((it.get(CLIENT_ITEMS[t]), it.get("name"), args))
+            name = it.get("name") or (None if t in ("function_call", "custom_tool_call") else t)
+            out.calls.append((it.get(CLIENT_ITEMS[t]), name, args))
         else:
             out.server_items += 1
     return out

@@ -87,7 +87,7 @@ class ToolCallInfo:
 
     id: str | None
     name: str | None
-    kind: str = "function"  # function | custom | mcp | server_tool
+    kind: str = "function"  # function | custom | client | mcp_approval | mcp | server_tool
     arguments_complete: bool = False
     arguments_valid_json: bool = False
     arguments_bytes: int = 0

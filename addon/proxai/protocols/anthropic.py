@@ -94,11 +94,12 @@ _DELTA_FAMILY: dict[str, str] = {
 
 
 class _Block:
-    __slots__ = ("family", "open", "tool")
+    __slots__ = ("family", "input", "open", "tool")
 
-    def __init__(self, family: str, tool: ToolBuffer | None) -> None:
+    def __init__(self, family: str, tool: ToolBuffer | None, input: Any = None) -> None:
         self.family = family
         self.tool = tool
+        self.input = input  # a tool block's ``input`` at its start (kept only when non-empty)
         self.open = True
 
 
@@ -191,7 +192,39 @@ class AnthropicObserver(ObserverBase):
         acc = self.acc
         acc.id = as_str(msg.get("id"))
         acc.model = as_str(msg.get("model"))
+        # A message that arrives whole in ``message_start`` (the continuation of a programmatic
+        # tool call: its content and stop_reason already set, no block events, no
+        # ``message_delta``): its blocks take the first indexes, as the SDK's accumulator counts.
+        for block in as_list(msg.get("content")):
+            self.blocks.append(self._whole_block(len(self.blocks), as_dict(block)))
+        reason = as_str(msg.get("stop_reason"))
+        if reason is not None:
+            acc.stop(reason, STOP_CLASSES)
         self._usage(as_dict(msg.get("usage")))
+
+    def _whole_block(self, index: int, b: dict[str, Any]) -> _Block:
+        """A content block given whole (a non-streamed body, or ``message_start`` content)."""
+        acc = self.acc
+        btype = as_str(b.get("type")) or ""
+        kind = _TOOL_KINDS.get(btype)
+        family = "other"
+        if kind is not None:
+            inp = b.get("input")
+            args = orjson_dumps(inp) if inp is not None else "{}"
+            acc.tool_complete(index, as_str(b.get("id")), as_str(b.get("name")), kind, args)
+            family = "tool"
+        elif btype == "text":
+            acc.text(as_str(b.get("text")) or "")
+            family = "text"
+        elif btype == "thinking":
+            acc.reasoning(as_str(b.get("thinking")) or "")
+            family = "thinking"
+        elif btype == "redacted_thinking":
+            acc.extra["redacted_thinking_blocks"] = acc.extra.get("redacted_thinking_blocks", 0) + 1
+            family = "redacted"
+        blk = _Block(family, None)
+        blk.open = False
+        return blk
 
     def _block_start(self, obj: dict[str, Any], now: float) -> None:
         index = obj["index"]
@@ -209,7 +242,8 @@ class AnthropicObserver(ObserverBase):
         kind = _TOOL_KINDS.get(btype)
         if kind is not None:
             tb = acc.tool_start(index, as_str(block.get("id")), as_str(block.get("name")), kind, now)
-            self.blocks.append(_Block("tool", tb))
+            inp = block.get("input")
+            self.blocks.append(_Block("tool", tb, inp if inp else None))
             return
         if btype == "text":
             self.blocks.append(_Block("text", None))
@@ -256,8 +290,9 @@ class AnthropicObserver(ObserverBase):
         if blk.tool is not None:
             tb = blk.tool
             if tb.nbytes == 0 and not tb.overflow:
-                # No input_json_delta at all: the block's input is the empty object.
-                self.acc.tool_set(tb, "{}", now)
+                # No input_json_delta at all: the block's input is what its start gave (a
+                # programmatic tool call carries it there), else the empty object.
+                self.acc.tool_set(tb, "{}" if blk.input is None else orjson_dumps(blk.input), now)
             self.acc.tool_finish(tb)
 
     def _message_delta(self, obj: dict[str, Any], now: float) -> None:
@@ -299,19 +334,7 @@ class AnthropicObserver(ObserverBase):
         acc.id = as_str(obj.get("id"))
         acc.model = as_str(obj.get("model"))
         for i, block in enumerate(as_list(obj.get("content"))):
-            b = as_dict(block)
-            btype = as_str(b.get("type")) or ""
-            kind = _TOOL_KINDS.get(btype)
-            if kind is not None:
-                inp = b.get("input")
-                args = orjson_dumps(inp) if inp is not None else "{}"
-                acc.tool_complete(i, as_str(b.get("id")), as_str(b.get("name")), kind, args)
-            elif btype == "text":
-                acc.text(as_str(b.get("text")) or "")
-            elif btype == "thinking":
-                acc.reasoning(as_str(b.get("thinking")) or "")
-            elif btype == "redacted_thinking":
-                acc.extra["redacted_thinking_blocks"] = acc.extra.get("redacted_thinking_blocks", 0) + 1
+            self._whole_block(i, as_dict(block))
         acc.stop(as_str(obj.get("stop_reason")), STOP_CLASSES)
         self._usage(as_dict(obj.get("usage")))
 

@@ -154,22 +154,30 @@ class ChatObserver(ObserverBase):
             acc.usage = openai_usage(u, "prompt", "completion")
 
     def _identity(self, obj: dict[str, Any]) -> None:
+        """The first non-empty id and model are the stream's. A later chunk with another one is a
+        quirk, not a violation (the SDKs read content whatever the id: Groq's web search streams
+        switch ids mid-answer, a model router may name each model): one note each, the first
+        values stay."""
         acc = self.acc
         cid = as_str(obj.get("id"))
         if cid:
             if acc.id is None:
                 acc.id = cid
             elif cid != acc.id:
-                raise UpstreamProtocolError(
-                    f"openai_chat: chunk id {cid!r} differs from the stream's {acc.id!r}"
+                acc.finding_once(
+                    "openai_chat.id_changed",
+                    "quirk",
+                    f"chunk id {cid!r} differs from the stream's {acc.id!r}",
                 )
         model = as_str(obj.get("model"))
         if model:
             if acc.model is None:
                 acc.model = model
             elif model != acc.model:
-                raise UpstreamProtocolError(
-                    f"openai_chat: chunk model {model!r} differs from the stream's {acc.model!r}"
+                acc.finding_once(
+                    "openai_chat.model_changed",
+                    "quirk",
+                    f"chunk model {model!r} differs from the stream's {acc.model!r}",
                 )
 
     def _choice(self, choice: dict[str, Any], now: float) -> bool:
@@ -186,7 +194,10 @@ class ChatObserver(ObserverBase):
                 )
             content = delta.get("content")
             if content:
-                acc.text(content)
+                if type(content) is str:
+                    acc.text(content)
+                else:
+                    self._content_parts(content)
             refusal = delta.get("refusal")
             if refusal:
                 acc.refusal(refusal)
@@ -209,6 +220,30 @@ class ChatObserver(ObserverBase):
             if not tb.finished and tb.key[0] == cidx:
                 acc.tool_finish(tb)
         return True
+
+    def _content_parts(self, content: object) -> None:
+        """``content`` as a list of typed parts (Mistral's reasoning models): ``text`` parts are
+        text, ``thinking`` parts (themselves a list of text parts) are reasoning; anything else
+        is counted in a note. The official SDK cannot merge such deltas (it keeps only strings)."""
+        acc = self.acc
+        acc.finding_once("openai_chat.content_parts", "quirk", "content arrives as a list of parts")
+        for part in as_list(content):
+            p = as_dict(part)
+            ptype = p.get("type")
+            if ptype == "text" and type(p.get("text")) is str:
+                acc.text(p["text"])
+            elif ptype == "thinking":
+                inner = p.get("thinking")
+                if type(inner) is str:
+                    acc.reasoning(inner)
+                for sub in as_list(inner):
+                    t = as_dict(sub).get("text")
+                    if type(t) is str:
+                        acc.reasoning(t)
+            else:
+                acc.finding_once(
+                    f"openai_chat.unknown_part.{ptype}", "quirk", f"content part of type {ptype!r} not read"
+                )
 
     def _tool_delta(self, cidx: int, pos: int, tc: dict[str, Any], now: float) -> None:
         acc = self.acc

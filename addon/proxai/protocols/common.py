@@ -191,6 +191,7 @@ class Accum:
         "extra",
         "findings",
         "finished_tools",
+        "found",
         "id",
         "limits_capture",
         "limits_tool_args",
@@ -241,6 +242,7 @@ class Accum:
         # event being interpreted off the fast paths (the grammar sets it; findings carry it).
         self.findings: list[Finding] = []
         self.event_index = 0
+        self.found: set[str] = set()  # the rules ``finding_once`` already reported
         self.extra: dict[str, Any] = {}
         self.cap_text: io.StringIO | None = io.StringIO() if capture else None
         self.cap_reasoning: io.StringIO | None = io.StringIO() if capture else None
@@ -305,6 +307,12 @@ class Accum:
             self.findings.append(Finding(rule, severity, self.event_index, detail))
         if severity != "violation":
             self.note(detail)
+
+    def finding_once(self, rule: str, severity: Severity, detail: str) -> None:
+        """``finding``, once per stream for ``rule`` however often the deviation recurs."""
+        if rule not in self.found:
+            self.found.add(rule)
+            self.finding(rule, severity, detail)
 
     # -- tool calls ---------------------------------------------------------------------------
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+import orjson
+
 from proxai.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.model import Protocol, StopClass
 from proxai.sse import RawName
@@ -72,9 +74,34 @@ _ARG_FIELD: dict[str, str] = {
 }
 
 
+# Built-in tool items the CLIENT executes (its answer quotes ``call_id``), and MCP approval
+# requests (the client answers with ``approval_request_id`` = the item's ``id``): client calls,
+# not server tools. Their arguments are the item's ``action`` / ``operation`` / ``arguments``.
+_CLIENT_ITEMS: dict[str, str] = {
+    "local_shell_call": "client",
+    "shell_call": "client",
+    "apply_patch_call": "client",
+    "computer_call": "client",
+    "mcp_approval_request": "mcp_approval",
+}
+
+
+#: the tool kinds the client must answer (the stop class is then ``tool_use``)
+CLIENT_KINDS = frozenset({"function", "custom", "client", "mcp_approval"})
+
+
 def _server_tool(itype: str) -> bool:
     """Hosted tools that run at the provider and stream no arguments (web_search_call, ...)."""
-    return itype.endswith("_call") and itype not in _ARG_TOOLS
+    return itype.endswith("_call") and itype not in _ARG_TOOLS and itype not in _CLIENT_ITEMS
+
+
+def _client_item_call(itype: str, item: dict[str, Any]) -> tuple[str | None, str, str]:
+    """(the id the client's answer quotes, a name, the arguments as JSON) of a client item."""
+    cid = as_str(item.get("id")) if itype == "mcp_approval_request" else as_str(item.get("call_id"))
+    args = item.get("arguments")
+    if type(args) is not str:
+        args = orjson.dumps(item.get("action") or item.get("operation") or {}).decode()
+    return cid, as_str(item.get("name")) or itype, args
 
 
 class ResponsesObserver(ObserverBase):
@@ -218,6 +245,14 @@ class ResponsesObserver(ObserverBase):
                     acc.tool_args(tb, args, now)
             else:
                 acc.tool_complete(iid, call_id or iid, name, kind, args or "")
+        elif itype in _CLIENT_ITEMS:
+            cid, name, args = _client_item_call(itype, item)
+            if streamed:
+                # the whole call arrives with the item (its .done repeats it): no argument
+                # stream for the guard to watch
+                acc.tool_start(iid, cid or iid, name, _CLIENT_ITEMS[itype], now, has_args=False)
+            else:
+                acc.tool_complete(iid, cid or iid, name, _CLIENT_ITEMS[itype], args)
         elif _server_tool(itype):
             if streamed:
                 acc.tool_start(iid, iid, itype, "server_tool", now, has_args=False)
@@ -236,7 +271,14 @@ class ResponsesObserver(ObserverBase):
             self._finish_from_item(tb, item, now)
 
     def _finish_from_item(self, tb: ToolBuffer, item: dict[str, Any], now: float) -> None:
-        field = _ARG_FIELD.get(as_str(item.get("type")) or "")
+        itype = as_str(item.get("type")) or ""
+        if itype in _CLIENT_ITEMS:
+            cid, _, whole = _client_item_call(itype, item)
+            tb.id = cid or tb.id
+            self.acc.tool_set(tb, whole, now)
+            self.acc.tool_finish(tb)
+            return
+        field = _ARG_FIELD.get(itype)
         if field is not None:
             args = item.get(field)
             if type(args) is str:
@@ -298,11 +340,11 @@ class ResponsesObserver(ObserverBase):
             item = as_dict(raw)
             itype = as_str(item.get("type")) or ""
             iid = as_str(item.get("id"))
-            if itype in _ARG_TOOLS:
+            if itype in _ARG_TOOLS or itype in _CLIENT_ITEMS:
                 client_tool = client_tool or itype != "mcp_call"
             if not streamed:
                 self._count_item(itype, item)
-            if itype not in _ARG_TOOLS and not _server_tool(itype):
+            if itype not in _ARG_TOOLS and itype not in _CLIENT_ITEMS and not _server_tool(itype):
                 continue
             tb = acc.tools.get(iid) if iid is not None else None
             if tb is None:
@@ -313,7 +355,7 @@ class ResponsesObserver(ObserverBase):
             elif not tb.finished:
                 self._finish_from_item(tb, item, now)
         if streamed:
-            client_tool = client_tool or any(t.kind in ("function", "custom") for t in acc.tool_order)
+            client_tool = client_tool or any(t.kind in CLIENT_KINDS for t in acc.tool_order)
         if status == "incomplete":
             reason = as_str(as_dict(resp.get("incomplete_details")).get("reason")) or "incomplete"
             acc.stop(reason, STOP_CLASSES)
