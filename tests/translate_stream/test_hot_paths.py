@@ -78,8 +78,11 @@ def _run(up: Protocol, body: bytes) -> tuple[bytes, str | None]:
         ),
         (
             A_OPEN + _a("content_block_delta", index=0, delta={"type": ["text_delta"], "text": "x"}),
-            "TranslationError: delta.type: Anthropic delta type '' cannot be translated",
+            "UpstreamProtocolError: content_block_delta without a delta type (index 0)",
         ),
+        # a delta type ProxAI does not know is Anthropic content it carries as it came (normalize)
+        # or leaves out with a count (translation), not a refusal
+        (A_OPEN + _a("content_block_delta", index=0, delta={"type": "new_delta", "x": 1}), None),
         (
             A_OPEN
             + _a("content_block_stop", index=0)

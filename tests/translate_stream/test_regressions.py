@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
-from proxai.model import ErrorKind, Protocol
+from proxai.model import ErrorKind, Protocol, StopClass
 from proxai.sse import SseScanner
 from proxai.translate.stream import make_stream_translator
 
@@ -112,11 +112,36 @@ def test_duplicate_message_start(client: Protocol) -> None:
             "duplicate content_block_start",
         ),
         (b.a_text(0, "x"), "before message_start"),
-        (b.a_start() + b.a("message_stop"), "message_stop without message_delta"),
     ],
 )
 def test_inconsistent_anthropic_sources(body: bytes, match: str) -> None:
     run_raises(A, C, body, SemanticStreamError, match)
+
+
+@pytest.mark.parametrize("client", [A, C, R])
+def test_anthropic_message_stop_without_message_delta_is_carried(client: Protocol) -> None:
+    """The SDKs accept a message that ends without ``message_delta`` (a programmatic tool call's
+    continuation arrives whole in ``message_start``): the stop reason and usage are
+    ``message_start``'s, and every client gets a complete stream."""
+    start = b.a(
+        "message_start",
+        message={
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "roll", "input": {"p": 2}}],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 5, "output_tokens": 0},
+        },
+    )
+    out, t = translate(A, client, start + b.a("message_stop"))
+    assert t.error is None
+    got = sdk_neutral(client, SDKS[client](out))
+    assert got is not None
+    assert got.tools == [("toolu_1", "roll", {"p": 2})]
+    assert got.stop is StopClass.TOOL_USE
 
 
 @pytest.mark.parametrize(("up", "client"), [(A, C), (A, R), (C, A), (R, A), (R, C), (C, R)])
@@ -322,12 +347,31 @@ def test_responses_done_contradicting_deltas_is_semantic() -> None:
     run_raises(R, A, body, SemanticStreamError, "contradicts")
 
 
-def test_responses_hosted_tool_items_are_rejected() -> None:
+def test_responses_hosted_tool_items_are_left_out_and_counted() -> None:
+    """A hosted-tool item has no counterpart in Chat: the rest of the answer reaches the client,
+    and the translator's metadata counts what it left out."""
     r = b.R()
-    body = r.created() + r.ev(
-        "response.output_item.added", output_index=0, item={"id": "ws_1", "type": "web_search_call"}
+    ws = {"id": "ws_1", "type": "web_search_call", "status": "completed"}
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed"}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    done = {**part, "text": "Paris."}  # the done events repeat the whole part, as OpenAI sends it
+    body = (
+        r.created()
+        + r.ev("response.output_item.added", output_index=0, item=ws)
+        + r.ev("response.web_search_call.searching", output_index=0, item_id="ws_1")
+        + r.ev("response.output_item.done", output_index=0, item=ws)
+        + r.ev("response.output_item.added", output_index=1, item={**msg, "content": []})
+        + r.ev("response.content_part.added", output_index=1, item_id="msg_1", content_index=0, part=part)
+        + r.ev("response.output_text.delta", output_index=1, item_id="msg_1", content_index=0, delta="Paris.")
+        + r.ev("response.content_part.done", output_index=1, item_id="msg_1", content_index=0, part=done)
+        + r.ev("response.output_item.done", output_index=1, item={**msg, "content": [done]})
+        + r.completed([ws, {**msg, "content": [done]}])
     )
-    run_raises(R, C, body, TranslationError, "web_search_call")
+    out, t = translate(R, C, body)
+    assert t.error is None
+    final = SDKS[C](out)
+    assert final.choices[0].message.content == "Paris."
+    assert t.metadata()["left_out"] == {"web_search_call": 1}
 
 
 def test_responses_redacted_reasoning_roundtrips_to_anthropic() -> None:

@@ -11,6 +11,13 @@ Blocks are keyed by the source's own handle (Anthropic index, Chat tool index, R
 id / content part), never by a target index: target ids are synthesized by the writer
 (docs/design/translation.md).
 
+Content the neutral vocabulary does not model (Anthropic server tool blocks and their results,
+citations, Responses hosted-tool items and their events, ...) is handed on as it came, in the
+source protocol's own form: ``opaque_start`` / ``opaque_event`` / ``block_stop``. A writer of
+the same protocol (normalize mode) re-emits it verbatim with its own indexes; a writer of another
+protocol leaves it out and counts it (``Carried`` in ``metadata()``), so the rest of the answer
+still reaches the client.
+
 Usage is carried in one neutral form: ``input`` counts ALL prompt tokens (cached or not, as
 OpenAI's ``prompt_tokens``); ``cache_read`` / ``cache_write`` are subsets of it, kept
 apart.
@@ -19,11 +26,12 @@ apart.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal
+from typing import Protocol as TypingProtocol
 
-from proxai.model import ErrorKind, StopClass
+from proxai.model import ErrorKind, Protocol, StopClass
 
-BlockKind = Literal["text", "refusal", "thinking", "redacted_thinking", "tool"]
+BlockKind = Literal["text", "refusal", "thinking", "redacted_thinking", "tool", "opaque"]
 DeltaKind = Literal["text", "thinking", "signature", "args"]
 BlockKey = int | str | tuple[str, int]
 
@@ -51,7 +59,22 @@ class Stop:
     raw: str | None
 
 
-class Sink(Protocol):
+@dataclass(slots=True)
+class Carried:
+    """What a writer of another protocol left out of the client's stream: a count per kind of
+    block or event (``"web_search_tool_result"``, ``"citations_delta"``, ...)."""
+
+    left_out: dict[str, int]
+
+    def add(self, what: str) -> None:
+        self.left_out[what] = self.left_out.get(what, 0) + 1
+
+    def note(self) -> str:
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(self.left_out.items()))
+        return f"left out (no counterpart in the client protocol): {kinds}"
+
+
+class Sink(TypingProtocol):
     def start(self, id: str, model: str, usage: TokenUsage | None) -> None: ...
 
     def block_start(
@@ -67,6 +90,15 @@ class Sink(Protocol):
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None: ...
 
     def block_stop(self, key: BlockKey) -> None: ...
+
+    def opaque_start(self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any]) -> None:
+        """A block (Anthropic ``content_block``) or item (Responses ``item``) the neutral
+        vocabulary does not model, of type ``what``, as ``protocol`` sent it; ``block_stop``
+        closes it."""
+
+    def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
+        """An event of an open opaque block, or an unmodelled delta of a modelled one (a
+        ``citations_delta``), as ``protocol`` sent it."""
 
     def end(self, stop: Stop, usage: TokenUsage) -> None: ...
 

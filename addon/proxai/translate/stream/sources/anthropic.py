@@ -18,6 +18,13 @@ keeps the ``message_start`` usage; non-dense block indexes are re-indexed by the
 empty payload after data arrived is ignored. Lifecycle-free deltas (a delta for a block, or a
 message, that never started) are accepted ONLY when ``lifecycle_free`` is set (normalize mode,
 seed 004); otherwise they are orphan deltas.
+
+Blocks and deltas the neutral vocabulary does not model (server tool use and its results, MCP
+blocks, compaction, tool search results, a ``citations_delta``, ...) are handed to the sink as
+opaque Anthropic content: normalize mode writes them as they came, another protocol's writer
+leaves them out and counts them. A message that arrives whole in ``message_start`` (its content
+and ``stop_reason`` set, ``message_stop`` with no ``message_delta``: the continuation of a
+programmatic tool call, which the SDKs accept) is carried as if its blocks had streamed.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from typing import Any
 
 import orjson
 
-from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
+from proxai.errors import SemanticStreamError, UpstreamProtocolError
+from proxai.model import Protocol
 from proxai.protocols.machine import as_dict, as_int, as_str
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
@@ -52,6 +60,7 @@ _DELTA_FIELD: dict[str, tuple[str, DeltaKind]] = {
 _CARRIED: dict[str, tuple[BlockKind, str, DeltaKind]] = {
     dtype: (_DELTA_BLOCK[dtype], field, kind) for dtype, (field, kind) in _DELTA_FIELD.items()
 }
+_A = Protocol.ANTHROPIC_MESSAGES
 _BLOCK_TYPES: dict[str, BlockKind] = {
     "text": "text",
     "thinking": "thinking",
@@ -189,6 +198,13 @@ class AnthropicSource:
         self.life.start(StreamIdentity(mid, model))
         start_usage = TokenUsage(self._usage.input, None, self._usage.cache_read, self._usage.cache_write)
         self.sink.start(mid, model, start_usage)
+        content = msg.get("content")
+        if isinstance(content, list) and content:
+            for block in content:
+                idx = len(self._seen)
+                self._open(idx, as_dict(block))
+                self._close(idx)
+        self._stop_raw = as_str(msg.get("stop_reason"))
 
     def _ensure_streaming(self, what: str) -> None:
         phase = self.life.phase
@@ -213,16 +229,20 @@ class AnthropicSource:
         idx = self._index(obj, "content_block_start")
         if idx in self._seen:
             raise SemanticStreamError(f"duplicate content_block_start for index {idx}")
-        block = as_dict(obj.get("content_block"))
-        btype = as_str(block.get("type")) or ""
-        kind = _BLOCK_TYPES.get(btype)
-        if kind is None:
-            raise TranslationError(
-                f"Anthropic content block type {btype!r} cannot be translated", "content_block"
-            )
+        self._open(idx, as_dict(obj.get("content_block")))
+
+    def _open(self, idx: int, block: dict[str, Any]) -> None:
+        """Open block ``idx`` as its start (or a whole message's content) gives it."""
+        btype = as_str(block.get("type"))
+        if not btype:
+            raise UpstreamProtocolError(f"content block {idx} without a type")
+        kind = _BLOCK_TYPES.get(btype, "opaque")
         self._seen.add(idx)
         self._blocks[idx] = kind
         sink = self.sink
+        if kind == "opaque":
+            sink.opaque_start(idx, _A, btype, block)
+            return
         if kind == "tool":
             tid = as_str(block.get("id"))
             name = as_str(block.get("name"))
@@ -252,10 +272,18 @@ class AnthropicSource:
         idx = self._index(obj, "content_block_delta")
         delta = as_dict(obj.get("delta"))
         dtype = as_str(delta.get("type")) or ""
+        if not dtype:
+            raise UpstreamProtocolError(f"content_block_delta without a delta type (index {idx})")
         want = _DELTA_BLOCK.get(dtype)
-        if want is None:
-            raise TranslationError(f"Anthropic delta type {dtype!r} cannot be translated", "delta.type")
         kind = self._blocks.get(idx)
+        if kind == "opaque" or (want is None and kind is not None):
+            # a delta of an opaque block, or an unmodelled delta of a modelled one
+            if self.life.phase is not Phase.STREAMING:
+                self._ensure_streaming("content_block_delta")
+            self.sink.opaque_event(idx, _A, delta)
+            return
+        if want is None:
+            want = "text"  # an unknown delta for a block that never started: judged below
         if kind is None:
             if self._lifecycle_free and idx not in self._seen and self.life.phase is not Phase.TERMINAL:
                 self._ensure_streaming("content_block_delta")
@@ -279,7 +307,9 @@ class AnthropicSource:
         if kind != want:
             raise SemanticStreamError(f"{dtype} inside a {kind} block (index {idx})")
         carried = _DELTA_FIELD.get(dtype)
-        if carried is not None:  # citations_delta is not: citations are not carried across protocols
+        if carried is None:  # citations_delta: Anthropic content, opaque to the neutral vocabulary
+            self.sink.opaque_event(idx, _A, delta)
+        else:
             field, sink_kind = carried
             value = delta.get(field)
             if not isinstance(value, str):
@@ -323,6 +353,10 @@ class AnthropicSource:
         if phase is Phase.WAITING:
             raise SemanticStreamError("message_stop before message_start")
         if phase is Phase.STREAMING:
-            raise SemanticStreamError("message_stop without message_delta (no stop_reason, no usage)")
+            # No message_delta (a whole message in message_start, or a provider that skipped it):
+            # the SDKs accept it; the stop reason and usage are what message_start gave.
+            for idx in list(self._blocks):
+                self._close(idx)
+            self.life.terminal()
         self.life.stop()
         self.sink.end(Stop(stops.from_anthropic(self._stop_raw), self._stop_raw), self._usage)

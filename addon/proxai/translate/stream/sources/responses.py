@@ -12,8 +12,10 @@ encrypted_content).
 ``*.done`` events are authoritative: when they carry more than the deltas did (arguments sent
 only in ``.done``) the missing suffix is forwarded as a delta; when they contradict the deltas,
 that is a ``SemanticStreamError``. ``response.completed`` / ``response.incomplete`` end the
-stream; ``error`` and ``response.failed`` are upstream errors. Other item types (hosted tools)
-are rejected, not dropped.
+stream; ``error`` and ``response.failed`` are upstream errors. Other item types (hosted tools,
+MCP, shell and patch calls, compaction, ...), their events, and the annotations of text parts are
+handed to the sink as opaque Responses content: normalize mode writes them as they came, another
+protocol's writer leaves them out and counts them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import orjson
 
 from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
+from proxai.model import Protocol
 from proxai.protocols.machine import as_dict, as_int, as_str
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
@@ -40,6 +43,9 @@ def usage_in(u: dict[str, Any]) -> TokenUsage:
         cache_write=as_int(as_dict(u.get("input_tokens_details")).get("cache_write_tokens")),
         reasoning=as_int(as_dict(u.get("output_tokens_details")).get("reasoning_tokens")),
     )
+
+
+_R = Protocol.OPENAI_RESPONSES
 
 
 def _list(value: object) -> list[Any]:
@@ -147,7 +153,28 @@ class ResponsesSource:
             self._failed(obj)
         elif phase is Phase.WAITING and etype not in ("response.queued", "response.in_progress"):
             raise SemanticStreamError(f"Responses event {etype!r} before response.created")
-        # in_progress, annotations, summary/reasoning part and text .done events carry nothing new
+        else:
+            self._other(obj, etype)
+        # in_progress, summary/reasoning part and text .done events carry nothing new
+
+    def _other(self, obj: dict[str, Any], etype: str) -> None:
+        """An event none of the above reads: an opaque item's own event (web search progress,
+        code interpreter code, MCP arguments, ...) or a text part's annotation goes to the sink as
+        it came; anything else carries nothing a client needs."""
+        item_id = obj.get("item_id")
+        if type(item_id) is not str or self.life.phase is not Phase.STREAMING:
+            return
+        item = self._items.get(item_id)
+        if item is None or item.done:
+            return
+        if obj.get("type") != etype:
+            obj = {**obj, "type": etype}  # typed by its event name
+        if item.kind == "opaque":
+            self.sink.opaque_event(item_id, _R, obj)
+        elif etype == "response.output_text.annotation.added":
+            key = (item_id, as_int(obj.get("content_index")) or 0)
+            if key in self._open_parts:
+                self.sink.opaque_event(key, _R, obj)
 
     def _keep(self, acc: list[str], text: str) -> None:
         self._kept += keep(acc, text)  # bytes really held (proxai.translate.stream.textparts)
@@ -240,10 +267,11 @@ class ResponsesSource:
                 self.sink.delta(item_id, "args", args)
         elif itype in {"message", "reasoning"}:
             self._items[item_id] = _Item(itype)
+        elif itype:
+            self._items[item_id] = _Item("opaque")
+            self.sink.opaque_start(item_id, _R, itype, item)
         else:
-            raise TranslationError(
-                f"Responses output item type {itype!r} cannot be translated", "output[].type"
-            )
+            raise UpstreamProtocolError(f"output item {item_id!r} without a type")
 
     def _item(self, item_id: str | None, kind: str, what: str) -> _Item:
         self._streaming(what)
@@ -409,11 +437,15 @@ class ResponsesSource:
             raise SemanticStreamError(f"response.output_item.done for unknown item {item_id!r}")
         if item.done:
             raise SemanticStreamError(f"duplicate response.output_item.done for item {item_id!r}")
+        if item.kind == "opaque":
+            self.sink.opaque_event(item_id, _R, {**obj, "type": "response.output_item.done"})
         self._finish_item(item_id, item, data)
 
     def _finish_item(self, item_id: str, item: _Item, data: dict[str, Any]) -> None:
         sink = self.sink
-        if item.kind == "message":
+        if item.kind == "opaque":
+            sink.block_stop(item_id)
+        elif item.kind == "message":
             for key in [k for k in self._open_parts if k[0] == item_id]:
                 self._close_part(key)
         elif item.kind == "function_call":

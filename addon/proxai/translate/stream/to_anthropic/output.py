@@ -58,6 +58,21 @@ def block_start(index: int, kind: BlockKind, id: str | None, name: str | None, d
     )
 
 
+def raw_block_start(index: int, block: dict[str, Any]) -> bytes:
+    """An opaque block's start as the upstream sent it, under the target index."""
+    return _event(
+        b"content_block_start",
+        orjson.dumps({"type": "content_block_start", "index": index, "content_block": block}),
+    )
+
+
+def raw_block_delta(index: int, delta: dict[str, Any]) -> bytes:
+    """An opaque delta as the upstream sent it, under the target index."""
+    return _event(
+        b"content_block_delta", orjson.dumps({"type": "content_block_delta", "index": index, "delta": delta})
+    )
+
+
 _DELTA_FIELDS = {
     "text": ("text_delta", "text"),
     "thinking": ("thinking_delta", "thinking"),

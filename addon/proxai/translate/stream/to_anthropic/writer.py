@@ -3,16 +3,21 @@
 ``message_start`` first; each source block becomes one content block with a dense index in
 start order; at the source's stop every still-open block is closed, then ``message_delta`` (stop
 reason + usage, always present) and ``message_stop``. A failure emits ``event: error`` (the SDKs
-raise) and nothing after it.
+raise) and nothing after it. An opaque Anthropic block (normalize mode: server tool blocks and
+their results, citations, ...) is written as it came, under the writer's own dense index;
+opaque content of another protocol is left out and counted (``foreign``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import orjson
 
 from proxai.error_shapes import error_event
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
+from proxai.translate.stream.foreign import Foreign
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
 
 from . import output
@@ -25,9 +30,10 @@ _DELTA_TAIL = output.DELTA_TAIL
 class AnthropicWriter:
     protocol = Protocol.ANTHROPIC_MESSAGES
 
-    __slots__ = ("frames", "out", "st")
+    __slots__ = ("foreign", "frames", "out", "st")
 
     def __init__(self) -> None:
+        self.foreign = Foreign()
         self.out: list[bytes] = []
         self.st = AnthropicState()
         # Open blocks' pre-serialized delta heads (``output.delta_frames``), by source key.
@@ -57,7 +63,21 @@ class AnthropicWriter:
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
         self.out.append(self.frames[key][kind] + _dumps(text) + _DELTA_TAIL)
 
+    def opaque_start(self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any]) -> None:
+        if protocol is not Protocol.ANTHROPIC_MESSAGES:
+            self.foreign.start(key, what)
+            return
+        self.out.append(output.raw_block_start(self.st.open_block(key), payload))
+
+    def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
+        if protocol is not Protocol.ANTHROPIC_MESSAGES or key in self.foreign.keys:
+            self.foreign.event(key, payload)
+            return
+        self.out.append(output.raw_block_delta(self.st.index_of[key], payload))
+
     def block_stop(self, key: BlockKey) -> None:
+        if self.foreign.stop(key):
+            return
         self.frames.pop(key, None)
         self.out.append(output.block_stop(self.st.close_block(key)))
 
@@ -75,4 +95,4 @@ class AnthropicWriter:
         self.out.append(error_event(Protocol.ANTHROPIC_MESSAGES, kind, message))
 
     def metadata(self) -> dict[str, object]:
-        return {}
+        return self.foreign.metadata()

@@ -8,11 +8,14 @@ client asked for usage) and ``data: [DONE]``. A failure emits a top-level ``"err
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from proxai.error_shapes import error_event
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
+from proxai.translate.stream.foreign import Foreign
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
 
 from . import output
@@ -26,9 +29,10 @@ _ARGS_TAIL = output.ARGS_TAIL
 class ChatWriter:
     protocol = Protocol.OPENAI_CHAT
 
-    __slots__ = ("created", "frames", "include_usage", "out", "st")
+    __slots__ = ("created", "foreign", "frames", "include_usage", "out", "st")
 
     def __init__(self, *, created: int = 0, include_usage: bool = True) -> None:
+        self.foreign = Foreign()
         self.out: list[bytes] = []
         self.st = ChatState()
         self.created = created
@@ -75,7 +79,15 @@ class ChatWriter:
         else:
             self.st.dropped.signature_chars += len(text)
 
+    def opaque_start(self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any]) -> None:
+        self.foreign.start(key, what)  # no Chat stream carries another protocol's blocks
+
+    def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
+        self.foreign.event(key, payload)
+
     def block_stop(self, key: BlockKey) -> None:
+        if self.foreign.stop(key):
+            return
         self.frames.pop(key, None)  # Chat has no block end; no delta follows (the Sink contract)
 
     def end(self, stop: Stop, usage: TokenUsage) -> None:
@@ -93,4 +105,7 @@ class ChatWriter:
         self.out.append(error_event(Protocol.OPENAI_CHAT, kind, message))
 
     def metadata(self) -> dict[str, object]:
-        return {"dropped": self.st.dropped.to_metadata()} if self.st.dropped else {}
+        meta = self.foreign.metadata()
+        if self.st.dropped:
+            meta["dropped"] = self.st.dropped.to_metadata()
+        return meta

@@ -86,12 +86,14 @@ def part(item: Item, final: bool) -> dict[str, Any]:
         return {"type": "refusal", "refusal": text}
     if item.kind == "thinking":
         return {"type": "summary_text" if item.summary else "reasoning_text", "text": text}
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    return {"type": "output_text", "text": text, "annotations": list(item.annotations), "logprobs": []}
 
 
 def item_json(item: Item, final: bool) -> dict[str, Any]:
     status = "completed" if final else "in_progress"
     kind = item.kind
+    if kind == "opaque":
+        return dict(item.raw or {})
     if kind == "tool":
         assert item.call_id is not None and item.name is not None
         return call_item(item.call_id, item.name, "".join(item.parts), item.shape, status=status, final=final)

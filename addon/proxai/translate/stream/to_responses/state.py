@@ -11,6 +11,7 @@ id a client sees in a delta, in ``*.done`` and in the terminal snapshot is the s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from proxai.translate.ir import CallShape
 from proxai.translate.stream.sink import BlockKey, BlockKind, TokenUsage
@@ -43,6 +44,8 @@ class Item:
     shape: CallShape | None = None  # a call going back in the shape the client declared (call_shapes)
     held: bool = False  # its arguments are delivered whole at the block's stop (no argument deltas)
     done: bool = False
+    raw: dict[str, Any] | None = None  # opaque: the upstream's item as it came (its .done once done)
+    annotations: list[Any] = field(default_factory=list)  # text: url_citation and other annotations
     delta_format: bytes = b""  # its delta event, pre-serialized but for seq and delta (output.delta_format)
 
 
@@ -65,9 +68,11 @@ class ResponsesState:
     def add(
         self, key: BlockKey, kind: BlockKind, call_id: str | None, name: str | None, data: str | None
     ) -> Item:
-        if kind == "tool":
+        if kind in {"tool", "opaque"}:
             assert call_id is not None
-            item_id = call_id  # seed 000: a source tool id is passed through as the item id
+            # seed 000: a source tool id is passed through as the item id; an opaque item keeps
+            # its own id (a client answer may quote it: mcp_approval_request)
+            item_id = call_id
         elif kind in {"thinking", "redacted_thinking"}:
             item_id = self.ids.next("rs")
         else:

@@ -20,9 +20,16 @@ and ``namespace``; a freeform call becomes a ``custom_tool_call`` whose input (t
 ``input`` argument) is sent whole at the block's stop (``custom_tool_call_input.delta`` /
 ``.done``), and a tool search call a ``tool_search_call`` item, because the text inside the JSON
 arguments is known only when they are complete.
+
+Opaque Responses content (normalize mode) is written as it came: a hosted-tool, MCP, shell or
+other item keeps its id and its events, under the writer's dense ``output_index`` and its own
+``sequence_number``; an annotation of a text part (``url_citation``) is re-emitted on the part's
+item and kept in the terminal snapshot. Opaque content of another protocol is left out and counted.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import orjson
 
@@ -31,6 +38,7 @@ from proxai.errors import SseLimitError
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.call_shapes import CallShapes, freeform_input
 from proxai.translate.stream import stops
+from proxai.translate.stream.foreign import Foreign
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
 from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 from proxai.translate.stream.textparts import RUN, SLOT, SMALL, join_run, sizeof
@@ -59,6 +67,7 @@ class ResponsesWriter:
         "by_key",
         "call_shapes",
         "created_at",
+        "foreign",
         "kept",
         "max_buffer",
         "out",
@@ -74,6 +83,7 @@ class ResponsesWriter:
         reasoning_summary: bool = False,
         call_shapes: CallShapes | None = None,
     ) -> None:
+        self.foreign = Foreign()
         self.reasoning_summary = reasoning_summary
         self.call_shapes = call_shapes or {}
         self.max_buffer = max_buffer  # content kept for the terminal snapshot (bounded memory)
@@ -160,8 +170,45 @@ class ResponsesWriter:
         st.seq = seq + 1  # ``st.next_seq()`` without its call (per delta)
         self.out.append(item.delta_format % (seq, _dumps(text)))
 
+    def opaque_start(self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any]) -> None:
+        if protocol is not Protocol.OPENAI_RESPONSES:
+            self.foreign.start(key, what)
+            return
+        item = self.st.add(key, "opaque", str(payload.get("id") or key), None, None)
+        item.raw = payload
+        self._emit("response.output_item.added", output_index=item.output_index, item=payload)
+
+    def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
+        item = self.by_key.get(key) if protocol is Protocol.OPENAI_RESPONSES else None
+        if item is None or key in self.foreign.keys:
+            self.foreign.event(key, payload)
+            return
+        etype = str(payload.get("type"))
+        fields = {k: v for k, v in payload.items() if k not in ("type", "sequence_number")}
+        if "output_index" in fields:
+            fields["output_index"] = item.output_index
+        if "item_id" in fields:
+            fields["item_id"] = item.item_id
+        if item.kind == "opaque":
+            if etype == "response.output_item.done":
+                item.raw = as_item(fields.get("item"), item.raw)
+                item.done = True
+        elif etype == "response.output_text.annotation.added":
+            fields["content_index"] = 0  # one part per message item here
+            fields["annotation_index"] = len(item.annotations)
+            item.annotations.append(fields.get("annotation"))
+        self._emit(etype, **fields)
+
     def block_stop(self, key: BlockKey) -> None:
-        self._finish(self.st.by_key[key])
+        if self.foreign.stop(key):
+            return
+        item = self.st.by_key[key]
+        if item.kind == "opaque":
+            if not item.done:  # the upstream never sent its .done: close it as it stands
+                item.done = True
+                self._emit("response.output_item.done", output_index=item.output_index, item=item.raw)
+            return
+        self._finish(item)
 
     def _finish(self, item: Item) -> None:
         if item.done:
@@ -230,4 +277,8 @@ class ResponsesWriter:
         self._emit("response.failed", response=snap_resp)
 
     def metadata(self) -> dict[str, object]:
-        return {}
+        return self.foreign.metadata()
+
+
+def as_item(value: object, default: dict[str, Any] | None) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else default
