@@ -104,6 +104,8 @@ class RouteSpec(_Strict):
     max_tokens_limit: Annotated[int, Field(gt=0)] | None = None
     anthropic_version: str = "2023-06-01"
     chat_max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    # None: the proxai_strict_translation option decides
+    strict_translation: bool | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -168,6 +170,7 @@ class Route:
     max_tokens_limit: int | None
     anthropic_version: str
     chat_max_tokens_field: Literal["max_tokens", "max_completion_tokens"]
+    strict_translation: bool | None = None  # None: the proxai_strict_translation option decides
 
     def matches(self, host: str | None, path: str, model: str | None) -> bool:
         if self.match_path is not None and not _path_prefix(self.match_path, path):
@@ -275,6 +278,7 @@ def parse_routes(source: str, filename: str = "<routes>") -> RouteTable:
                 max_tokens_limit=spec.max_tokens_limit,
                 anthropic_version=spec.anthropic_version,
                 chat_max_tokens_field=spec.chat_max_tokens_field,
+                strict_translation=spec.strict_translation,
             )
         )
     return RouteTable(tuple(routes))

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from proxai.errors import TranslationError
 from proxai.model import Protocol
+from proxai.translate.ir import RequestOptions
 from proxai.translate.request import translate_request
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "clients"
@@ -159,3 +161,40 @@ def test_codex_to_chat() -> None:
     assert patch["function"]["parameters"]["properties"]["input"]["type"] == "string"
     assert [m["role"] for m in b["messages"]] == ["system", "user", "user"]
     assert "max_tokens" not in b
+
+
+def test_strict_translation_refuses_the_hosted_tool_codex_declares() -> None:
+    """Strict translation: the offer Codex makes (its hosted web search) is refused up front,
+    naming the field, where the default leaves it out with a note."""
+    body = json.loads((FIXTURES / "codex-0.171.0.turn1.json").read_text())
+    with pytest.raises(TranslationError) as err:
+        translate_request(body, R, A, RequestOptions(strict=True))
+    assert err.value.field == "tools[9]"
+    assert err.value.reason == (
+        "hosted tool 'web_search' cannot be translated (the target cannot run it; strict translation)"
+    )
+
+
+SERVER_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
+
+
+@pytest.mark.parametrize("target", [C, R])
+def test_a_forced_server_tool_is_refused_up_front(target: Protocol) -> None:
+    """A declared server tool is an offer, left out with a note; a tool_choice that forces it
+    asks for what the target cannot do: refused before anything is sent."""
+    body: dict[str, Any] = {
+        "model": "claude-x",
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": "news?"}],
+        "tools": [SERVER_SEARCH],
+    }
+    out = translate_request(body, A, target)
+    assert out.notes == ("tools[0]: server tool 'web_search_20250305' left out (OpenAI APIs cannot run it)",)
+    assert "tools" not in out.body
+    with pytest.raises(TranslationError) as err:
+        translate_request({**body, "tool_choice": {"type": "tool", "name": "web_search"}}, A, target)
+    assert err.value.field == "tool_choice.name"
+    assert err.value.reason == (
+        "tool_choice forces 'web_search', the server tool 'web_search_20250305' of tools[0]: "
+        "OpenAI APIs cannot run it"
+    )

@@ -15,8 +15,30 @@ from mitmproxy.test import taddons, tflow, tutils
 
 from proxai.mitm.addon import ProxAI
 from proxai.mitm.routing import Routing
+from tests.translate_stream import build
+from tests.translate_stream.harness import sdk_anthropic
 
 ROUTES = """
+[[route]]
+name = "claude-on-responses"
+match = { path = "/v1/messages", model = "via-responses*" }
+upstream = "http://127.0.0.1:9200/v1"
+protocol = "openai_responses"
+
+[[route]]
+name = "claude-on-responses-strict"
+match = { path = "/v1/messages", model = "strict*" }
+upstream = "http://127.0.0.1:9200/v1"
+protocol = "openai_responses"
+strict_translation = true
+
+[[route]]
+name = "claude-on-responses-lenient"
+match = { path = "/v1/messages", model = "lenient*" }
+upstream = "http://127.0.0.1:9200/v1"
+protocol = "openai_responses"
+strict_translation = false
+
 [[route]]
 name = "claude-on-chat"
 match = { path = "/v1/messages" }
@@ -248,3 +270,104 @@ def test_error_object_with_status_200(tctx: Any) -> None:
     assert f.response.status_code == 429
     body = json.loads(f.response.content or b"")
     assert body == {"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limit exceeded"}}
+
+
+# -- what has no counterpart: left out with a note, or refused under strict translation -----------
+
+
+def _searched_answer() -> bytes:
+    """A Responses stream with a hosted web search before the answer (no Anthropic client can
+    be given OpenAI's search item)."""
+    r = build.R()
+    ws = {"id": "ws_1", "type": "web_search_call", "status": "completed"}
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed"}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    done = {**part, "text": "Paris."}
+    return (
+        r.created()
+        + r.ev("response.output_item.added", output_index=0, item=ws)
+        + r.ev("response.output_item.done", output_index=0, item=ws)
+        + r.ev("response.output_item.added", output_index=1, item={**msg, "content": []})
+        + r.ev("response.content_part.added", output_index=1, item_id="msg_1", content_index=0, part=part)
+        + r.ev("response.output_text.delta", output_index=1, item_id="msg_1", content_index=0, delta="Paris.")
+        + r.ev("response.content_part.done", output_index=1, item_id="msg_1", content_index=0, part=done)
+        + r.ev("response.output_item.done", output_index=1, item={**msg, "content": [done]})
+        + r.completed([ws, {**msg, "content": [done]}])
+    )
+
+
+def _streamed(a: ProxAI, model: str, wire: bytes, tools: list[dict[str, Any]] | None = None) -> http.HTTPFlow:
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": 50,
+        "stream": True,
+        "messages": [{"role": "user", "content": "capital of France?"}],
+    }
+    if tools:
+        body["tools"] = tools
+    f = _flow("/v1/messages", body)
+    a.request(f)
+    if f.response is not None:  # refused up front
+        return f
+    assert f.request.url == "http://127.0.0.1:9200/v1/responses"
+    f.response = tutils.tresp(
+        status_code=200, headers=http.Headers(content_type="text/event-stream"), content=None
+    )
+    a.responseheaders(f)
+    stream = f.response.stream
+    assert callable(stream)
+    got = b""
+    for i in range(0, len(wire), 97):
+        out = stream(wire[i : i + 97])
+        got += out if isinstance(out, bytes) else b"".join(out)
+    out = stream(b"")
+    got += out if isinstance(out, bytes) else b"".join(out)
+    f.metadata["test_client_bytes"] = got
+    a.response(f)
+    return f
+
+
+@pytest.mark.parametrize("model", ["via-responses-1", "lenient-1"])
+def test_content_without_counterpart_is_left_out_with_a_note_in_extra(tctx: Any, model: str) -> None:
+    a: ProxAI = tctx.addon
+    if model.startswith("lenient"):
+        tctx.configure(a, proxai_strict_translation=True)  # the route's own false wins
+    f = _streamed(a, model, _searched_answer())
+    final = sdk_anthropic(f.metadata["test_client_bytes"])
+    assert [(blk.type, blk.text) for blk in final.content] == [("text", "Paris.")]
+    assert final.stop_reason == "end_turn"
+    extra = f.metadata["proxai"]["extra"]
+    assert extra["left_out"] == {"web_search_call": 1}
+    assert extra["notes"] == ["left out (no counterpart in the client protocol): web_search_call x1"]
+    assert f.metadata["proxai"]["outcome"] == "completed"
+
+
+@pytest.mark.parametrize("how", ["route", "option"])
+def test_strict_translation_refuses_the_offer_and_errors_on_content(tctx: Any, how: str) -> None:
+    a: ProxAI = tctx.addon
+    model = "strict-1"
+    if how == "option":
+        tctx.configure(a, proxai_strict_translation=True)
+        model = "via-responses-1"
+    search = {"type": "web_search_20250305", "name": "web_search"}
+    f = _streamed(a, model, b"", tools=[search])
+    assert f.response is not None and f.response.status_code == 400
+    err = json.loads(f.response.content or b"")
+    assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
+    assert "tools[0]: server tool 'web_search_20250305' cannot be translated" in err["error"]["message"]
+    assert f.metadata["proxai"]["route"]["rejected"]["field"] == "tools[0]"
+
+    f = _streamed(a, model, _searched_answer())
+    events = [blk.split(b"\n") for blk in f.metadata["test_client_bytes"].split(b"\n\n") if blk]
+    assert [e[0] for e in events] == [b"event: message_start", b"event: error"]
+    assert json.loads(events[1][1].removeprefix(b"data: "))["error"] == {
+        "type": "invalid_request_error",
+        "message": "the upstream sent 'web_search_call', which the client's protocol has no "
+        "counterpart for (strict translation)",
+    }
+    assert f.metadata["proxai"]["translation"]["phase"] == "errored"
+    assert "left_out" not in f.metadata["proxai"].get("extra", {})
+
+
+def test_strict_translation_option_is_off_by_default(tctx: Any) -> None:
+    assert tctx.options.proxai_strict_translation is False

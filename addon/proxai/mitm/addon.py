@@ -227,6 +227,15 @@ class ProxAI:
             "snapshot for response.completed, the text checked against .done events); past it the "
             "client gets a stream_limit error in its protocol.",
         )
+        loader.add_option(
+            "proxai_strict_translation",
+            bool,
+            False,
+            "Strict translation on routes that do not set strict_translation themselves: a request "
+            "declaring a tool the target cannot provide is refused (HTTP 400 naming the field) "
+            "instead of sent without it, and upstream content the client's protocol has no "
+            "counterpart for ends the stream with an error instead of being left out with a note.",
+        )
         defaults = observe.Limits()
         for f in dataclasses.fields(observe.Limits):
             loader.add_option(
@@ -297,6 +306,8 @@ class ProxAI:
             if opts.proxai_max_translate_buffer <= 0:
                 raise _options_error("proxai_max_translate_buffer must be a positive number of bytes")
             self.routing.max_buffer = opts.proxai_max_translate_buffer
+        if "proxai_strict_translation" in updated:
+            self.routing.strict_translation = opts.proxai_strict_translation
         names = [f.name for f in dataclasses.fields(observe.Limits)]
         if any(f"proxai_{n}" in updated for n in names):
             values: dict[str, int] = {}
@@ -582,7 +593,8 @@ class ProxAI:
                 meta["translate_error"] = carrier.translate_error
             if carrier.translator is not None:
                 # dropped thinking/reasoning counts, the translator's phase and its error, if any
-                meta["translation"] = carrier.translator.metadata()
+                meta["translation"] = translation = carrier.translator.metadata()
+                _record_left_out(meta, translation)
         if observe_error:
             meta["observe_error"] = observe_error
         if summary.outcome is Outcome.CLOSED and carrier is not None:
@@ -648,6 +660,19 @@ def _warm_prices() -> None:
         cost.warm()
     except Exception as exc:  # the first flow then loads the table itself
         logger.debug("proxai: loading the price table failed: %s", exc)
+
+
+def _record_left_out(meta: dict[str, Any], translation: dict[str, Any]) -> None:
+    """Content of the upstream's answer that the client's protocol has no counterpart for was
+    left out of the client's stream: the flow's ``extra`` says so with a count per kind
+    (``left_out``) and the translator's note (docs/design/real-streams.md, rule 6)."""
+    left_out = translation.get("left_out")
+    if not left_out:
+        return
+    extra = dict(meta.get("extra") or {})
+    extra["left_out"] = dict(left_out)
+    extra["notes"] = [*extra.get("notes", ()), *translation.get("notes", ())]
+    meta["extra"] = extra
 
 
 def _is_sse(response: http.Response) -> bool:

@@ -78,10 +78,16 @@ class Routing:
         # Stream translation limits (options proxai_max_translate_buffer, proxai_max_tool_args).
         self.max_buffer = DEFAULT_MAX_BUFFER
         self.max_tool_args = DEFAULT_MAX_TOOL_ARGS
+        # Option proxai_strict_translation: what a route without its own strict_translation gets.
+        self.strict_translation = False
 
     def configure(self, path: str) -> None:
         """Load the routes file named by ``proxai_routes`` (empty: no routing). ``ConfigError``."""
         self.table = load_routes(path) if path else None
+
+    def strict(self, route: Route) -> bool:
+        """Strict translation on ``route``: its own ``strict_translation``, else the option's."""
+        return self.strict_translation if route.strict_translation is None else route.strict_translation
 
     # -- request --------------------------------------------------------------------------------
 
@@ -122,6 +128,7 @@ class Routing:
                 default_max_tokens=route.default_max_tokens,
                 max_tokens_limit=route.max_tokens_limit,
                 chat_max_tokens_field=route.chat_max_tokens_field,
+                strict=self.strict(route),
             )
             translated = translate_request(body, client, route.protocol, opts)
         except TranslationError as exc:
@@ -212,6 +219,7 @@ class Routing:
             call_shapes=state.extra.get("call_shapes") or {},
             max_buffer=self.max_buffer,
             max_tool_args=self.max_tool_args,
+            strict=self.strict(route),
         )
 
     def body_too_large(self, flow: http.HTTPFlow, state: RoutedState, message: str) -> None:

@@ -183,6 +183,22 @@ class Reasoning:
 
 
 @dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A declared tool the target cannot provide: an offer, left out of the translated request
+    with a note (or refused under strict translation). ``name`` is the name a ``tool_choice``
+    would force it by, when the client's protocol gives it one."""
+
+    at: str  # the client's field, ``tools[3]``
+    what: str  # ``hosted tool 'web_search'``
+    why: str  # ``the target cannot run it``
+    name: str | None = None
+
+    @property
+    def note(self) -> str:
+        return f"{self.at}: {self.what} left out ({self.why})"
+
+
+@dataclass(frozen=True, slots=True)
 class RequestIR:
     model: str | None
     messages: tuple[Message, ...]
@@ -204,7 +220,7 @@ class RequestIR:
     json_schema_at: str = "response_format"
     json_object: bool = False  # JSON mode without a schema (Chat json_object, Responses json_object)
     ignored: tuple[str, ...] = ()  # client fields that are hints with no target meaning
-    notes: tuple[str, ...] = ()  # offers left out (hosted tools the target cannot provide)
+    left_out: tuple[LeftOut, ...] = ()  # offers left out (hosted tools the target cannot provide)
 
 
 # ---- responses -------------------------------------------------------------------------
@@ -241,6 +257,7 @@ class RequestOptions:
     default_max_tokens: int = 4096  # Anthropic requires max_tokens; used when the client gave none
     chat_max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     max_tokens_limit: int | None = None  # the most output tokens the target serves (None: no cap)
+    strict: bool = False  # strict translation: a declared tool the target cannot provide is refused
 
 
 def count_dropped(dropped: dict[str, int], part: Part) -> None:

@@ -154,8 +154,8 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
     ignored = tuple(sorted(k for k in body if k not in _HANDLED))
     system = _system(req.system)
     messages = tuple(_message(m, i) for i, m in enumerate(req.messages))
-    notes: list[str] = []
-    tools = tuple(t for i, raw in enumerate(req.tools or []) if (t := _tool(raw, i, notes)) is not None)
+    left_out: list[ir.LeftOut] = []
+    tools = tuple(t for i, raw in enumerate(req.tools or []) if (t := _tool(raw, i, left_out)) is not None)
     effort, json_schema, json_at = _output(req.output_config, req.output_format)
     tool_choice, parallel = _tool_choice(req.tool_choice)
     user = None
@@ -180,7 +180,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         json_schema=json_schema,
         json_schema_at=json_at,
         ignored=ignored,
-        notes=tuple(notes),
+        left_out=tuple(left_out),
     )
 
 
@@ -288,14 +288,14 @@ def _document(doc: _Document, at: str) -> ir.DocumentPart:
     raise TranslationError(f"document source type {s.type!r} cannot be translated", f"{at}.source.type")
 
 
-def _tool(raw: dict[str, Any], i: int, notes: list[str]) -> ir.ToolDef | None:
+def _tool(raw: dict[str, Any], i: int, left_out: list[ir.LeftOut]) -> ir.ToolDef | None:
     """A client tool; a server tool (``web_search_20250305``, ...) the OpenAI APIs cannot run
     is an offer left out, with a note. ``defer_loading`` (the tool's schema is shown to the
     model only once a tool search found it) has no OpenAI form: the tool is offered outright."""
     at = f"tools[{i}]"
     t = validate(_Tool, raw, at)
     if t.type not in (None, "custom"):
-        notes.append(f"{at}: server tool {t.type!r} left out (OpenAI APIs cannot run it)")
+        left_out.append(ir.LeftOut(at, f"server tool {t.type!r}", "OpenAI APIs cannot run it", t.name))
         return None
     return ir.ToolDef(t.name, at, t.description, t.input_schema or {"type": "object", "properties": {}})
 

@@ -171,10 +171,10 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
     system: list[ir.TextPart] = []
     if req.instructions:
         system.append(ir.TextPart(req.instructions, "instructions"))
-    notes: list[str] = []
+    left_out: list[ir.LeftOut] = []
     tools: list[ir.ToolDef] = []
     for i, raw_tool in enumerate(req.tools or []):
-        tools.extend(_tool(raw_tool, f"tools[{i}]", notes))
+        tools.extend(_tool(raw_tool, f"tools[{i}]", left_out))
     messages: list[ir.Message] = []
     if isinstance(req.input, str):
         messages.append(ir.Message("user", (ir.TextPart(req.input, "input"),), "input"))
@@ -214,7 +214,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         json_object=_json_object(req.text),
         json_schema_at="text.format",
         ignored=tuple(sorted(ignored)),
-        notes=tuple(notes),
+        left_out=tuple(left_out),
     )
 
 
@@ -366,7 +366,9 @@ def flat_name(namespace: str, name: str) -> str:
     return f"{namespace}{name}" if namespace.endswith("__") else f"{namespace}__{name}"
 
 
-def _tool(raw: dict[str, Any], at: str, notes: list[str], namespace: str | None = None) -> list[ir.ToolDef]:
+def _tool(
+    raw: dict[str, Any], at: str, left_out: list[ir.LeftOut], namespace: str | None = None
+) -> list[ir.ToolDef]:
     """The tools one declaration offers: a function, a freeform (custom) tool, the client's
     tool search (a function it runs), or a namespace's tools under flat names. A hosted tool
     the target cannot run (``web_search``, ``file_search``, ...) is left out, with a note."""
@@ -387,9 +389,9 @@ def _tool(raw: dict[str, Any], at: str, notes: list[str], namespace: str | None 
         return [
             d
             for j, inner in enumerate(t.tools or [])
-            for d in _tool(inner, f"{at}.tools[{j}]", notes, t.name)
+            for d in _tool(inner, f"{at}.tools[{j}]", left_out, t.name)
         ]
-    notes.append(f"{at}: hosted tool {t.type!r} left out (the target cannot run it)")
+    left_out.append(ir.LeftOut(at, f"hosted tool {t.type!r}", "the target cannot run it"))
     return []
 
 

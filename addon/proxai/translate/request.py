@@ -78,6 +78,7 @@ def translate_request(
         capped = cap_output_tokens(out, target, opts)
         return TranslatedRequest(capped[0], bool(body.get("stream")), model, notes=capped[1])
     parsed = _PARSERS[client](body)
+    _refuse_what_cannot_be_given(parsed, opts)
     dropped: dict[str, int] = {}
     rendered, cap_notes = cap_output_tokens(_RENDERERS[target](parsed, opts, dropped), target, opts)
     return TranslatedRequest(
@@ -86,7 +87,7 @@ def translate_request(
         model,
         dropped,
         parsed.ignored,
-        parsed.notes + cap_notes,
+        tuple(x.note for x in parsed.left_out) + cap_notes,
         shapes_of(parsed.tools),
     )
 
@@ -121,3 +122,19 @@ def cap_output_tokens(
             out["thinking"] = {**thinking, "budget_tokens": lowered}
             notes += (f"thinking.budget_tokens: {budget} lowered to {lowered}, below max_tokens {limit}",)
     return out, notes
+
+
+def _refuse_what_cannot_be_given(req: ir.RequestIR, opts: ir.RequestOptions) -> None:
+    """A declared tool the target cannot provide is an offer, left out with a note; but a
+    ``tool_choice`` that forces it asks for something the target cannot do, and strict
+    translation refuses every such offer (docs/translation.md, "Tools the target cannot run")."""
+    choice = req.tool_choice
+    if choice is not None and choice.mode == "tool":
+        for x in req.left_out:
+            if x.name is not None and x.name == choice.name and all(t.name != x.name for t in req.tools):
+                raise TranslationError(
+                    f"tool_choice forces {x.name!r}, the {x.what} of {x.at}: {x.why}", f"{choice.at}.name"
+                )
+    if opts.strict and req.left_out:
+        x = req.left_out[0]
+        raise TranslationError(f"{x.what} cannot be translated ({x.why}; strict translation)", x.at)

@@ -69,6 +69,7 @@ def make_stream_translator(
     call_shapes: CallShapes | None = None,
     max_buffer: int = DEFAULT_MAX_BUFFER,
     max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
+    strict: bool = False,
 ) -> StreamTranslatorImpl:
     """A translator from ``upstream``'s stream to ``client``'s.
 
@@ -82,6 +83,8 @@ def make_stream_translator(
     snapshot), per stream, in bytes really held; past it a ``SseLimitError`` ends the translation
     (bounded memory). ``max_tool_args``: the argument characters kept per tool call to check its
     JSON (Anthropic and Chat sources); past it an ``UpstreamProtocolError`` ends the translation.
+    ``strict``: content the client's protocol has no counterpart for ends the translation with a
+    ``TranslationError`` instead of being left out with a note (strict translation).
     """
     if (upstream is client) != normalize:
         if normalize:
@@ -95,4 +98,5 @@ def make_stream_translator(
         call_shapes=call_shapes or {},
         max_buffer=max_buffer,
         max_tool_args=max_tool_args,
+        strict=strict,
     )

@@ -2,32 +2,43 @@
 item or event the neutral vocabulary does not model, that the client protocol has no counterpart
 for. The writer leaves it out, carries the rest of the answer, and counts what it left out (the
 ``left_out`` counts and a note in the translator's metadata, which the addon adds to the flow's
-``extra.notes``)."""
+``extra.notes``). Under strict translation (``strict``) such content ends the translation with
+a ``TranslationError`` instead: the client gets an error in its protocol."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from proxai.errors import TranslationError
 from proxai.translate.stream.sink import BlockKey, Carried
 
 
 class Foreign:
-    __slots__ = ("carried", "keys")
+    __slots__ = ("carried", "keys", "strict")
 
-    def __init__(self) -> None:
+    def __init__(self, *, strict: bool = False) -> None:
         self.keys: set[BlockKey] = set()  # open opaque blocks left out
         self.carried = Carried({})
+        self.strict = strict
 
     def start(self, key: BlockKey, what: str) -> None:
+        self._leave_out(what)
         self.keys.add(key)
-        self.carried.add(what)
 
     def event(self, key: BlockKey, payload: dict[str, Any]) -> None:
         """An event of a block left out is part of it; an unmodelled event of a kept block (a
         ``citations_delta`` in text) is counted by its own type."""
         if key not in self.keys:
             what = payload.get("type")
-            self.carried.add(what if isinstance(what, str) else "event")
+            self._leave_out(what if isinstance(what, str) else "event")
+
+    def _leave_out(self, what: str) -> None:
+        if self.strict:
+            raise TranslationError(
+                f"the upstream sent {what!r}, which the client's protocol has no counterpart for "
+                "(strict translation)"
+            )
+        self.carried.add(what)
 
     def stop(self, key: BlockKey) -> bool:
         """True when ``key`` was an opaque block left out (its stop is then not written)."""

@@ -53,21 +53,23 @@ def build(
     call_shapes: CallShapes | None = None,
     max_buffer: int = DEFAULT_MAX_BUFFER,
     max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
+    strict: bool = False,
 ) -> StreamTranslatorImpl:
     """The translator of one pair, or normalize mode when ``upstream is client`` (the caller
     checks that the pair is one of ``PAIRS`` or normalize mode was asked for)."""
     normalize = upstream is client
     writer: Writer
     if client is Protocol.ANTHROPIC_MESSAGES:
-        writer = AnthropicWriter()
+        writer = AnthropicWriter(strict=strict)
     elif client is Protocol.OPENAI_CHAT:
-        writer = ChatWriter(created=created, include_usage=include_usage)
+        writer = ChatWriter(created=created, include_usage=include_usage, strict=strict)
     else:
         writer = ResponsesWriter(
             created_at=created,
             max_buffer=max_buffer,
             reasoning_summary=not normalize,
             call_shapes=call_shapes or {},
+            strict=strict,
         )
     source: Source
     if upstream is Protocol.ANTHROPIC_MESSAGES:

@@ -32,8 +32,8 @@ class AnthropicWriter:
 
     __slots__ = ("foreign", "frames", "out", "st")
 
-    def __init__(self) -> None:
-        self.foreign = Foreign()
+    def __init__(self, *, strict: bool = False) -> None:
+        self.foreign = Foreign(strict=strict)
         self.out: list[bytes] = []
         self.st = AnthropicState()
         # Open blocks' pre-serialized delta heads (``output.delta_frames``), by source key.

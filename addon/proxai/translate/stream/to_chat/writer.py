@@ -31,8 +31,8 @@ class ChatWriter:
 
     __slots__ = ("created", "foreign", "frames", "include_usage", "out", "st")
 
-    def __init__(self, *, created: int = 0, include_usage: bool = True) -> None:
-        self.foreign = Foreign()
+    def __init__(self, *, created: int = 0, include_usage: bool = True, strict: bool = False) -> None:
+        self.foreign = Foreign(strict=strict)
         self.out: list[bytes] = []
         self.st = ChatState()
         self.created = created

@@ -82,8 +82,9 @@ class ResponsesWriter:
         max_buffer: int = DEFAULT_MAX_BUFFER,
         reasoning_summary: bool = False,
         call_shapes: CallShapes | None = None,
+        strict: bool = False,
     ) -> None:
-        self.foreign = Foreign()
+        self.foreign = Foreign(strict=strict)
         self.reasoning_summary = reasoning_summary
         self.call_shapes = call_shapes or {}
         self.max_buffer = max_buffer  # content kept for the terminal snapshot (bounded memory)
