@@ -1,25 +1,30 @@
 """OpenAI Chat Completions source wrapper (seed 000 "Chat: per-chunk integer index", seed 003).
 
-Chat has no start event: the first chunk with a choice sets the stream identity and every later
-chunk must repeat it (seed 001). Content and refusal open one text/refusal block each on first
-appearance (so does ``reasoning_content`` / ``reasoning`` of compatible providers: a thinking
-block, which only a Chat target drops and counts); a tool call opens a tool block at the first
-appearance of its ``tool_calls[].index``, which must carry ``id`` and ``function.name``; later
-fragments of that index are its arguments.
+Chat has no start event: the first chunk with a choice sets the stream identity; a later chunk
+with another id or model is read on (the SDK reads content whatever the id: Groq's web search
+switches ids mid-answer), the first identity stays. Content and refusal open one text/refusal
+block each on first appearance (so does ``reasoning_content`` / ``reasoning`` of compatible
+providers: a thinking block, which only a Chat target drops and counts); ``content`` given as a
+list of typed parts (Mistral) is its ``text`` parts as text and its ``thinking`` parts as
+reasoning. A tool call opens a tool block at the first appearance of its
+``tool_calls[].index``, which must carry ``id`` and ``function.name``; later fragments of that
+index are its arguments.
 
-Terminal rules (seed 003):
+Terminal rules (seed 003, read as the official SDK reads real providers; docs/design/real-streams.md):
 - ``finish_reason`` closes every open block (a fragment in the same chunk is applied first);
-- the final usage comes ONLY from the ``choices: []`` chunk after ``finish_reason``; a usage-only
-  chunk anywhere else is a ``SemanticStreamError``; usage on chunks with choices is ignored
-  (kept only as a fallback in normalize mode);
+- usage is the last one the upstream reported: the ``choices: []`` chunk after ``finish_reason``
+  (OpenAI), the ``finish_reason`` chunk itself (DeepSeek, Groq, ...) or a trailing chunk that
+  still carries a choice with an empty delta (OpenRouter); it is never 0 when a number came;
+- a ``choices: []`` chunk before any assistant chunk without usage (Azure's
+  ``prompt_filter_results``) carries nothing for the client and is skipped;
 - ``[DONE]`` after ``finish_reason`` ends the stream; ``[DONE]`` before it, or EOF without it, is
   never a success.
-- ``logprobs``, more than one choice, a non-assistant role, legacy ``function_call`` and custom
+- ``logprobs`` with entries travel to a Chat client (normalize) and are left out and counted for
+  the others; more than one choice, a non-assistant role, legacy ``function_call`` and custom
   tool calls are rejected with ``TranslationError`` rather than dropped.
 
 Normalize repairs (OpenAI-compatible providers): ``role``/``id``/``name`` repeated in every delta
-are accepted when equal; usage on a non-final chunk is moved to the final usage when no
-usage-only chunk arrives; EOF right after ``finish_reason`` (no ``[DONE]``) ends the stream.
+are accepted when equal; EOF right after ``finish_reason`` (no ``[DONE]``) ends the stream.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from __future__ import annotations
 from typing import Any
 
 from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
-from proxai.protocols.machine import as_dict, as_int, as_str
+from proxai.model import Protocol
+from proxai.protocols.machine import as_dict, as_int, as_list, as_str
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Sink, Stop, TokenUsage
@@ -37,6 +43,8 @@ from .common import DEFAULT_MAX_TOOL_ARGS, PayloadValue, ToolArgs, classify, loa
 TEXT_KEY = "text"
 REFUSAL_KEY = "refusal"
 REASONING_KEY = "reasoning"
+#: The stream id given to a Chat stream whose chunks carry none (``"id": ""``).
+UNNAMED = "chatcmpl-unnamed"
 
 
 def usage_in(u: dict[str, Any]) -> TokenUsage:
@@ -56,14 +64,13 @@ class ChatSource:
 
     __slots__ = (
         "_args",
-        "_final_usage",
         "_finish",
-        "_interim_usage",
         "_normalize",
         "_open",
         "_refusal",
         "_saw_data",
         "_tools",
+        "_usage",
         "life",
         "sink",
     )
@@ -77,8 +84,7 @@ class ChatSource:
         self._open: list[BlockKey] = []  # open blocks in start order
         self._tools: dict[int, str] = {}  # chat tool index -> tool call id
         self._finish: str | None = None
-        self._final_usage: TokenUsage | None = None
-        self._interim_usage: TokenUsage | None = None
+        self._usage: TokenUsage | None = None  # the last usage the upstream reported
         self._refusal = False
         self._saw_data = False
         self._args = ToolArgs(max_tool_args)
@@ -127,26 +133,26 @@ class ChatSource:
         ci = choice.get("index")
         if ci is not None and ci != 0 and as_int(ci) not in (0, None):
             raise TranslationError("only choice index 0 can be translated", "choices[].index")
-        if choice.get("logprobs") is not None:
-            raise TranslationError("logprobs cannot be translated", "choices[0].logprobs")
-        cid = obj.get("id")
-        if not (type(cid) is str or isinstance(cid, str)):
-            cid = None
         if phase is Phase.WAITING:
-            if not cid:
-                raise UpstreamProtocolError("the first Chat Completions chunk has no id")
+            cid = obj.get("id")
+            if not cid or not isinstance(cid, str):
+                cid = UNNAMED  # Snowflake sends "" (the SDK reads on): the writers need one
             model = as_str(obj.get("model")) or ""
             self.life.start(StreamIdentity(cid, model))
             self.sink.start(cid, model, None)
-        else:
-            if phase is Phase.TERMINAL:
-                raise SemanticStreamError("Chat Completions chunk with choices after finish_reason")
-            ident = self.life.identity
-            if cid is not None and (ident is None or cid != ident.id):
-                self.life.check_identity(cid)  # raises
+        elif phase is Phase.TERMINAL:
+            self._after_finish(obj, choice)
+            return
         usage = obj.get("usage")
         if usage is not None and isinstance(usage, dict):
-            self._interim_usage = usage_in(usage)  # seed 003: never the final usage
+            self._usage = usage_in(usage)
+        logprobs = choice.get("logprobs")
+        if (
+            logprobs is not None
+            and isinstance(logprobs, dict)
+            and (logprobs.get("content") or logprobs.get("refusal"))
+        ):
+            self._logprobs(logprobs)
         delta = choice.get("delta")
         if type(delta) is dict and len(delta) == 1 and type(content := delta.get("content")) is str:
             # ``_delta``'s hot path inline (a delta of only content), what ``_text`` does
@@ -198,11 +204,15 @@ class ChatSource:
             self._text(REASONING_KEY, "thinking", reasoning, "thinking")
         content = delta.get("content")
         if content:
-            if not isinstance(content, str):
+            if isinstance(content, str):
+                self._text(TEXT_KEY, "text", content)
+            elif isinstance(content, list):
+                self._content_parts(content)
+            else:
                 raise TranslationError(
-                    "non-string delta content cannot be translated", "choices[0].delta.content"
+                    "delta content that is neither text nor a list of parts cannot be translated",
+                    "choices[0].delta.content",
                 )
-            self._text(TEXT_KEY, "text", content)
         refusal = delta.get("refusal")
         if refusal:
             if not isinstance(refusal, str):
@@ -216,6 +226,50 @@ class ChatSource:
             for call in calls:
                 self._tool(as_dict(call))
 
+    def _content_parts(self, parts: list[Any]) -> None:
+        """``content`` as a list of typed parts (Mistral's reasoning models): ``text`` parts are
+        text, ``thinking`` parts (a string, or a list of text parts) are reasoning."""
+        for part in parts:
+            p = as_dict(part)
+            ptype = p.get("type")
+            if ptype == "text":
+                text = p.get("text")
+                if isinstance(text, str) and text:
+                    self._text(TEXT_KEY, "text", text)
+            elif ptype == "thinking":
+                inner = p.get("thinking")
+                pieces = (
+                    [inner] if isinstance(inner, str) else [as_dict(x).get("text") for x in as_list(inner)]
+                )
+                for piece in pieces:
+                    if isinstance(piece, str) and piece:
+                        self._text(REASONING_KEY, "thinking", piece, "thinking")
+            else:
+                raise TranslationError(
+                    f"content part type {ptype!r} cannot be translated", "choices[0].delta.content[].type"
+                )
+
+    def _logprobs(self, logprobs: dict[str, Any]) -> None:
+        """Token log probabilities of the text (or refusal) so far: a Chat client gets them as
+        they came; for the others they have no counterpart (left out, counted)."""
+        key = REFUSAL_KEY if logprobs.get("refusal") and not logprobs.get("content") else TEXT_KEY
+        self.sink.opaque_event(key, Protocol.OPENAI_CHAT, {"type": "logprobs", "logprobs": logprobs})
+
+    def _after_finish(self, obj: dict[str, Any], choice: dict[str, Any]) -> None:
+        """A chunk that still carries a choice after ``finish_reason`` (OpenRouter sends its usage
+        on one, with an empty delta, repeating the finish_reason or not): its usage is read; a
+        delta with content there is beyond what can be given after the end."""
+        delta = as_dict(choice.get("delta"))
+        if (
+            any(v for k, v in delta.items() if k not in ("role", "content", "refusal"))
+            or delta.get("content")
+            or delta.get("refusal")
+        ):
+            raise SemanticStreamError("Chat Completions chunk with content after finish_reason")
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self._usage = usage_in(usage)
+
     def _text(self, key: str, kind: BlockKind, text: str, delta: DeltaKind = "text") -> None:
         if key not in self._open:
             self._open.append(key)
@@ -225,7 +279,7 @@ class ChatSource:
     def _tool(self, call: dict[str, Any]) -> None:
         idx = as_int(call.get("index"))
         if idx is None:
-            raise UpstreamProtocolError("tool call delta without an integer index")
+            idx = self._index_of(call)
         ctype = call.get("type")
         if ctype is not None and ctype != "function":
             raise TranslationError(f"tool call type {ctype!r} cannot be translated", "tool_calls[].type")
@@ -253,19 +307,25 @@ class ChatSource:
             self._args.add(key, args)
             self.sink.delta(key, "args", args)
 
+    def _index_of(self, call: dict[str, Any]) -> int:
+        """A tool call delta without ``index`` (Mistral sends each call whole, with its id): the
+        call of that id, or a new one after the calls so far."""
+        tid = as_str(call.get("id"))
+        if not tid:
+            raise UpstreamProtocolError("tool call delta without an integer index or an id")
+        for idx, known in self._tools.items():
+            if known == tid:
+                return idx
+        return max(self._tools, default=-1) + 1
+
     def _usage_only(self, obj: dict[str, Any]) -> None:
-        phase = self.life.phase
-        if phase is not Phase.TERMINAL:
-            where = "before any assistant chunk" if phase is Phase.WAITING else "before finish_reason"
-            raise SemanticStreamError(f"usage-only chunk (choices: []) {where}")
+        """A ``choices: []`` chunk: usage (the last one reported is the stream's), or, before
+        anything else, metadata for no client (Azure's ``prompt_filter_results``)."""
         usage = obj.get("usage")
-        if not isinstance(usage, dict):
-            raise UpstreamProtocolError("chunk with empty choices and no usage")
-        if self._final_usage is not None:
-            raise SemanticStreamError("second usage-only chunk")
-        self.life.check_identity(as_str(obj.get("id")))
-        self.life.tail()
-        self._final_usage = usage_in(usage)
+        if isinstance(usage, dict):
+            self._usage = usage_in(usage)
+            if self.life.phase is Phase.TERMINAL:
+                self.life.tail()
 
     def _done(self) -> None:
         phase = self.life.phase
@@ -280,9 +340,7 @@ class ChatSource:
 
     def _end(self) -> None:
         assert self._finish is not None
-        usage = self._final_usage
-        if usage is None:
-            usage = (self._interim_usage if self._normalize else None) or TokenUsage()
+        usage = self._usage or TokenUsage()
         self.life.stop()
         cls = stops.from_chat(self._finish, refusal_streamed=self._refusal)
         self.sink.end(Stop(cls, self._finish), usage)

@@ -25,6 +25,13 @@ def chunk(prefix: bytes, delta: dict[str, Any], finish_reason: str | None = None
     return b"data: " + prefix + b'"choices":[' + orjson.dumps(choice) + b"]}\n\n"
 
 
+def logprobs_chunk(prefix: bytes, logprobs: dict[str, Any]) -> bytes:
+    """The upstream's token log probabilities, on a chunk of their own (the SDK extends its
+    ``logprobs.content`` / ``refusal`` lists with each chunk's)."""
+    choice = {"index": 0, "delta": {}, "logprobs": logprobs, "finish_reason": None}
+    return b"data: " + prefix + b'"choices":[' + orjson.dumps(choice) + b"]}\n\n"
+
+
 CHOICE_TAIL = b'},"logprobs":null,"finish_reason":null}]}\n\n'
 ARGS_TAIL = b"}}]" + CHOICE_TAIL
 

@@ -83,6 +83,14 @@ class ChatWriter:
         self.foreign.start(key, what)  # no Chat stream carries another protocol's blocks
 
     def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
+        logprobs = payload.get("logprobs")
+        if (
+            protocol is Protocol.OPENAI_CHAT
+            and payload.get("type") == "logprobs"
+            and isinstance(logprobs, dict)
+        ):
+            self.out.append(output.logprobs_chunk(self.st.prefix, logprobs))
+            return
         self.foreign.event(key, payload)
 
     def block_stop(self, key: BlockKey) -> None:
