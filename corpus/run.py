@@ -111,7 +111,7 @@ def summary_disagreements(stream: Stream, ref: sdk.Reading, s: StreamSummary) ->
         return out
     if ref.verdict == "accepted" and s.outcome.value != "completed":
         out.append(f"outcome {s.outcome}, SDK accepted the stream")
-    if ref.verdict != "accepted":
+    if ref.verdict not in ("accepted", "incomplete"):
         return out
     # Where the SDK lost what the stream carried (a chunk it drops for its ``object``, usage a
     # later ``null`` overwrote, content parts it cannot merge), the summary may know more: a value
@@ -168,7 +168,8 @@ def content(protocol: Protocol, r: sdk.Reading) -> Content:
     if stop is StopClass.CONTENT_FILTER:
         stop = StopClass.REFUSAL
     calls = tuple((i, n, _args(a)) for i, n, a in r.calls)
-    return Content(r.text, calls, None if r.verdict != "accepted" else stop.value, usage, r.reasoning)
+    read = r.verdict in ("accepted", "incomplete")
+    return Content(r.text, calls, stop.value if read else None, usage, r.reasoning)
 
 
 @dataclass

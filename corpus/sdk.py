@@ -159,22 +159,36 @@ def _chat(body: bytes) -> Reading:
     return out
 
 
-def _responses(body: bytes) -> Reading:
-    client = openai.OpenAI(
+def _responses_client(body: bytes) -> openai.OpenAI:
+    return openai.OpenAI(
         api_key="sk-corpus", base_url="http://127.0.0.1:9/v1", http_client=_http(body), max_retries=0
     )
+
+
+def _responses(body: bytes) -> Reading:
+    client = _responses_client(body)
+    verdict: Verdict = "accepted"
     try:
         with client.responses.stream(model="m", input="hi") as s:
             final = s.get_final_response().model_dump(warnings=False)
     except RuntimeError as exc:
-        if "response.completed" in str(exc):
+        if "response.completed" not in str(exc):
+            raise
+        # The Python helper returns completed responses only; an incomplete one is the
+        # ``response.incomplete`` event's response, as the SDK parsed it.
+        last = None
+        with _responses_client(body).responses.stream(model="m", input="hi") as s:
+            for event in s:
+                if event.type == "response.incomplete":
+                    last = event.response
+        if last is None:
             return Reading("incomplete", _reason(exc))
-        raise
+        verdict, final = "incomplete", last.model_dump(warnings=False)
     u = final.get("usage") or {}
     details = (u.get("input_tokens_details") or {}) if isinstance(u, dict) else {}
     reason = (final.get("incomplete_details") or {}).get("reason")
     out = Reading(
-        "accepted",
+        verdict,
         stop=final.get("status") + (f":{reason}" if reason else ""),
         usage=(_int(u, "input_tokens"), _int(u, "output_tokens"), _int(details, "cached_tokens"), None),
     )

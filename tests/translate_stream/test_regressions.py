@@ -369,6 +369,30 @@ def test_chat_streams_the_sdk_reads_are_carried_with_their_usage(
         assert final.id == ("chatcmpl-unnamed" if name == "no id" else "chatcmpl-1")
 
 
+@pytest.mark.parametrize("client", [A, R, C])
+def test_chat_usage_then_done_without_finish_reason_ends_the_answer(client: Protocol) -> None:
+    """Snowflake never sends a finish_reason: its usage chunk and ``[DONE]`` end the answer (the
+    SDK reads it with finish_reason none); without the usage, ``[DONE]`` alone stays a truncation."""
+    body = FIRST + b.c({"content": "b"}) + b.c_usage(13, 400) + b.DONE
+    assert SDKS[C](body).choices[0].message.content == "ab"
+    out, t = translate(C, client, body)
+    assert t.error is None
+    if client is A:
+        final = SDKS[A](out)
+        assert (final.content[0].text, final.stop_reason, final.usage.output_tokens) == (
+            "ab",
+            "end_turn",
+            400,
+        )
+    elif client is R:
+        final = SDKS[R](out)
+        assert (final.output_text, final.status, final.usage.output_tokens) == ("ab", "completed", 400)
+    else:
+        final = SDKS[C](out)
+        assert (final.choices[0].message.content, final.choices[0].finish_reason) == ("ab", "stop")
+    run_raises(C, client, FIRST + b.DONE, SemanticStreamError, r"\[DONE\] before any finish_reason")
+
+
 def test_chat_tool_calls_without_index_are_told_apart_by_id() -> None:
     """Mistral sends each call whole, without ``index`` (the openai SDK itself cannot merge that):
     each new id is the next call."""

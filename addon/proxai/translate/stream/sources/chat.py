@@ -17,8 +17,9 @@ Terminal rules (seed 003, read as the official SDK reads real providers; docs/de
   still carries a choice with an empty delta (OpenRouter); it is never 0 when a number came;
 - a ``choices: []`` chunk before any assistant chunk without usage (Azure's
   ``prompt_filter_results``) carries nothing for the client and is skipped;
-- ``[DONE]`` after ``finish_reason`` ends the stream; ``[DONE]`` before it, or EOF without it, is
-  never a success.
+- ``[DONE]`` after ``finish_reason`` ends the stream; ``[DONE]`` right after the usage with no
+  ``finish_reason`` at all (Snowflake) ends the answer as it stands; ``[DONE]`` anywhere else
+  before a ``finish_reason``, or EOF without ``[DONE]``, is never a success.
 - ``logprobs`` with entries travel to a Chat client (normalize) and are left out and counted for
   the others; more than one choice, a non-assistant role, legacy ``function_call`` and custom
   tool calls are rejected with ``TranslationError`` rather than dropped.
@@ -168,13 +169,18 @@ class ChatSource:
             if not isinstance(finish, str):
                 raise UpstreamProtocolError("finish_reason is not a string")
             self._finish = finish
-            sink = self.sink
-            for key in self._open:
-                if isinstance(key, int):
-                    self._args.close(key, f"tool call {self._tools[key]!r}")
-                sink.block_stop(key)
-            self._open.clear()
-            self.life.terminal()
+            self._close_all()
+
+    def _close_all(self) -> None:
+        """The end of the answer: every open block closed (tool arguments checked), then the
+        terminal phase."""
+        sink = self.sink
+        for key in self._open:
+            if isinstance(key, int):
+                self._args.close(key, f"tool call {self._tools[key]!r}")
+            sink.block_stop(key)
+        self._open.clear()
+        self.life.terminal()
 
     def _delta(self, delta: dict[str, Any]) -> None:
         if len(delta) == 1:
@@ -334,16 +340,25 @@ class ChatSource:
             return
         if phase is Phase.STOPPED:
             raise SemanticStreamError("duplicate [DONE]")
+        if phase is Phase.STREAMING and self._usage is not None:
+            # Snowflake ends with its usage and [DONE], never a finish_reason (the SDK reads the
+            # answer, its finish_reason none): the answer ended as it stands
+            self._close_all()
+            self._end()
+            return
         raise SemanticStreamError(
             "[DONE] before any finish_reason: the upstream stream ended without finishing"
         )
 
     def _end(self) -> None:
-        assert self._finish is not None
         usage = self._usage or TokenUsage()
         self.life.stop()
-        cls = stops.from_chat(self._finish, refusal_streamed=self._refusal)
-        self.sink.end(Stop(cls, self._finish), usage)
+        finish = self._finish
+        if finish is None:  # no finish_reason came: what the answer holds says how it ended
+            cls = stops.from_chat("tool_calls" if self._tools else "stop", refusal_streamed=self._refusal)
+        else:
+            cls = stops.from_chat(finish, refusal_streamed=self._refusal)
+        self.sink.end(Stop(cls, finish), usage)
 
     def eof(self) -> None:
         phase = self.life.phase
