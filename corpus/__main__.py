@@ -109,12 +109,41 @@ def _cross(ok: list[corpus_run.StreamResult]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m corpus", description=__doc__)
     ap.add_argument("--out", type=Path, default=streams.ROOT / "docs" / "real-streams.md")
+    ap.add_argument(
+        "--known",
+        type=Path,
+        help="also write the checks that do not hold yet (tests/real/known.py); review its diff: "
+        "an entry that appears is a regression unless it is a new stream or a new check",
+    )
     args = ap.parse_args(argv)
     logging.disable(logging.WARNING)  # the carrier logs each bug it catches; the table counts them
     results = [corpus_run.run(s) for s in streams.load()]
     args.out.write_text(render(results), encoding="utf-8")
     print(f"{len(results)} streams -> {args.out}", file=sys.stderr)
+    if args.known is not None:
+        args.known.write_text(render_known(results), encoding="utf-8")
+        print(f"known failing checks -> {args.known}", file=sys.stderr)
     return 0
+
+
+def render_known(results: list[corpus_run.StreamResult]) -> str:
+    """``tests/real/known.py``: the checks each stream fails today (crashes and observe-only
+    byte differences are never listed: they always fail the test)."""
+    lines = [
+        "# ruff: noqa: E501",
+        '"""The checks of ``test_corpus`` that do not hold yet, per stream (see docs/real-streams.md for',
+        "why). Written by ``python -m corpus --known tests/real/known.py``. Remove an entry as soon as",
+        'its check holds; never add one to hide a regression."""',
+        "",
+        "KNOWN: dict[str, str] = {",
+    ]
+    for r in results:
+        failing = corpus_run.failing_checks(r)
+        failing.pop("crash", None)
+        failing.pop("observe_bytes", None)
+        if failing:
+            lines.append(f'    "{r.stream.name}": "{" ".join(sorted(failing))}",')
+    return "\n".join([*lines, "}"]) + "\n"
 
 
 if __name__ == "__main__":

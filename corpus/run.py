@@ -240,3 +240,22 @@ def run(stream: Stream) -> StreamResult:
         got.bugs,
         modes,
     )
+
+
+def failing_checks(r: StreamResult) -> dict[str, str]:
+    """check name -> why, for every check this stream fails."""
+    out: dict[str, str] = {}
+    if r.bugs or any(m.status == "crash" for m in r.modes):
+        out["crash"] = "; ".join(r.bugs + [m.detail for m in r.modes if m.status == "crash"])
+    if not r.observe_bytes_equal:
+        out["observe_bytes"] = "observe-only output differs from the upstream bytes"
+    if not r.ref.ok:
+        return out  # the SDK itself refuses the original: nothing to compare with
+    if r.violation:
+        out["violation"] = r.violation
+    if r.disagreements:
+        out["summary"] = "; ".join(r.disagreements)
+    for m in r.modes:
+        if m.status not in {"equal", "crash"}:
+            out[m.mode] = f"{m.status}: {m.detail}"
+    return out

@@ -35,29 +35,10 @@ def test_corpus_size_and_provenance() -> None:
     assert set(KNOWN) <= {s.name for s in STREAMS}
 
 
-def failing_checks(r: corpus_run.StreamResult) -> dict[str, str]:
-    """check name -> why, for every check this stream fails."""
-    out: dict[str, str] = {}
-    if r.bugs or any(m.status == "crash" for m in r.modes):
-        out["crash"] = "; ".join(r.bugs + [m.detail for m in r.modes if m.status == "crash"])
-    if not r.observe_bytes_equal:
-        out["observe_bytes"] = "observe-only output differs from the upstream bytes"
-    if not r.ref.ok:
-        return out  # the SDK itself refuses the original: nothing to compare with
-    if r.violation:
-        out["violation"] = r.violation
-    if r.disagreements:
-        out["summary"] = "; ".join(r.disagreements)
-    for m in r.modes:
-        if m.status not in {"equal", "crash"}:
-            out[m.mode] = f"{m.status}: {m.detail}"
-    return out
-
-
 @pytest.mark.parametrize("stream", STREAMS, ids=[s.name for s in STREAMS])
 def test_stream(stream: streams.Stream, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR)
-    failing = failing_checks(corpus_run.run(stream))
+    failing = corpus_run.failing_checks(corpus_run.run(stream))
     assert "crash" not in failing, failing["crash"]
     assert "observe_bytes" not in failing
     new = {k: v for k, v in failing.items() if k not in KNOWN.get(stream.name, "").split()}
