@@ -1,4 +1,3 @@
-# ruff: noqa: E501
 """The checks of ``test_corpus`` that do not hold yet, per stream (see docs/real-streams.md for
 why). Written by ``python -m corpus --known tests/real/known.py``. Remove an entry as soon as
 its check holds; never add one to hide a regression."""
