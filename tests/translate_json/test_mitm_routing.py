@@ -275,27 +275,6 @@ def test_error_object_with_status_200(tctx: Any) -> None:
 # -- what has no counterpart: left out with a note, or refused under strict translation -----------
 
 
-def _searched_answer() -> bytes:
-    """A Responses stream with a hosted web search before the answer (no Anthropic client can
-    be given OpenAI's search item)."""
-    r = build.R()
-    ws = {"id": "ws_1", "type": "web_search_call", "status": "completed"}
-    msg = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed"}
-    part = {"type": "output_text", "text": "", "annotations": []}
-    done = {**part, "text": "Paris."}
-    return (
-        r.created()
-        + r.ev("response.output_item.added", output_index=0, item=ws)
-        + r.ev("response.output_item.done", output_index=0, item=ws)
-        + r.ev("response.output_item.added", output_index=1, item={**msg, "content": []})
-        + r.ev("response.content_part.added", output_index=1, item_id="msg_1", content_index=0, part=part)
-        + r.ev("response.output_text.delta", output_index=1, item_id="msg_1", content_index=0, delta="Paris.")
-        + r.ev("response.content_part.done", output_index=1, item_id="msg_1", content_index=0, part=done)
-        + r.ev("response.output_item.done", output_index=1, item={**msg, "content": [done]})
-        + r.completed([ws, {**msg, "content": [done]}])
-    )
-
-
 def _streamed(a: ProxAI, model: str, wire: bytes, tools: list[dict[str, Any]] | None = None) -> http.HTTPFlow:
     body: dict[str, Any] = {
         "model": model,
@@ -332,7 +311,7 @@ def test_content_without_counterpart_is_left_out_with_a_note_in_extra(tctx: Any,
     a: ProxAI = tctx.addon
     if model.startswith("lenient"):
         tctx.configure(a, proxai_strict_translation=True)  # the route's own false wins
-    f = _streamed(a, model, _searched_answer())
+    f = _streamed(a, model, build.r_searched_answer())
     final = sdk_anthropic(f.metadata["test_client_bytes"])
     assert [(blk.type, blk.text) for blk in final.content] == [("text", "Paris.")]
     assert final.stop_reason == "end_turn"
@@ -357,7 +336,7 @@ def test_strict_translation_refuses_the_offer_and_errors_on_content(tctx: Any, h
     assert "tools[0]: server tool 'web_search_20250305' cannot be translated" in err["error"]["message"]
     assert f.metadata["proxai"]["route"]["rejected"]["field"] == "tools[0]"
 
-    f = _streamed(a, model, _searched_answer())
+    f = _streamed(a, model, build.r_searched_answer())
     events = [blk.split(b"\n") for blk in f.metadata["test_client_bytes"].split(b"\n\n") if blk]
     assert [e[0] for e in events] == [b"event: message_start", b"event: error"]
     assert json.loads(events[1][1].removeprefix(b"data: "))["error"] == {

@@ -124,3 +124,25 @@ class R:
     def completed(self, output: list[Any], usage: dict[str, Any] | None = None) -> bytes:
         u = usage or {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
         return self.ev("response.completed", response=self.resp("completed", output, usage=u))
+
+
+def r_searched_answer() -> bytes:
+    """A Responses stream with a hosted web search before the answer "Paris." (the done events
+    repeat the whole part, as OpenAI sends it)."""
+    r = R()
+    ws = {"id": "ws_1", "type": "web_search_call", "status": "completed"}
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed"}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    done = {**part, "text": "Paris."}
+    return (
+        r.created()
+        + r.ev("response.output_item.added", output_index=0, item=ws)
+        + r.ev("response.web_search_call.searching", output_index=0, item_id="ws_1")
+        + r.ev("response.output_item.done", output_index=0, item=ws)
+        + r.ev("response.output_item.added", output_index=1, item={**msg, "content": []})
+        + r.ev("response.content_part.added", output_index=1, item_id="msg_1", content_index=0, part=part)
+        + r.ev("response.output_text.delta", output_index=1, item_id="msg_1", content_index=0, delta="Paris.")
+        + r.ev("response.content_part.done", output_index=1, item_id="msg_1", content_index=0, part=done)
+        + r.ev("response.output_item.done", output_index=1, item={**msg, "content": [done]})
+        + r.completed([ws, {**msg, "content": [done]}])
+    )

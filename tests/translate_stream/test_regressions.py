@@ -492,23 +492,7 @@ def test_responses_done_contradicting_deltas_is_semantic() -> None:
 def test_responses_hosted_tool_items_are_left_out_and_counted() -> None:
     """A hosted-tool item has no counterpart in Chat: the rest of the answer reaches the client,
     and the translator's metadata counts what it left out."""
-    r = b.R()
-    ws = {"id": "ws_1", "type": "web_search_call", "status": "completed"}
-    msg = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed"}
-    part = {"type": "output_text", "text": "", "annotations": []}
-    done = {**part, "text": "Paris."}  # the done events repeat the whole part, as OpenAI sends it
-    body = (
-        r.created()
-        + r.ev("response.output_item.added", output_index=0, item=ws)
-        + r.ev("response.web_search_call.searching", output_index=0, item_id="ws_1")
-        + r.ev("response.output_item.done", output_index=0, item=ws)
-        + r.ev("response.output_item.added", output_index=1, item={**msg, "content": []})
-        + r.ev("response.content_part.added", output_index=1, item_id="msg_1", content_index=0, part=part)
-        + r.ev("response.output_text.delta", output_index=1, item_id="msg_1", content_index=0, delta="Paris.")
-        + r.ev("response.content_part.done", output_index=1, item_id="msg_1", content_index=0, part=done)
-        + r.ev("response.output_item.done", output_index=1, item={**msg, "content": [done]})
-        + r.completed([ws, {**msg, "content": [done]}])
-    )
+    body = b.r_searched_answer()
     out, t = translate(R, C, body)
     assert t.error is None
     final = SDKS[C](out)
