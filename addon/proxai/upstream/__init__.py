@@ -1,7 +1,7 @@
 """The embedded fake LLM upstream: a real loopback server that plays scripted scenarios.
 
-Issue 2 ("Embedded fake upstream"): all three protocols (Anthropic Messages, OpenAI Chat
-Completions, OpenAI Responses), streamed and non-streamed, realistic shapes and timing.
+All three protocols (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses), streamed
+and non-streamed, realistic shapes and timing.
 ``FakeUpstream`` runs in-process (tests, demo); ``python -m proxai.upstream`` runs it alone.
 docs/upstream.md documents every scenario, the selection rules and the control headers.
 
@@ -47,8 +47,8 @@ gzip                         text with content-encoding gzip
 agent                        a call of a declared tool, then a final answer (agent mode)
 ===========================  ================================================================
 
-Seed rules: seed 001 (001_5998ffc26e6ec2b6.txt), the fixture list of a realistic upstream; seed 002
-(002_f5b06fe1d3656e26.txt), the five paths every provider test covers (success, error, cancel,
+Rules: docs/design/upstream.md ("What realistic covers": the situations a real upstream
+produces, among them the five paths every provider test covers: success, error, cancel,
 parallel tool calls, truncated tail).
 """
 

@@ -1,10 +1,9 @@
 """Run the fake upstream alone: ``python -m proxai.upstream --port 9000 [--tls] [--http2]``.
 
-Issue 2: the fake upstream runs standalone for the demo and for manual poking with curl or
-the SDKs (``base_url=http://127.0.0.1:9000`` for anthropic, ``.../v1`` for openai).
-
-Seed rule: seed 002 (002_f5b06fe1d3656e26.txt), the five provider-test paths (success, error,
-cancel, parallel tool calls, truncated tail) can be played by hand.
+The fake upstream runs standalone for the demo and for manual poking with curl or the SDKs
+(``base_url=http://127.0.0.1:9000`` for anthropic, ``.../v1`` for openai), so the five
+provider-test paths (success, error, cancel, parallel tool calls, truncated tail) can be played
+by hand (docs/design/upstream.md, "What realistic covers").
 """
 
 from __future__ import annotations

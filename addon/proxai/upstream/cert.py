@@ -1,12 +1,12 @@
 """A throw-away certificate authority and server certificate for the TLS fake upstream.
 
-Issue 3 needs an HTTPS (and HTTP/2 via ALPN) upstream. At start the server makes a fresh CA
+The fake upstream speaks HTTPS (and HTTP/2 via ALPN). At start the server makes a fresh CA
 and a leaf for ``localhost`` / ``127.0.0.1`` / ``::1`` signed by it, written to a temporary
 directory; clients trust ``ca.pem`` (e.g. ``httpx.Client(verify=up.ca_path)`` or mitmdump's
 ``ssl_verify_upstream_trusted_ca``). EC P-256 keys keep generation fast.
 
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the stream carrier is tested over the transports it
-meets; this gives it TLS and ALPN h2.
+Rule: docs/design/upstream.md ("It is a real server"): the stream carrier is tested over the
+transports it meets in production; this gives it TLS and ALPN h2.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """Incremental content-encoding for the fake upstream (gzip, deflate, br, zstd).
 
-Issue 2 asks for a gzip scenario and issue 7 for compressed SSE upstreams: the body must
+Upstreams that compress their SSE must still be observed as they stream: the body must
 stay a live stream, so every piece is compressed and FLUSHED on its own (``Z_SYNC_FLUSH``,
 brotli ``flush()``, zstd ``FLUSH_BLOCK``) and the decoder on the other side can hand each
 event on as soon as it arrives. ``deflate`` is the zlib-wrapped format, as HTTP defines it.
 
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the carrier decodes each chunk before the SSE
-scanner runs once over it; flushed compression keeps that per-chunk path live.
+Rule: docs/design/upstream.md ("It is a real server"); the carrier decodes each chunk before the
+SSE scanner runs once over it (docs/design/README.md, "Following one chunk"), and flushed
+compression keeps that per-chunk path live.
 """
 
 from __future__ import annotations

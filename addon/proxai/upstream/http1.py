@@ -3,12 +3,12 @@
 A streamed response uses chunked transfer encoding and every piece the scenario writes is
 its own chunk, written and drained at once, so delays between events are real on the wire.
 While a response plays, the connection is watched for the client going away: an EOF or a
-reset cancels the scenario and counts the stream in ``closed_early`` (issue 7: "the client
-disconnects mid-stream: the upstream is closed promptly"). A reset (``Sink.abort``) sets
+reset cancels the scenario and counts the stream in ``closed_early`` (a client that
+disconnects mid-stream gets its upstream closed promptly). A reset (``Sink.abort``) sets
 ``SO_LINGER`` 0 so the peer sees a TCP RST. Request bodies over ``max_body`` get 413.
 
-Seed rule: seed 002 (002_f5b06fe1d3656e26.txt), cancellation: a client that goes away cancels the
-scenario (``closed_early``).
+Rule: docs/design/upstream.md, "Cancellation": a client that goes away cancels the scenario
+(``closed_early``).
 """
 
 from __future__ import annotations

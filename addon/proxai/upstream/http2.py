@@ -1,13 +1,12 @@
 """HTTP/2 transport of the fake upstream, on asyncio streams and h2.
 
-Issue 3 needs an HTTP/2 upstream: concurrent streams on one connection, each its own
+The fake upstream's HTTP/2: concurrent streams on one connection, each its own
 scenario task. Flow control is honoured (a write waits for WINDOW_UPDATE). A client's
 RST_STREAM cancels only that stream's scenario; a closed connection cancels all of them;
 either counts as ``closed_early`` when the scenario had not finished. ``Sink.abort`` resets
 just the one stream (RST_STREAM INTERNAL_ERROR), the other streams go on.
 
-Seed rule: seed 002 (002_f5b06fe1d3656e26.txt), cancellation: a reset stream cancels only its own
-scenario.
+Rule: docs/design/upstream.md, "Cancellation": a reset stream cancels only its own scenario.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A scenario (``scenarios.py``) is a lazy iterator of ``Op`` values: start a messa
 block, add a fragment, wait, finish, fail. One renderer per protocol (``render_*.py``) turns
 ops into wire ``Action`` values: bytes to write, a delay (optionally with keepalives), an
 abort, or (non-streamed) one complete response. The transport (``server.py``) plays actions
-with real delays. Seed 001's fake-upstream fixture list ("text, parallel tools, stalls ...")
+with real delays. Every situation the fake upstream plays (text, parallel tools, stalls ...)
 is expressed in this language so that every scenario exists for all three protocols.
 
 Neutral model: a message is a list of blocks with dense indexes in start order. Block kinds:
@@ -12,9 +12,8 @@ Neutral model: a message is a list of blocks with dense indexes in start order. 
 and ``tool`` (id + name, arguments streamed as JSON fragments). Blocks may interleave (the
 parallel tool-call scenario), each renderer keeps them apart by index.
 
-Seed rules: seed 001 (001_5998ffc26e6ec2b6.txt) (the fixture list) and seed 002
-(002_f5b06fe1d3656e26.txt) (the protocol-neutral stream model: text, tool call, usage, done, error),
-which the ops mirror.
+Rules: docs/design/upstream.md, "One script, three protocols" (the ops mirror the
+protocol-neutral stream model: text, tool call, usage, done, error) and "What realistic covers".
 """
 
 from __future__ import annotations

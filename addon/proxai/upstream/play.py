@@ -1,6 +1,6 @@
 """From one HTTP request to a played response: routing, scenario choice, per-request knobs.
 
-Issue 2: the protocol comes from the path (``/v1/messages``, ``/v1/chat/completions``,
+The protocol comes from the path (``/v1/messages``, ``/v1/chat/completions``,
 ``/v1/responses``, under any prefix), the scenario from the ``x-proxai-scenario`` header or
 the request's ``model`` (unknown -> ``text``), streaming from ``"stream": true``. The
 transport (``http1.py``, ``http2.py``) hands a parsed request and a ``Sink``; ``serve`` picks
@@ -8,8 +8,9 @@ the renderer and scenario and hands the actions to ``playback.py``.
 Per-request headers: ``x-proxai-encoding``, ``x-proxai-stall`` (seconds, NOT scaled),
 ``x-proxai-time-scale``, ``x-proxai-size``, ``x-proxai-events``, ``x-proxai-content-type``.
 
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), per-protocol completeness (``message_stop``,
-``[DONE]``, the Responses terminal event): the path picks the protocol whose renderer provides it.
+Rule: docs/design/upstream.md, "Wire rules each renderer keeps" (end of message:
+``message_stop``, ``[DONE]``, the Responses terminal event): the path picks the protocol whose
+renderer provides it.
 """
 
 from __future__ import annotations

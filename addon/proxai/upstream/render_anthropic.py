@@ -6,10 +6,10 @@ keepalive, ``content_block_start`` / ``content_block_delta`` (``text_delta``,
 ``thinking_delta``, ``signature_delta``, ``input_json_delta``) / ``content_block_stop``
 with dense indexes, ``message_delta`` with the stop reason and CUMULATIVE usage, and
 ``message_stop``. Errors are ``event: error`` with ``{"type":"error","error":{...}}``; HTTP
-errors carry the same object (seed 002's prompt-too-long wording included).
+errors carry the same object (the real prompt-too-long wording included).
 
-Seed rules: seed 000 (000_bfdabbe39bd0a69e.txt), Anthropic identifies blocks by a dense per-stream
-``index``; seed 002 (002_f5b06fe1d3656e26.txt), the prompt-too-long wording.
+Rules: docs/design/upstream.md, "Wire rules each renderer keeps": Anthropic identifies blocks by
+a dense per-stream ``index``; errors use the provider's own words (prompt too long).
 """
 
 from __future__ import annotations

@@ -5,12 +5,12 @@ Wire shapes of the real API: every chunk has ``id``, ``object: "chat.completion.
 call's ``id``/``type``/``function.name`` only in its first delta, ``function.arguments`` on
 every delta, indexes in first-appearance order; a chunk with ``finish_reason``; with
 ``stream_options.include_usage`` every chunk carries ``"usage": null`` and a last
-``choices: []`` chunk carries the usage (seed 003); then ``data: [DONE]``. Chat has no slot
+``choices: []`` chunk carries the usage; then ``data: [DONE]``. Chat has no slot
 for thinking, so thinking blocks are not sent (their tokens still count as reasoning tokens).
 A mid-stream error is a data payload with a top-level ``"error"`` object.
 
-Seed rules: seed 000 (000_bfdabbe39bd0a69e.txt), Chat identifies a tool call by
-``tool_calls[].index``; seed 003 (003_ddeb0f29c782f12f.txt), the usage-only chunk and ``[DONE]``.
+Rules: docs/design/upstream.md, "Wire rules each renderer keeps": Chat identifies a tool call by
+``tool_calls[].index``; the usage-only chunk, then ``[DONE]``.
 """
 
 from __future__ import annotations

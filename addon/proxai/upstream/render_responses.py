@@ -10,9 +10,9 @@ output item per block with dense ``output_index`` in start order (``message`` wi
 event has a ``sequence_number``. A mid-stream failure is an ``error`` event followed by
 ``response.failed``. There is no ``[DONE]``.
 
-Seed rules: seed 000 (000_bfdabbe39bd0a69e.txt), an output item is identified by ``item_id`` +
-``output_index`` and every event by ``sequence_number``; seed 003 (003_ddeb0f29c782f12f.txt),
-Responses ends with its terminal event, never ``[DONE]``.
+Rules: docs/design/upstream.md, "Wire rules each renderer keeps": an output item is identified
+by ``item_id`` + ``output_index`` and every event by ``sequence_number``; Responses ends with its
+terminal event, never ``[DONE]``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
 """The fake upstream's scripted scenarios, as protocol-neutral data.
 
-Issue 2 ("Embedded fake upstream") and seed 001 list what a realistic LLM upstream does:
+What a realistic LLM upstream does (docs/design/upstream.md, "What realistic covers"):
 plain text, parallel tool calls with interleaved argument deltas, thinking, ``max_tokens``, a
 mid-stream error, truncation, HTTP errors, slow tokens, stalls inside tool arguments with and
-without keepalives, compressed bodies, and the transport faults of issue 7. Each scenario here
+without keepalives, compressed bodies, and transport faults (resets, drops). Each scenario here
 is a generator of ``ops`` (see ``ops.py``) plus a few transport knobs; one renderer per
 protocol turns it into that protocol's real wire shape, so every scenario exists for Anthropic
 Messages, OpenAI Chat Completions and OpenAI Responses, streamed and non-streamed.
 
 Delays are in seconds of a real model; the server multiplies them by its ``time_scale``.
 
-Seed rules: seed 001 (001_5998ffc26e6ec2b6.txt), the fixture list above; seed 002
-(002_f5b06fe1d3656e26.txt), every provider-test path (success, error, cancel, parallel tool calls,
-truncated tail) is a scenario.
+Rules: docs/design/upstream.md, "What realistic covers": the list above, and every
+provider-test path (success, error, cancel, parallel tool calls, truncated tail) is a scenario.
 """
 
 from __future__ import annotations

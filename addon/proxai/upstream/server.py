@@ -1,14 +1,14 @@
 """``FakeUpstream``: the embedded loopback LLM server, on its own asyncio loop in a thread.
 
-Issue 2 ("Embedded fake upstream"): a real server for all three protocols, used in-process by
+A real server for all three protocols, used in-process by
 tests and the demo and standalone through ``python -m proxai.upstream``. Plain HTTP speaks
 HTTP/1.1 (and HTTP/2 with prior knowledge, detected from the connection preface); with
 ``tls=True`` a throw-away CA and certificate are made at start and ALPN offers ``h2`` (when
 ``http2=True``) and ``http/1.1``. This module and its transports are the one part of ProxAI
-that opens sockets and reads clocks (TEAM.md).
+that opens sockets and reads clocks (docs/design/upstream.md, "It is a real server").
 
-Seed rule: seed 002 (002_f5b06fe1d3656e26.txt), cancellation: streams whose client left early are
-counted (``closed_early``).
+Rule: docs/design/upstream.md, "Cancellation": streams whose client left early are counted
+(``closed_early``).
 """
 
 from __future__ import annotations

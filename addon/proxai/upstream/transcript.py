@@ -7,8 +7,9 @@ upstream: one non-empty fragment is one output token; thinking fragments are als
 reasoning tokens. ``keep_text=False`` keeps only counters, so a huge Anthropic or Chat stream
 (``big_stream``) is never held in memory.
 
-Seed rule: seed 002 (002_f5b06fe1d3656e26.txt), usage normalization: cache read and cache write
-tokens are counted apart from new input tokens, and every protocol's input total includes them.
+Rule: docs/design/upstream.md, "Wire rules each renderer keeps" (usage): cache read and cache
+write tokens are counted apart from new input tokens, and every protocol's input total includes
+them.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ HTTP error. ``json_actions`` drives ``body`` for non-streamed requests the same 
 three protocols: it keeps the scenario's delays, answers an error op with the HTTP error, and
 cuts the body of a scenario that never finishes (truncation).
 
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the bounded SSE scanner and the per-protocol
+Rule: docs/design/upstream.md, "Boundedness": the bounded SSE scanner and the per-protocol
 completeness checks are what the huge-line filler and the truncated non-streamed body exercise.
 """
 
