@@ -1,4 +1,5 @@
-"""``python -m proxai report FILE.flow [--json]``: a table of the LLM flows of a saved flow file.
+"""``python -m proxai report FILE.flow [--json] [--filter EXPR] [--html OUT] [--csv] [--turns]``: a
+table of the LLM flows of a saved flow file, or the run report (docs/run-report.md).
 
 Issue 6 ("Outside mitmproxy"): protocol, model, outcome, stop reason, tokens, tool calls, timings,
 ending with totals; the diagnostics (recent tail and state, seed 001 ``001_5998ffc26e6ec2b6.txt``)
@@ -9,8 +10,10 @@ of every ``unfinished_tool`` flow. A command-line shell: reading the file is mit
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import orjson
 
@@ -22,6 +25,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE.flow", help="a flow file saved with mitmdump -w")
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     parser.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="write the run report, one self-contained HTML page (timeline, turns, totals), to OUT.html",
+    )
+    parser.add_argument(
+        "--csv", action="store_true", help="print one CSV row per LLM flow (verdict, tokens, timings, cost)"
+    )
+    parser.add_argument(
+        "--turns",
+        action="store_true",
+        help="print the run's turns as JSON (new messages, answer, tool calls, usage, cost)",
+    )
+    parser.add_argument(
+        "--filter",
+        metavar="EXPR",
+        help="only the flows this mitmproxy filter expression matches, e.g. '~marked' or '~u /v1/messages'",
+    )
+    parser.add_argument(
         "--no-diagnostics-files",
         action="store_true",
         help="do not read the unfinished-tool diagnostics files the addon wrote; rebuild from the body",
@@ -30,14 +51,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from proxai.mitm.flowrows import FlowFileError, read_flows, report_rows
+    from proxai.mitm.runflows import FilterError, select
     from proxai.report import report_json, table_lines
     from proxai.termsafe import escape, escape_json
 
     try:
-        flows = read_flows(args.file)
-    except FlowFileError as exc:
+        flows = select(read_flows(args.file), args.filter)
+    except (FlowFileError, FilterError) as exc:
         print(f"proxai report: {escape(str(exc), newlines=False)}", file=sys.stderr)
         return 2
+    if args.html or args.csv or args.turns:
+        return _run_report(args, flows)
     rows = report_rows(flows, load_files=not args.no_diagnostics_files, base_dir=bundle_dir(args.file))
     # every string below came from the network or from the file: terminal-safe (docs/security.md)
     if args.json:
@@ -48,10 +72,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_report(args: argparse.Namespace, flows: Sequence[Any]) -> int:
+    """The run report: HTML to a file; CSV or the turns' JSON to stdout (terminal-safe)."""
+    from proxai.html_report import render_html
+    from proxai.mitm.runflows import run_inputs, run_redactor
+    from proxai.run import build_run
+    from proxai.run_csv import render_csv
+    from proxai.termsafe import escape, escape_json
+
+    run = build_run(run_inputs(flows), run_redactor(flows))
+    if args.html:
+        title = os.path.basename(args.file) + (f" · filter {args.filter}" if args.filter else "")
+        try:
+            with open(args.html, "w", encoding="utf-8") as fh:
+                fh.write(render_html(run, title=title))
+        except OSError as exc:
+            print(f"proxai report: cannot write {escape(str(exc), newlines=False)}", file=sys.stderr)
+            return 2
+        n = len(run.turns)
+        print(
+            f"proxai report: {n} LLM flow{'s' if n != 1 else ''} -> {escape(args.html, newlines=False)}",
+            file=sys.stderr,
+        )
+    if args.csv:
+        sys.stdout.write(escape(render_csv(run)))
+    elif args.turns:
+        sys.stdout.write(escape_json(orjson.dumps(run.to_json(), option=orjson.OPT_INDENT_2).decode()) + "\n")
+    return 0
+
+
 def bundle_dir(path: str) -> str:
     """The folder a flow file's own diagnostics files may be read from: the file's folder."""
-    import os
-
     return os.path.dirname(os.path.abspath(path))
 
 

@@ -156,11 +156,13 @@ def amount(meta: Mapping[str, Any]) -> float | None:
 
 
 def format_amount(value: float | None) -> str:
-    """``$1.23``, ``$0.0123``, ``$0.000315`` (four significant digits below a cent); ``-`` unpriced."""
+    """``$1.23``, ``$0.0123``, ``$0.0000825`` (four significant digits below a cent); ``-`` unpriced."""
     if value is None:
         return "-"
     if value >= 1:
         return f"${value:,.2f}"
     if value >= 0.01:
         return f"${value:.4f}"
-    return "$0" if value == 0 else f"${value:.4g}"
+    if value == 0:
+        return "$0"
+    return "$" + format(Decimal(f"{value:.4g}"), "f")  # four significant digits, never an exponent

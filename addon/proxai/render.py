@@ -651,7 +651,7 @@ def _translation_info(meta: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return tr if isinstance(tr, Mapping) else {}
 
 
-def _client_request_body(meta: Mapping[str, Any] | None) -> Any:
+def client_request_body(meta: Mapping[str, Any] | None) -> Any:
     """The client's original request body (before translation), when the translation kept it:
     ``client_request`` is ``{"url": ..., "body": <JSON text>}`` (or the body itself, as text or
     parsed), in the metadata or its ``translation``."""
@@ -736,7 +736,7 @@ def flow_request_lines(meta: Mapping[str, Any] | None, upstream_protocol: str, b
         *extra,
         _banner(f"as the client sent it ({client})"),
     ]
-    client_body = _client_request_body(meta)
+    client_body = client_request_body(meta)
     if client_body is not None:
         lines.extend(request_lines(client, client_body))
     else:

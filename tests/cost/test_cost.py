@@ -130,7 +130,14 @@ def test_add_cost_writes_the_summary_and_appends_the_note() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(None, "-"), (0.0, "$0"), (0.000315, "$0.000315"), (0.0123456, "$0.0123"), (12.345, "$12.35")],
+    [
+        (None, "-"),
+        (0.0, "$0"),
+        (0.000315, "$0.000315"),
+        (8.25e-05, "$0.0000825"),  # never an exponent
+        (0.0123456, "$0.0123"),
+        (12.345, "$12.35"),
+    ],
 )
 def test_format_amount(value: float | None, text: str) -> None:
     assert cost.format_amount(value) == text
