@@ -371,7 +371,7 @@ def test_thinking_maps_between_anthropic_and_responses(tr_mitm: Mitmdump) -> Non
     assert m.content[0].type == "redacted_thinking" and m.content[0].data == REDACTED
 
 
-def test_thinking_dropped_for_chat_clients_is_counted(tr_mitm: Mitmdump) -> None:
+def test_thinking_reaches_chat_clients_and_the_signature_is_counted(tr_mitm: Mitmdump) -> None:
     from proxai.upstream.scenarios import SIGNATURE, THINKING
 
     t = tag()
@@ -381,12 +381,9 @@ def test_thinking_dropped_for_chat_clients_is_counted(tr_mitm: Mitmdump) -> None
         extra_headers={"x-proxai-scenario": "thinking"},
     )
     assert c.choices[0].message.content == TEXT
+    assert c.choices[0].message.model_extra == {"reasoning_content": THINKING}
     meta = proxai_meta(tr_mitm.wait_flow(t))
-    assert meta["route"]["response_dropped"] == {
-        "thinking_blocks": 1,
-        "thinking_chars": len(THINKING),
-        "signature_chars": len(SIGNATURE),
-    }
+    assert meta["route"]["response_dropped"] == {"signature_chars": len(SIGNATURE)}
 
 
 def test_routed_streams_reach_the_stream_translator(tr_mitm: Mitmdump) -> None:

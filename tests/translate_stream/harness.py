@@ -289,6 +289,8 @@ def sdk_neutral(proto: Protocol, final: Any) -> Neutral | None:
     if proto is C:
         msg = final.choices[0].message
         fin = Final(text=msg.content or "", refusal=msg.refusal or "", stop=final.choices[0].finish_reason)
+        extra = msg.model_extra or {}
+        fin.thinking = (extra.get("reasoning_content") or "") + (extra.get("reasoning") or "")
         fin.usage = final.usage.model_dump() if final.usage else None
         fin.tools = [
             (tc.id, tc.function.name, orjson.loads(tc.function.arguments or "{}"))

@@ -584,10 +584,13 @@ def test_responses_buffers_are_bounded(up: Protocol, client: Protocol) -> None:
     assert fin.error is not None
 
 
-def test_compatible_chat_reasoning_content_is_kept_where_the_target_has_a_slot() -> None:
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_compatible_chat_reasoning_reaches_every_client(field: str) -> None:
+    """DeepSeek, vLLM, xAI stream ``reasoning_content``, Groq and OpenRouter ``reasoning``:
+    thinking for Anthropic and Responses clients, the same field for a Chat client."""
     body = (
-        b.c({"role": "assistant", "reasoning_content": "think "})
-        + b.c({"reasoning_content": "hard"})
+        b.c({"role": "assistant", field: "think "})
+        + b.c({field: "hard"})
         + b.c({"content": "answer"})
         + b.c(finish="stop")
         + b.c_usage()
@@ -599,6 +602,38 @@ def test_compatible_chat_reasoning_content_is_kept_where_the_target_has_a_slot()
     assert (fr.thinking, fr.text) == ("think hard", "answer")
     t = make_stream_translator(C, C, normalize=True)
     out = t.feed(SseScanner().feed(body)) + t.finish()
-    assert validate_chat(out).text == "answer"
-    dropped = t.metadata()["dropped"]
-    assert isinstance(dropped, dict) and dropped["thinking_chars"] == len("think hard")
+    final = SDKS[C](out)
+    assert final.choices[0].message.content == "answer"
+    assert final.choices[0].message.model_extra == {field: "think hard"}
+    assert "dropped" not in t.metadata()
+
+
+def test_openrouter_reasoning_details_are_kept_for_chat_and_mapped_for_the_others() -> None:
+    """OpenRouter streams ``reasoning`` and the same text in ``reasoning_details``, with an
+    Anthropic signature or OpenAI's encrypted reasoning there."""
+    text = {"type": "reasoning.text", "text": "think", "index": 0, "format": "anthropic-claude-v1"}
+    sig = {"type": "reasoning.text", "text": "", "signature": "c2ln", "index": 0}
+    enc = {"type": "reasoning.encrypted", "data": "ZW5j", "index": 1}
+    body = (
+        b.c({"role": "assistant", "reasoning": "think", "reasoning_details": [text]})
+        + b.c({"reasoning_details": [sig]})
+        + b.c({"reasoning_details": [enc]})
+        + b.c({"content": "answer"})
+        + b.c(finish="stop")
+        + b.c_usage()
+        + b.DONE
+    )
+    ref = SDKS[C](body).choices[0].message.model_extra
+    t = make_stream_translator(C, C, normalize=True)
+    out = t.feed(SseScanner().feed(body)) + t.finish()
+    assert SDKS[C](out).choices[0].message.model_extra == ref
+    assert ref["reasoning"] == "think" and len(ref["reasoning_details"]) == 2
+    final = SDKS[A](run(C, A, body))
+    assert [(x.type, getattr(x, "thinking", None), getattr(x, "signature", None), getattr(x, "data", None))
+            for x in final.content] == [
+        ("thinking", "think", "c2ln", None),
+        ("redacted_thinking", None, None, "ZW5j"),
+        ("text", None, None, None),
+    ]  # fmt: skip
+    fr = validate_responses(run(C, R, body))
+    assert (fr.thinking, fr.signature, fr.redacted, fr.text) == ("think", "c2ln", ["ZW5j"], "answer")

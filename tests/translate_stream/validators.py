@@ -266,6 +266,10 @@ def validate_chat(body: bytes) -> Final:
             fin.text += delta["content"]
         if delta.get("refusal") is not None:
             fin.refusal += delta["refusal"]
+        for slot in ("reasoning_content", "reasoning"):  # the compatible providers' reasoning
+            if delta.get(slot) is not None:
+                _check(isinstance(delta[slot], str), n, f"{slot} is not a string")
+                fin.thinking += delta[slot]
         for tc in delta.get("tool_calls") or []:
             _check("function" in tc, n, "tool-call delta without function")
             i = tc.get("index")

@@ -3,8 +3,10 @@
 
 One choice. Text -> ``message.content``; refusal text -> ``message.refusal`` (finish reason
 ``stop``, as OpenAI sends it); tool calls -> ``tool_calls`` with the argument JSON text.
-Chat has no slot for thinking: it is dropped and counted in ``dropped`` with the stream
-translator's keys (the mitm layer puts the counts in the metadata). Usage: ``prompt_tokens``
+Thinking text -> ``message.reasoning_content`` (the field DeepSeek, vLLM and xAI use, as the
+stream translator writes it); Chat has no slot for a signature or for redacted thinking: those
+are dropped and counted in ``dropped`` with the stream translator's keys (the mitm layer puts the
+counts in the metadata). Usage: ``prompt_tokens``
 includes cached tokens; a cache write goes into
 ``prompt_tokens_details.cache_write_tokens`` (OpenRouter's convention) so it is not lost.
 """
@@ -20,6 +22,7 @@ def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:
     text: list[str] = []
     refusal: list[str] = []
     calls: list[dict[str, Any]] = []
+    reasoning: list[str] = []
     for p in resp.parts:
         match p:
             case ir.TextPart():
@@ -39,7 +42,12 @@ def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:
                             "function": {"name": p.name, "arguments": p.arguments},
                         }
                     )
-            case ir.ThinkingPart() | ir.RedactedThinkingPart():
+            case ir.ThinkingPart():
+                reasoning.append(p.text)
+                if p.signature:
+                    dropped = resp.dropped
+                    dropped["signature_chars"] = dropped.get("signature_chars", 0) + len(p.signature)
+            case ir.RedactedThinkingPart():
                 ir.count_dropped(resp.dropped, p)
             case _:
                 pass
@@ -48,6 +56,8 @@ def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:
         "content": "".join(text) if text or not (calls or refusal) else None,
         "refusal": "".join(refusal) if refusal else None,
     }
+    if reasoning:
+        message["reasoning_content"] = "".join(reasoning)
     if calls:
         message["tool_calls"] = calls
     finish = stop_reasons.to_chat(resp.stop, has_refusal=bool(refusal))

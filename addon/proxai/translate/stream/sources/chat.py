@@ -68,6 +68,7 @@ class ChatSource:
         "_finish",
         "_normalize",
         "_open",
+        "_redacted",
         "_refusal",
         "_saw_data",
         "_tools",
@@ -87,6 +88,7 @@ class ChatSource:
         self._finish: str | None = None
         self._usage: TokenUsage | None = None  # the last usage the upstream reported
         self._refusal = False
+        self._redacted = 0  # redacted thinking blocks opened (their keys)
         self._saw_data = False
         self._args = ToolArgs(max_tool_args)
 
@@ -199,15 +201,19 @@ class ChatSource:
             raise TranslationError(
                 "legacy function_call deltas cannot be translated", "choices[0].delta.function_call"
             )
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        field = "reasoning_content" if delta.get("reasoning_content") else "reasoning"
+        reasoning = delta.get(field)
         if reasoning:
             # OpenAI-compatible providers (vLLM, DeepSeek, ...) stream reasoning here; a target
             # that has a slot gets it as thinking instead of losing it silently (seed 003)
             if not isinstance(reasoning, str):
                 raise TranslationError(
-                    "non-string delta reasoning cannot be translated", "choices[0].delta.reasoning"
+                    "non-string delta reasoning cannot be translated", f"choices[0].delta.{field}"
                 )
-            self._text(REASONING_KEY, "thinking", reasoning, "thinking")
+            self._think(reasoning, field)
+        details = delta.get("reasoning_details")
+        if details and isinstance(details, list):
+            self._reasoning_details(details, bool(reasoning))
         content = delta.get("content")
         if content:
             if isinstance(content, str):
@@ -232,6 +238,47 @@ class ChatSource:
             for call in calls:
                 self._tool(as_dict(call))
 
+    def _think(self, text: str, field: str) -> None:
+        """Reasoning text; ``field`` (the delta field it came in) names the thinking block, so
+        a Chat client in normalize mode gets it in the same field."""
+        if REASONING_KEY not in self._open:
+            self._open.append(REASONING_KEY)
+            self.sink.block_start(REASONING_KEY, "thinking", name=field)
+        self.sink.delta(REASONING_KEY, "thinking", text)
+
+    def _reasoning_details(self, details: list[Any], had_text: bool) -> None:
+        """OpenRouter's ``reasoning_details``: a Chat client (normalize) gets them as they came.
+        For the others: ``reasoning.text`` / ``reasoning.summary`` text is the reasoning when the
+        delta's ``reasoning`` did not already carry it, a ``signature`` is the thinking block's,
+        and ``reasoning.encrypted`` data is a redacted thinking block."""
+        if self._normalize:
+            self.sink.opaque_event(
+                REASONING_KEY,
+                Protocol.OPENAI_CHAT,
+                {"type": "reasoning_details", "reasoning_details": details},
+            )
+            return
+        for entry in details:
+            d = as_dict(entry)
+            kind = d.get("type")
+            if kind in ("reasoning.text", "reasoning.summary"):
+                text = as_str(d.get("text") if kind == "reasoning.text" else d.get("summary"))
+                if text and not had_text:
+                    self._think(text, "reasoning")
+                signature = as_str(d.get("signature"))
+                if signature:
+                    if REASONING_KEY not in self._open:
+                        self._open.append(REASONING_KEY)
+                        self.sink.block_start(REASONING_KEY, "thinking", name="reasoning")
+                    self.sink.delta(REASONING_KEY, "signature", signature)
+            elif kind == "reasoning.encrypted":
+                data = as_str(d.get("data"))
+                if data:
+                    self._redacted += 1
+                    key = f"redacted_{self._redacted}"
+                    self.sink.block_start(key, "redacted_thinking", data=data)
+                    self.sink.block_stop(key)
+
     def _content_parts(self, parts: list[Any]) -> None:
         """``content`` as a list of typed parts (Mistral's reasoning models): ``text`` parts are
         text, ``thinking`` parts (a string, or a list of text parts) are reasoning."""
@@ -249,7 +296,7 @@ class ChatSource:
                 )
                 for piece in pieces:
                     if isinstance(piece, str) and piece:
-                        self._text(REASONING_KEY, "thinking", piece, "thinking")
+                        self._think(piece, "reasoning_content")
             else:
                 raise TranslationError(
                     f"content part type {ptype!r} cannot be translated", "choices[0].delta.content[].type"

@@ -2,8 +2,9 @@
 the block kind and the chat tool index; content is emitted at once, never kept).
 
 ``next_tool_call_index`` hands out ``tool_calls[].index`` in first-appearance order, unrelated
-to the source's own index. Chat has no slot for thinking or redacted thinking: those blocks are
-dropped and COUNTED here so the carrier can put the counts in the flow metadata.
+to the source's own index. Thinking text travels as ``reasoning_content``; Chat has no slot for a
+thinking signature or for redacted thinking: those are dropped and COUNTED here so the carrier
+can put the counts in the flow metadata.
 """
 
 from __future__ import annotations
@@ -15,21 +16,17 @@ from proxai.translate.stream.sink import BlockKey, BlockKind
 
 @dataclass(slots=True)
 class Dropped:
-    thinking_blocks: int = 0
-    thinking_chars: int = 0
     signature_chars: int = 0
     redacted_thinking_blocks: int = 0
 
     def to_metadata(self) -> dict[str, int]:
         return {
-            "thinking_blocks": self.thinking_blocks,
-            "thinking_chars": self.thinking_chars,
             "signature_chars": self.signature_chars,
             "redacted_thinking_blocks": self.redacted_thinking_blocks,
         }
 
     def __bool__(self) -> bool:
-        return bool(self.thinking_blocks or self.redacted_thinking_blocks or self.thinking_chars)
+        return bool(self.redacted_thinking_blocks or self.signature_chars)
 
 
 @dataclass(slots=True)
@@ -49,9 +46,7 @@ class ChatState:
             self.next_tool_call_index += 1
             self.tool_index[key] = idx
             return idx
-        if kind == "thinking":
-            self.dropped.thinking_blocks += 1
-        elif kind == "redacted_thinking":
+        if kind == "redacted_thinking":
             self.dropped.redacted_thinking_blocks += 1
         elif kind == "refusal":
             self.refusal_streamed = True

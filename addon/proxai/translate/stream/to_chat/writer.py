@@ -22,6 +22,9 @@ from . import output
 from .state import ChatState
 
 _dumps = orjson.dumps
+#: The delta fields compatible providers stream reasoning in; the first is what a client gets
+#: from another protocol.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 _CHOICE_TAIL = output.CHOICE_TAIL
 _ARGS_TAIL = output.ARGS_TAIL
 
@@ -64,33 +67,38 @@ class ChatWriter:
             assert id is not None and name is not None
             self.frames[key] = output.args_frame(st.prefix, idx)
             self.out.append(output.chunk(st.prefix, output.tool_start_delta(idx, id, name)))
-        else:
+        elif kind == "thinking":
+            # Reasoning as the compatible providers stream it: ``reasoning_content`` (DeepSeek,
+            # vLLM, xAI, ...) unless a Chat source named its own field (``reasoning``: Groq,
+            # OpenRouter), which normalize keeps
+            field = (name if name in REASONING_FIELDS else REASONING_FIELDS[0]).encode()
+            self.frames[key] = output.content_frame(st.prefix, field)
+        elif kind != "redacted_thinking":
             field = b"refusal" if kind == "refusal" else b"content"
             self.frames[key] = output.content_frame(st.prefix, field)
 
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
-        if kind == "text":
+        if kind in {"text", "thinking"}:
             self.out.append(self.frames[key] + _dumps(text) + _CHOICE_TAIL)
         elif kind == "args":
             self.out.append(self.frames[key] + _dumps(text) + _ARGS_TAIL)
-        elif kind == "thinking":
-            st = self.st
-            st.dropped.thinking_chars += len(text)
-        else:
+        else:  # a thinking block's signature: Chat has no slot for it
             self.st.dropped.signature_chars += len(text)
 
     def opaque_start(self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any]) -> None:
         self.foreign.start(key, what)  # no Chat stream carries another protocol's blocks
 
     def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
-        logprobs = payload.get("logprobs")
-        if (
-            protocol is Protocol.OPENAI_CHAT
-            and payload.get("type") == "logprobs"
-            and isinstance(logprobs, dict)
-        ):
-            self.out.append(output.logprobs_chunk(self.st.prefix, logprobs))
-            return
+        if protocol is Protocol.OPENAI_CHAT:
+            kind = payload.get("type")
+            logprobs = payload.get("logprobs")
+            if kind == "logprobs" and isinstance(logprobs, dict):
+                self.out.append(output.logprobs_chunk(self.st.prefix, logprobs))
+                return
+            details = payload.get("reasoning_details")
+            if kind == "reasoning_details" and isinstance(details, list):
+                self.out.append(output.chunk(self.st.prefix, {"reasoning_details": details}))
+                return
         self.foreign.event(key, payload)
 
     def block_stop(self, key: BlockKey) -> None:
