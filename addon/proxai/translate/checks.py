@@ -1,9 +1,9 @@
-"""Strict checks shared by the request and response translators (seed 003 (003_ddeb0f29c782f12f.txt)).
+"""Strict checks shared by the request and response translators (docs/translation.md, "Requests").
 
 - ``validate``: a pydantic model at the trust boundary; a failure becomes
   ``TranslationError`` naming the client's field (``messages[2].content[0].text``).
 - ``parse_arguments``: tool-call argument JSON is parsed strictly. Invalid JSON fails; it is
-  never replaced with ``{}`` (seed 003, "工具调用请求").
+  never replaced with ``{}`` (docs/translation.md, "What is rejected, and why").
 - ``split_data_url``: ``data:<media>;base64,<data>`` into its parts.
 - ``Loose``: the base of every request-side wire model (unknown fields are kept, then
   judged by the translator: handled, ignored or rejected).

@@ -1,4 +1,4 @@
-"""Upstream error bodies in the client's protocol (issue 4, "Errors").
+"""Upstream error bodies in the client's protocol (docs/translation.md, "Errors").
 
 An upstream 4xx/5xx (or a Responses body with ``status: "failed"``) is read in any of the
 shapes vendors use (Anthropic ``{"type":"error","error":{...}}``, OpenAI ``{"error":{...}}``,

@@ -1,4 +1,4 @@
-"""Request header translation between providers (issue 4).
+"""Request header translation between providers (docs/translation.md, "Headers").
 
 ``Authorization: Bearer <key>`` (OpenAI) <-> ``x-api-key: <key>`` (Anthropic); Anthropic
 targets get an ``anthropic-version`` (the client's when it speaks Anthropic, else the route's);

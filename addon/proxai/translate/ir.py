@@ -1,16 +1,15 @@
-"""The protocol-neutral form of a request and of a non-streamed response (issue 4, seed 003
-(003_ddeb0f29c782f12f.txt)).
+"""The protocol-neutral form of a request and of a non-streamed response (docs/translation.md).
 
 Each source protocol is parsed into these types once (``req_from_*``, ``resp_from_*``) and
 each target renders them (``req_to_*``, ``resp_to_*``): six directions from three parsers and
 three renderers. Every part remembers ``at``, the field it came from in the CLIENT's body, so
 a target that cannot express it raises ``TranslationError`` naming the client's own field
-(seed 003: reject, never drop silently).
+(reject, never drop silently).
 
-The positions follow seed 003: system/developer instructions are collected apart from the
-turns; tool calls are assistant parts; tool results are user parts (Anthropic's shape), and a
-Chat/Responses renderer splits them back into ``role: tool`` messages / ``function_call_output``
-items.
+The positions follow docs/translation.md (the rules in brief, and "Requests"): system/developer
+instructions are collected apart from the turns; tool calls are assistant parts; tool results are
+user parts (Anthropic's shape), and a Chat/Responses renderer splits them back into ``role: tool``
+messages / ``function_call_output`` items.
 """
 
 from __future__ import annotations

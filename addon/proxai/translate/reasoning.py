@@ -1,4 +1,6 @@
-"""Reasoning settings between OpenAI's effort scale and Anthropic's thinking budget (issue 4).
+"""Reasoning settings between OpenAI's effort scale and Anthropic's thinking budget.
+
+The levels and budgets are listed in docs/translation.md, "Requests".
 
 Both sides have a reasoning knob, with different units: OpenAI ``reasoning_effort`` /
 ``reasoning.effort`` (minimal, low, medium, high) and Anthropic ``thinking.budget_tokens``

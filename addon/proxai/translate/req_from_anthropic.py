@@ -1,10 +1,11 @@
-"""Parse an Anthropic Messages request body into the neutral ``RequestIR`` (seed 003
-(003_ddeb0f29c782f12f.txt)).
+"""Parse an Anthropic Messages request body into the neutral ``RequestIR`` (docs/translation.md,
+"Requests").
 
 The body is validated with pydantic at this trust boundary (unknown top-level fields are
 tolerated like the API tolerates them, and listed in ``ignored``). Top-level ``system`` stays
 apart; ``tool_use`` blocks are assistant tool calls; ``tool_result`` blocks are user parts with
-``is_error`` kept (the renderers drop it lossily, seed 003 "tool_result.is_error 的映射").
+``is_error`` kept (the OpenAI renderers drop it lossily, keeping the error text; docs/translation.md,
+"Requests").
 ``role: system`` messages inside ``messages`` stay turns of their own at their position;
 ``output_config.effort`` is the reasoning level and ``output_config.format`` / ``output_format``
 the structured output; server tools are offers left out with a note (docs/translation.md, "What

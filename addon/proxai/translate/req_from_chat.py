@@ -1,14 +1,14 @@
-"""Parse an OpenAI Chat Completions request body into the neutral ``RequestIR`` (seed 003
-(003_ddeb0f29c782f12f.txt)).
+"""Parse an OpenAI Chat Completions request body into the neutral ``RequestIR`` (docs/translation.md,
+"Requests").
 
-Seed 003 positions: ``system`` and ``developer`` messages (wherever they stand) are collected
-as the instructions; ``assistant.tool_calls`` become tool-call parts with their argument JSON
-parsed strictly (invalid JSON fails, never ``{}``); ``role: tool`` messages become user-side
-tool results. Rejected (``TranslationError`` naming the field): ``role: function`` and the
-legacy ``functions`` / ``function_call`` fields (no ``tool_call_id`` to reference, seed 003
-"旧版 function message"), ``n > 1`` (alternative choices), logprobs, audio, and unsupported
-user content parts. Chat custom tools are kept as ``kind="custom"``: the Responses renderer
-can express them, the Anthropic renderer rejects them.
+Positions: ``system`` and ``developer`` messages (wherever they stand) are collected as the
+instructions; ``assistant.tool_calls`` become tool-call parts with their argument JSON parsed
+strictly (invalid JSON fails, never ``{}``); ``role: tool`` messages become user-side tool results.
+Rejected (``TranslationError`` naming the field): ``role: function`` and the legacy ``functions`` /
+``function_call`` fields (no ``tool_call_id`` to reference, and ids are never invented:
+docs/translation.md, "What is rejected, and why"), ``n > 1`` (alternative choices), logprobs, audio,
+and unsupported user content parts. Chat custom tools are kept as ``kind="custom"``: the Responses
+renderer can express them, the Anthropic renderer rejects them.
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def _tool_result(m: _Message, at: str) -> ir.ToolResultPart:
         content = (ir.TextPart(m.content, f"{at}.content"),)
     else:
         content = tuple(_user_part(raw, f"{at}.content[{j}]") for j, raw in enumerate(m.content))
-    return ir.ToolResultPart(m.tool_call_id, content, at)  # is_error: never synthesized (seed 003)
+    return ir.ToolResultPart(m.tool_call_id, content, at)  # is_error: never synthesized (docs/translation.md)
 
 
 def _tool(raw: dict[str, Any], i: int) -> ir.ToolDef:

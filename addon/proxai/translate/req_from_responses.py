@@ -1,5 +1,5 @@
-"""Parse an OpenAI Responses request body into the neutral ``RequestIR`` (seed 003
-(003_ddeb0f29c782f12f.txt)).
+"""Parse an OpenAI Responses request body into the neutral ``RequestIR`` (docs/translation.md,
+"Requests").
 
 ``instructions`` plus ``system``/``developer`` input messages are the instructions;
 ``function_call`` items are assistant tool calls (argument JSON parsed strictly);

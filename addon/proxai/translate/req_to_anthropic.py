@@ -1,11 +1,11 @@
-"""Render a neutral ``RequestIR`` as an Anthropic Messages request body (seed 003 (003_ddeb0f29c782f12f.txt)).
+"""Render a neutral ``RequestIR`` as an Anthropic Messages request body (docs/translation.md, "Requests").
 
 - instructions -> top-level ``system``: a string for one part, text blocks for several;
 - consecutive turns of one role are merged into one message, and in a user message the
   ``tool_result`` blocks come first (Anthropic's rule for answering ``tool_use``);
 - tool calls -> ``tool_use`` blocks with the parsed argument object;
 - tool results -> ``tool_result`` blocks; ``is_error`` is never synthesized from OpenAI
-  input (seed 003 "tool_result.is_error 的映射");
+  input (OpenAI clients have no common way of marking a failed call);
 - freeform (custom) tools -> tools with one string argument (``input``), their calls ->
   ``tool_use`` with ``{"input": text}``;
 - ``system`` turns between other turns -> appended to the top-level ``system``;

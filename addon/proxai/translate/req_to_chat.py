@@ -1,10 +1,10 @@
-"""Render a neutral ``RequestIR`` as an OpenAI Chat Completions request body (seed 003
-(003_ddeb0f29c782f12f.txt)).
+"""Render a neutral ``RequestIR`` as an OpenAI Chat Completions request body (docs/translation.md,
+"Requests").
 
 - instructions -> one leading ``system`` message (parts joined by a blank line: local chat
   templates such as vLLM's and Ollama's accept a single system message most reliably);
 - user-side tool results -> separate ``role: tool`` messages, placed before the rest of that
-  user turn; ``is_error`` is dropped, the error text stays in the content (seed 003);
+  user turn; ``is_error`` is dropped, the error text stays in the content (Chat tool messages have no status);
 - assistant tool calls -> ``tool_calls[]`` with compact argument JSON;
 - ``system`` turns between other turns -> ``role: system`` messages at their position;
 - freeform (custom) tools -> function tools with one string argument (``input``), their

@@ -1,10 +1,10 @@
-"""Render a neutral ``RequestIR`` as an OpenAI Responses request body (seed 003 (003_ddeb0f29c782f12f.txt)).
+"""Render a neutral ``RequestIR`` as an OpenAI Responses request body (docs/translation.md, "Requests").
 
 - instructions -> ``instructions`` for one part; several parts -> one leading ``system``
   input message with one ``input_text`` per part (boundaries kept);
 - user-side tool results -> ``function_call_output`` items (``custom_tool_call_output`` for
   custom calls) placed before the rest of that user turn; ``is_error`` is dropped, the status
-  is never set to ``incomplete`` (seed 003: that means truncated, not failed);
+  is never set to ``incomplete`` (that means truncated, not failed);
 - ``system`` turns between other turns -> ``role: system`` message items at their position;
 - assistant text/refusal -> an assistant message item; tool calls -> sibling
   ``function_call`` items, in their original order;

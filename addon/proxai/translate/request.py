@@ -1,9 +1,9 @@
-"""Request translation in all six directions: the entry point (issue 4, seed 003 (003_ddeb0f29c782f12f.txt)).
+"""Request translation in all six directions: the entry point (docs/translation.md, "Requests").
 
-``translate_request(body, client, target, opts)`` parses the client's body (pydantic at the
-trust boundary) into the neutral form and renders it for the target; every rule of seed 003
-lives in the parser / renderer modules (``req_from_*`` / ``req_to_*``). Anything the target
-cannot express raises ``TranslationError(message, field)`` naming the client's field; the
+``translate_request(body, client, target, opts)`` parses the client's body (pydantic at the trust
+boundary) into the neutral form and renders it for the target; every position and rejection rule of
+docs/translation.md lives in the parser / renderer modules (``req_from_*`` / ``req_to_*``). Anything
+the target cannot express raises ``TranslationError(message, field)`` naming the client's field; the
 mitm layer answers it with a 400 in the client's protocol and sends nothing upstream.
 """
 

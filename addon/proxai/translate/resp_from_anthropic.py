@@ -1,10 +1,11 @@
-"""Parse a non-streamed Anthropic Messages response into the neutral ``ResponseIR`` (issue 4).
+"""Parse a non-streamed Anthropic Messages response into the neutral ``ResponseIR`` (docs/translation.md,
+"JSON responses").
 
-Text, thinking (with its signature), redacted thinking and ``tool_use`` blocks map to parts;
-usage keeps cache read and cache write (seed 002, 002_f5b06fe1d3656e26.txt: the neutral input
-count includes both). A ``refusal`` stop whose ``stop_details.explanation`` repeats the last
-text block marks that block as the refusal text (the inverse of the Chat -> Anthropic rule of
-seed 003, 003_ddeb0f29c782f12f.txt), so a refusal survives a round trip. Server-tool blocks
+Text, thinking (with its signature), redacted thinking and ``tool_use`` blocks map to parts; usage
+keeps cache read and cache write (the neutral input count includes both: docs/translation.md, "JSON
+responses", usage). A ``refusal`` stop whose ``stop_details.explanation`` repeats the last text
+block marks that block as the refusal text (the inverse of the Chat -> Anthropic refusal rule,
+docs/translation.md, "JSON responses"), so a refusal survives a round trip. Server-tool blocks
 cannot be expressed by the OpenAI APIs and are rejected.
 """
 

@@ -1,14 +1,13 @@
-"""Parse a non-streamed Chat Completions response into the neutral ``ResponseIR`` (seed 003
-(003_ddeb0f29c782f12f.txt)).
+"""Parse a non-streamed Chat Completions response into the neutral ``ResponseIR`` (docs/translation.md,
+"JSON responses").
 
-Exactly one choice: ``choices[]`` are alternative answers, not content blocks, so a
-multi-choice response is rejected, never merged and never cut to the first choice (seed 003
-"响应 choices 与候选回复"). ``message.content`` -> text, ``message.refusal`` -> refusal,
-``tool_calls`` -> tool calls (arguments parsed strictly when the target needs an object), the
-non-standard ``reasoning_content`` / ``reasoning`` of vLLM-style servers -> thinking. A message
-with nothing representable is rejected (seed 003). Usage: ``prompt_tokens`` already includes
-``cached_tokens``; ``cache_write_tokens`` (OpenRouter's convention, also what ProxAI emits) is
-read when present.
+Exactly one choice: ``choices[]`` are alternative answers, not content blocks, so a multi-choice
+response is rejected, never merged and never cut to the first choice. ``message.content`` -> text,
+``message.refusal`` -> refusal, ``tool_calls`` -> tool calls (arguments parsed strictly when the
+target needs an object), the non-standard ``reasoning_content`` / ``reasoning`` of vLLM-style
+servers -> thinking. A message with nothing representable is rejected. Usage: ``prompt_tokens``
+already includes ``cached_tokens``; ``cache_write_tokens`` (OpenRouter's convention, also what
+ProxAI emits) is read when present.
 """
 
 from __future__ import annotations

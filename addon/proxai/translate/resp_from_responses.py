@@ -1,5 +1,5 @@
-"""Parse a non-streamed Responses response into the neutral ``ResponseIR`` (seed 003
-(003_ddeb0f29c782f12f.txt), 000).
+"""Parse a non-streamed Responses response into the neutral ``ResponseIR`` (docs/translation.md,
+"JSON responses").
 
 ``output[]`` items flatten into parts: message items give text and refusal parts, reasoning
 items give thinking (text + ``encrypted_content`` as signature) or redacted thinking

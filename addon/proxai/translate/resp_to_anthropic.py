@@ -1,5 +1,5 @@
-"""Render a neutral ``ResponseIR`` as a non-streamed Anthropic ``Message`` (seed 003
-(003_ddeb0f29c782f12f.txt)).
+"""Render a neutral ``ResponseIR`` as a non-streamed Anthropic ``Message`` (docs/translation.md,
+"JSON responses").
 
 Text and refusal parts become text blocks; a refusal sets ``stop_reason: "refusal"`` and
 ``stop_details`` with the visible refusal text as ``explanation`` and no category (Chat has

@@ -1,5 +1,5 @@
-"""Render a neutral ``ResponseIR`` as a non-streamed Chat ``chat.completion`` (seed 003
-(003_ddeb0f29c782f12f.txt)).
+"""Render a neutral ``ResponseIR`` as a non-streamed Chat ``chat.completion`` (docs/translation.md,
+"JSON responses").
 
 One choice. Text -> ``message.content``; refusal text -> ``message.refusal`` (finish reason
 ``stop``, as OpenAI sends it); tool calls -> ``tool_calls`` with the argument JSON text.

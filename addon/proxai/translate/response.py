@@ -1,12 +1,12 @@
-"""Non-streamed (JSON) response translation in all six directions: the entry point (issue 4).
+"""Non-streamed (JSON) response translation in all six directions: the entry point.
 
 ``translate_response(body, upstream, client, created=...)`` parses the upstream's JSON reply
 into the neutral form (``resp_from_*``) and renders it in the client's protocol
 (``resp_to_*``). What the client's protocol cannot hold is either rejected
 (``TranslationError``: multi-choice Chat responses, custom tool calls for Anthropic clients,
 hosted-tool items) or, for thinking/reasoning that Chat has no slot for, dropped and counted in
-``dropped`` so the mitm layer can record it in the metadata (seed 003 (003_ddeb0f29c782f12f.txt); issue
-4). Stop reasons use the one shared table (``stop_reasons``).
+``dropped`` so the mitm layer can record it in the metadata (docs/translation.md, "JSON
+responses"). Stop reasons use the one shared table (``stop_reasons``).
 """
 
 from __future__ import annotations

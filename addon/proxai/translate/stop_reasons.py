@@ -1,5 +1,5 @@
-"""The one stop-reason table shared by JSON and stream translation (issue 4, seed 003
-(003_ddeb0f29c782f12f.txt)).
+"""The one stop-reason table shared by JSON and stream translation (docs/translation.md, "Stop
+reasons").
 
 Every translator maps a source stop/finish reason to a protocol-neutral ``StopClass``
 (``proxai.model``) and renders that class in the target protocol. Keeping both directions in
@@ -23,7 +23,7 @@ ERROR    (an error)      (an error)             failed
 (*) A refusal with visible refusal text (Chat ``message.refusal``, a Responses ``refusal``
 part) keeps the text in the target's refusal slot; a refusal without one (Anthropic's
 classifier stop) becomes the target's content filter signal. No refusal category is ever
-invented (seed 003, "Chat -> Anthropic").
+invented (docs/translation.md, "JSON responses", refusal).
 
 Anthropic's ``model_context_window_exceeded`` is a MAX_TOKENS class stop.
 """
