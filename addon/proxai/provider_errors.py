@@ -14,6 +14,9 @@ one of them. docs/design/faults.md says where the shapes come from.
 - OpenAI (Chat Completions and Responses alike): HTTP 503 "The server is overloaded or not
   ready yet.", 429 ``rate_limit_exceeded`` (with ``retry-after``), 500 "The server had an error
   ...", body ``{"error":{"message","type","param","code"}}``.
+
+A rejected key (401) is apart (``auth_error``): its message quotes the key, as compatible servers
+do, so the fake upstream can test that an operator's key never reaches a client.
 """
 
 from __future__ import annotations
@@ -119,6 +122,28 @@ RESPONSES_ERRORS: dict[ProviderError, tuple[int, dict[str, Any]]] = {
         },
     ),
 }
+
+
+# A rejected key (HTTP 401), in each provider's wording. Compatible servers often quote the key
+# they received whole (OpenAI itself masks its middle): ``auth_error`` puts the given key in.
+ANTHROPIC_INVALID_KEY = ("authentication_error", "invalid x-api-key: {key}")
+OPENAI_INVALID_KEY: dict[str, Any] = {
+    "message": "Incorrect API key provided: {key}. You can find your API key at "
+    "https://platform.openai.com/account/api-keys.",
+    "type": "invalid_request_error",
+    "param": None,
+    "code": "invalid_api_key",
+}
+
+
+def auth_error(protocol: Protocol, key: str, request_id: str = "") -> tuple[int, dict[str, Any]]:
+    """A 401's status and error object quoting ``key``: for Anthropic the whole object (the HTTP
+    body and the data of ``event: error``), for OpenAI the value of its ``"error"`` member."""
+    if protocol is Protocol.ANTHROPIC_MESSAGES:
+        etype, message = ANTHROPIC_INVALID_KEY
+        err = {"type": etype, "message": message.replace("{key}", key)}
+        return 401, {"type": "error", "error": err, "request_id": request_id}
+    return 401, {**OPENAI_INVALID_KEY, "message": OPENAI_INVALID_KEY["message"].replace("{key}", key)}
 
 
 def anthropic_error(name: ProviderError, request_id: str) -> tuple[int, dict[str, Any]]:

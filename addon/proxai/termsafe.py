@@ -12,38 +12,52 @@ on the final text. Pure and linear.
 
 from __future__ import annotations
 
-import re
-
 from proxai.redact import redact_text
 
-# C0 controls (but tab / newline when kept), DEL, C1 controls, and the Unicode characters that
-# reorder or hide text: bidirectional embeddings / overrides / isolates, the line and paragraph
-# separators, zero-width joiners and marks, the byte-order mark.
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
-)
-_UNSAFE_ALL = re.compile(_UNSAFE.pattern[:1] + "\t\n" + _UNSAFE.pattern[1:])
 
-
-def _visible(m: re.Match[str]) -> str:
-    code = ord(m.group(0))
+# Printable text is left as it is; every other character (C0 / C1 controls, DEL, format characters
+# such as the bidirectional overrides and zero-width marks, line and paragraph separators, unassigned
+# and private-use code points) is shown as an escape. ``str.isprintable`` is the test: space is the
+# one separator it accepts.
+def _visible(ch: str) -> str:
+    code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+def _escape_line(line: str) -> str:
+    return "".join(ch if ch.isprintable() else _visible(ch) for ch in line)
+
+
 def escape(text: str, *, newlines: bool = True) -> str:
-    """``text`` with every control and text-reordering character shown as an escape.
+    """``text`` with every character that is not printable shown as an escape.
 
     ``newlines``: keep ``\\n`` and ``\\t`` as they are (multi-line output ProxAI composed itself);
     pass False for one value that must stay on one line (a field of a table row, a log value)."""
-    pattern = _UNSAFE if newlines else _UNSAFE_ALL
-    return pattern.sub(_visible, text) if pattern.search(text) else text
+    if text.isprintable():
+        return text
+    if not newlines:
+        return _escape_line(text)
+    return "\n".join(
+        "\t".join(p if p.isprintable() else _escape_line(p) for p in line.split("\t"))
+        for line in text.split("\n")
+    )
 
 
 def escape_json(text: str) -> str:
     """JSON text made terminal-safe and still valid JSON: the characters ``escape`` shows are
     written as ``\\uNNNN`` escapes (a JSON encoder already escapes C0 controls; C1 controls and
     the Unicode reordering characters are valid unescaped in JSON, and dangerous on a terminal)."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else _json_escape(ch) for ch in text)
+
+
+def _json_escape(ch: str) -> str:
+    code = ord(ch)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a UTF-16 surrogate pair, as JSON writes a character beyond the BMP
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def log_safe(value: object) -> str:

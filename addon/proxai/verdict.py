@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from proxai.model import Outcome, Protocol, StopClass
+from proxai.termsafe import escape
 from proxai.translate import stop_reasons
 
 
@@ -77,17 +78,9 @@ TERMINAL_EVENT_LONG = {
 
 def terminal_safe(text: str) -> str:
     """``text`` with control characters (C0, DEL, C1; ESC above all) and line breaks escaped, so a
-    string from the network cannot move a cursor, set a title or start a new line in a terminal."""
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if ch.isprintable() or ch == " ":
-            out.append(ch)
-        else:
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-    return "".join(out)
+    string from the network cannot move a cursor, set a title or start a new line in a terminal
+    (``proxai.termsafe.escape`` on one line)."""
+    return escape(text, newlines=False)
 
 
 def _int(v: Any) -> int | None:

@@ -23,7 +23,7 @@ from mitmproxy import http
 from mitmproxy.contentviews import Metadata
 from mitmproxy.test import taddons, tflow, tutils
 
-from proxai import cli_export, cli_report
+from proxai import cli_export, cli_report, verdict
 from proxai.mitm.commands import Visibility
 from proxai.mitm.contentview import view
 from proxai.mitm.flowrows import write_flows
@@ -40,6 +40,7 @@ ATTACKS = [
     "\x08\x08\x7f",  # backspaces, DEL
     "line\u2028sep",
 ]
+ONE_LINE = {"log line", "mitmdump line", "flow comment"}
 _BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
@@ -122,6 +123,8 @@ def _all_outputs(evil: str, tmp: Path, capsys: Any, caplog: Any, *, command: boo
         f.request.content or b"", Metadata(flow=f, http_message=f.request, content_type="application/json")
     )
     out["log line"] = log_safe(f"stall in tool {evil}")
+    out["mitmdump line"] = verdict.dump_line(f.metadata["proxai"])
+    out["flow comment"] = verdict.comment_line(f.metadata["proxai"])
     return out
 
 
@@ -131,7 +134,7 @@ def test_attack_sequences_are_escaped_everywhere(
 ) -> None:
     outputs = _all_outputs(evil, tmp_path, capsys, caplog)
     for name, text in outputs.items():
-        assert unsafe(text) == [], f"{name}: {text!r}"
+        assert unsafe(text, newlines=name not in ONE_LINE) == [], f"{name}: {text!r}"
     # the planted text is still visible, escaped: a reader sees what was sent
     assert escape(evil, newlines=False) in outputs["report"] or evil.isprintable()
     assert unsafe(log_safe(evil), newlines=False) == []
@@ -153,7 +156,7 @@ def test_fuzzed_text_is_escaped_everywhere(
     evil: str, tmp_path: Path, capsys: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     for name, text in _all_outputs(evil, tmp_path, capsys, caplog, command=False).items():
-        assert unsafe(text) == [], f"{name}: {text!r}"
+        assert unsafe(text, newlines=name not in ONE_LINE) == [], f"{name}: {text!r}"
 
 
 @given(evil=_EVIL_TEXT)

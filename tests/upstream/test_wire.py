@@ -89,8 +89,11 @@ STREAMED: dict[str, Expect] = {
     "slowloris": Expect(text=SHORT_TEXT),
     "gzip": Expect(),
     "agent": Expect(text=NO_TOOL_ANSWER),  # no tool declared: a direct answer
+    # no key sent: the echo quotes "(none)" (test_the_echo_scenarios_quote_the_key_they_received)
+    "auth_error_midstream": Expect(end="error", text=FIRST6, stop=("", "", "failed")),
+    "key_echo": Expect(end="error", text="Your key is (none).", stop=("", "", "failed")),
 }
-HTTP_ERRORS = {"rate_limit": 429, "prompt_too_long": 400, "html_500": 502}
+HTTP_ERRORS = {"rate_limit": 429, "prompt_too_long": 400, "html_500": 502, "auth_echo": 401}
 SPECIAL = {"reset", "dropped", "malformed_json", "huge_line", "big_stream"}
 PROTOCOLS = ["anthropic", "chat", "responses"]
 
@@ -163,6 +166,31 @@ def test_gzip_scenario_is_gzipped(upstream: FakeUpstream) -> None:
     check_responses(r.content)  # httpx decoded it
 
 
+KEY_HEADERS = {"anthropic": "x-api-key", "chat": "authorization", "responses": "authorization"}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_echo_scenarios_quote_the_key_they_received(upstream: FakeUpstream, protocol: str) -> None:
+    key = "sk-test-ReceivedKey0123456789"
+    value = key if protocol == "anthropic" else f"Bearer {key}"
+    headers = {KEY_HEADERS[protocol]: value}
+    r = post(upstream, protocol, "auth_echo", False, **headers)
+    assert r.status_code == 401
+    assert r.headers["x-proxai-received-key"] == key
+    assert f"{key}" in r.json()["error"]["message"]
+    for scenario, text in (("auth_error_midstream", FIRST6), ("key_echo", f"Your key is {key}.")):
+        r = post(upstream, protocol, scenario, **headers)
+        seen = check(protocol, r.content, "error")
+        assert seen.text == text
+        # the error event quotes the key; key_echo's deltas split it in 5-character pieces
+        errors = [ev.data for ev in scan(r.content) if key in ev.data and "error" in ev.data]
+        assert errors  # Responses: the error event and response.failed
+        assert all("Incorrect API key provided" in e or "invalid x-api-key" in e for e in errors)
+    pieces = [key[i : i + 5] for i in range(0, len(key), 5)]
+    assert all(json.dumps(p) in r.text for p in pieces)
+    assert key not in r.text.split("error")[0]  # never whole in a delta
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("scenario", sorted(HTTP_ERRORS))
 def test_http_error_scenario(upstream: FakeUpstream, scenario: str, protocol: str) -> None:
@@ -177,15 +205,23 @@ def test_http_error_scenario(upstream: FakeUpstream, scenario: str, protocol: st
         err = body["error"]
         if protocol == "anthropic":
             assert body["type"] == "error"
-            etype = {"rate_limit": "rate_limit_error", "prompt_too_long": "invalid_request_error"}[scenario]
+            etype = {
+                "rate_limit": "rate_limit_error",
+                "prompt_too_long": "invalid_request_error",
+                "auth_echo": "authentication_error",
+            }[scenario]
             assert err["type"] == etype
         else:
-            code = {"rate_limit": "rate_limit_exceeded", "prompt_too_long": "context_length_exceeded"}[
-                scenario
-            ]
+            code = {
+                "rate_limit": "rate_limit_exceeded",
+                "prompt_too_long": "context_length_exceeded",
+                "auth_echo": "invalid_api_key",
+            }[scenario]
             assert err["code"] == code
         if scenario == "rate_limit":
             assert r.headers["retry-after"] == "2"
+        elif scenario == "auth_echo":
+            assert "(none)" in err["message"]  # no key sent
         else:
             assert "prompt is too long" in err["message"] or "context" in err["message"]
 

@@ -26,7 +26,8 @@ from proxai.provider_errors import ProviderError
 
 BlockKind = Literal["text", "thinking", "redacted_thinking", "refusal", "tool"]
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
-ErrorName = ProviderError
+# the providers' errors, and a rejected key (an "authentication" error quotes the key it got)
+ErrorName = ProviderError | Literal["authentication"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +181,13 @@ class Params:
     created: int = 1_767_225_600  # unix seconds stamped into created / created_at
     protocol: str = ""  # the request's protocol (``proxai.model.Protocol`` value), from the path
     body: object = None  # the parsed request body (the agent scenario reads the conversation)
+    credential: str = ""  # the key the request carried (an "authentication" error quotes it)
+
+
+def echo_headers(id_header: str, request_id: str, params: Params) -> tuple[tuple[str, str], ...]:
+    """An authentication error's headers: the request id, and the key the request carried (a
+    server that echoes it in a header of its own)."""
+    return ((id_header, request_id), ("x-proxai-received-key", params.credential))
 
 
 OpStream = Iterator[Op]

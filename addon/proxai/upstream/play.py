@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 
@@ -111,6 +112,21 @@ def _models() -> bytes:
         for name in SCENARIOS
     ]
     return orjson.dumps({"object": "list", "data": data, "has_more": False})
+
+
+def received_key(headers: dict[str, str], path: str) -> str:
+    """The key a request carried, in any provider's header or the ``key`` / ``api-key`` query
+    parameter (what an "invalid API key" error of a compatible server quotes)."""
+    for name in ("x-api-key", "api-key", "x-goog-api-key"):
+        if headers.get(name):
+            return headers[name].strip()
+    scheme, _, token = (headers.get("authorization") or "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    for name, value in parse_qsl(path.partition("?")[2]):
+        if name.lower() in ("key", "api-key", "api_key") and value:
+            return value
+    return ""
 
 
 def renderer_for(path: str) -> Callable[[Params], Renderer] | None:
@@ -244,6 +260,7 @@ async def _serve(  # noqa: PLR0917 - internal, called once
         created=int(time.time()),
         protocol=protocol,
         body=parsed,
+        credential=received_key(headers, path),
     )
     scale = _float(_header(headers, "x-proxai-time-scale"), time_scale)
     stall = _header(headers, "x-proxai-stall")

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from proxai.model import Protocol
-from proxai.provider_errors import anthropic_error, http_headers
+from proxai.provider_errors import anthropic_error, auth_error, http_headers
 
 from .ops import (
     Abort,
@@ -39,6 +39,7 @@ from .ops import (
     Respond,
     Start,
     Wait,
+    echo_headers,
 )
 from .transcript import Block, Transcript
 from .wire import delay, filler, sse
@@ -123,6 +124,10 @@ class AnthropicRenderer:
                 return {"type": "tool_use", "id": self.tool_id(block), "name": block.name, "input": args}
 
     def _error(self, name: ErrorName) -> tuple[int, dict[str, Any]]:
+        if name == "authentication":  # quotes the key the request carried
+            return auth_error(
+                Protocol.ANTHROPIC_MESSAGES, self.params.credential or "(none)", self.request_id
+            )
         return anthropic_error(name, self.request_id)
 
     # ---- Renderer ----
@@ -188,5 +193,8 @@ class AnthropicRenderer:
 
     def error_response(self, name: ErrorName) -> Respond:
         status, obj = self._error(name)
-        headers = http_headers(Protocol.ANTHROPIC_MESSAGES, name, self.request_id)
+        if name == "authentication":
+            headers = echo_headers("request-id", self.request_id, self.params)
+        else:
+            headers = http_headers(Protocol.ANTHROPIC_MESSAGES, name, self.request_id)
         return Respond(status, orjson.dumps(obj), headers=headers)

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from proxai.model import Protocol
-from proxai.provider_errors import CHAT_ERRORS, http_headers, openai_errors
+from proxai.provider_errors import auth_error, http_headers, openai_errors
 
 from .ops import (
     Abort,
@@ -41,6 +41,7 @@ from .ops import (
     Start,
     StopReason,
     Wait,
+    echo_headers,
 )
 from .transcript import Block, Transcript
 from .wire import COMMENT_KEEPALIVE, delay, filler, sse
@@ -53,10 +54,21 @@ FINISH: dict[StopReason, str] = {
 }
 
 
-def openai_error_response(name: ErrorName, protocol: Protocol) -> Respond:
+def openai_error(name: ErrorName, protocol: Protocol, params: Params) -> tuple[int, dict[str, Any]]:
+    """``(status, error object)`` (shared by Chat and Responses); an authentication error quotes
+    the key the request carried, as compatible servers do."""
+    if name == "authentication":
+        return auth_error(protocol, params.credential or "(none)")
+    return openai_errors(protocol)[name]
+
+
+def openai_error_response(name: ErrorName, protocol: Protocol, params: Params) -> Respond:
     """An OpenAI-style HTTP error (shared by Chat and Responses)."""
-    status, err = openai_errors(protocol)[name]
-    headers = http_headers(protocol, name, "req_fakeupstream")
+    status, err = openai_error(name, protocol, params)
+    if name == "authentication":
+        headers = echo_headers("x-request-id", "req_fakeupstream", params)
+    else:
+        headers = http_headers(protocol, name, "req_fakeupstream")
     return Respond(status, orjson.dumps({"error": err}), headers=headers)
 
 
@@ -151,7 +163,7 @@ class ChatRenderer:
                         yield self._chunk([], self.usage(t))
                     yield b"data: [DONE]\n\n"
                 case Fail():
-                    yield sse({"error": CHAT_ERRORS[op.error][1]})
+                    yield sse({"error": openai_error(op.error, Protocol.OPENAI_CHAT, self.params)[1]})
                 case Reset():
                     yield Abort(op.drop)
                     return
@@ -208,4 +220,4 @@ class ChatRenderer:
         return orjson.dumps(obj)
 
     def error_response(self, name: ErrorName) -> Respond:
-        return openai_error_response(name, Protocol.OPENAI_CHAT)
+        return openai_error_response(name, Protocol.OPENAI_CHAT, self.params)

@@ -23,7 +23,6 @@ from typing import Any
 import orjson
 
 from proxai.model import Protocol
-from proxai.provider_errors import RESPONSES_ERRORS
 
 from .ops import (
     Abort,
@@ -43,7 +42,7 @@ from .ops import (
     Start,
     Wait,
 )
-from .render_chat import openai_error_response
+from .render_chat import openai_error, openai_error_response
 from .transcript import Block, Transcript
 from .wire import COMMENT_KEEPALIVE, delay, filler, sse
 
@@ -236,10 +235,13 @@ class ResponsesRenderer:
                             "response.completed", response=self.response(t, "completed", final=True)
                         )
                 case Fail():
-                    err = RESPONSES_ERRORS[op.error][1]
+                    err = openai_error(op.error, Protocol.OPENAI_RESPONSES, self.params)[1]
                     yield self.ev("error", code=err["code"], message=err["message"], param=None)
                     failed = self.response(t, "failed", final=True)
-                    failed["error"] = {"code": err["code"], "message": err["message"]}
+                    # response.error.code is a closed set (no invalid_api_key): a rejected key is a
+                    # server_error there, while the error event keeps its own code
+                    code = "server_error" if op.error == "authentication" else err["code"]
+                    failed["error"] = {"code": code, "message": err["message"]}
                     yield self.ev("response.failed", response=failed)
                 case Reset():
                     yield Abort(op.drop)
@@ -264,4 +266,4 @@ class ResponsesRenderer:
         return orjson.dumps(self.response(t, status, final=True))
 
     def error_response(self, name: ErrorName) -> Respond:
-        return openai_error_response(name, Protocol.OPENAI_RESPONSES)
+        return openai_error_response(name, Protocol.OPENAI_RESPONSES, self.params)

@@ -37,7 +37,7 @@ from .ops import (
     Wait,
 )
 
-HttpErrorName = Literal["rate_limit", "prompt_too_long", "html_500"]
+HttpErrorName = Literal["rate_limit", "prompt_too_long", "html_500", "authentication"]
 
 TOKEN_GAP = 0.03  # a fast model: ~30 tokens/s
 FIRST_TOKEN = 0.4  # time to first token
@@ -208,6 +208,22 @@ def s_refusal(params: Params) -> Iterator[Op]:
 def s_error_midstream(params: Params) -> Iterator[Op]:
     yield from partial_text(6)
     yield Fail("overloaded")
+
+
+def s_key_echo(params: Params) -> Iterator[Op]:
+    # a model repeating the key from its context, in small deltas, then an error that quotes it
+    yield from opening()
+    yield BlockStart(0, "text")
+    yield from stream_pieces(
+        0, ["Your key is ", *fragments(params.credential or "(none)", 5), "."], TOKEN_GAP
+    )
+    yield BlockStop(0)
+    yield Fail("authentication")
+
+
+def s_auth_error_midstream(params: Params) -> Iterator[Op]:
+    yield from partial_text(6)
+    yield Fail("authentication")
 
 
 def s_truncated(params: Params) -> Iterator[Op]:
@@ -419,6 +435,24 @@ _ALL = [
         s_last_fragment_in_finish,
     ),
     Scenario("cache_usage", "Text with cache read and cache write tokens in usage.", s_cache_usage),
+    Scenario(
+        "auth_echo",
+        "HTTP 401 whose error message and x-proxai-received-key header quote the key the request "
+        "carried (as compatible servers do).",
+        s_text,
+        "authentication",
+    ),
+    Scenario(
+        "key_echo",
+        "Text that spells out the request's key in 5-character deltas, then an authentication error "
+        "event quoting it.",
+        s_key_echo,
+    ),
+    Scenario(
+        "auth_error_midstream",
+        "Some text, then an authentication error event whose message quotes the request's key.",
+        s_auth_error_midstream,
+    ),
     Scenario("html_500", "HTTP 502 with an HTML body (a gateway error page).", s_text, "html_500"),
     Scenario(
         "malformed_json", "One event with broken JSON in the middle of a text stream.", s_malformed_json

@@ -263,6 +263,7 @@ class ResponsesWriter:
         full Response object (the SDK's typed model requires every field)."""
         st = self.st
         err = openai_error_object(kind, message)
+        message = err["message"]  # redacted there: an upstream's message can quote its key
         self._emit("error", code=err["code"], message=message, param=None, error=err)
         items = []
         for item in st.items:
