@@ -58,7 +58,7 @@ CASES = [
     Case("observe auth_echo azure-only", C, "auth_echo", False, headers="azure"),
     Case("observe key_echo azure-only", R, "key_echo", True, headers="azure"),
     *(
-        Case(f"env route {r} {s}", c, f"{r}:{s}", st, routed_env=True)
+        Case(f"env route {r} {s}{' streamed' if st else ''}", c, f"{r}:{s}", st, routed_env=True)
         for r, c in (("env-c2a", C), ("env-a2r", A), ("env-r2c", R), ("env-c2c-norm", C), ("env-a2a", A))
         for s, st in (("auth_echo", False), ("auth_echo", True), ("auth_error_midstream", True))
     ),
@@ -72,7 +72,19 @@ CASES = [
         extra=(("x-proxai-stall", "3"), ("x-proxai-time-scale", "0.01")),
     ),
     Case("truncated", C, "truncated", True, extra=(("x-proxai-time-scale", "0"),)),
+    # the guard beside the streamed scrub of a byte-for-byte env route
+    Case(
+        "env route env-a2a guard injection tool_stall",
+        A,
+        "env-a2a:tool_stall",
+        True,
+        extra=(("x-proxai-stall", "3"), ("x-proxai-time-scale", "0.01")),
+        routed_env=True,
+    ),
 ]
+
+
+assert len({c.name for c in CASES}) == len(CASES)  # a finding names its case
 
 
 def _headers(case: Case) -> dict[str, str]:
@@ -189,8 +201,10 @@ def test_no_planted_secret_in_any_output(
                 findings[f"{case.name}: route host received"] = planted.findings(
                     wire, planted.WIRE_CREDENTIALS
                 )
-        guard = flows[next(t for t, c in tags.items() if c.name.startswith("guard"))]
-        assert guard.metadata["proxai"]["extra"]["guard"]["injected"] is True
+        guarded = [flows[t] for t, c in tags.items() if "guard injection" in c.name]
+        assert len(guarded) == 2
+        for guard in guarded:
+            assert guard.metadata["proxai"]["extra"]["guard"]["injected"] is True
         diag_files = list(md.diagnostics_dir.glob("*.json"))
         assert diag_files, "the guard injection wrote no diagnostics file"
         for p in diag_files:
@@ -207,4 +221,8 @@ def test_no_planted_secret_in_any_output(
     # the planted secrets did travel: mitmproxy's own capture holds them (the user's responsibility)
     assert planted.findings(flow_file.read_bytes())
     assert {k: v for k, v in findings.items() if v} == {}
-    assert len(findings) > 4 * len(CASES)
+    # every output of every case was searched: metadata + comment and contentview per case, what the
+    # client received and what the route host got per env case, each diagnostics file, the log, the
+    # report twice and the export's output and three files
+    routed = sum(c.routed_env for c in CASES)
+    assert len(findings) == 2 * len(CASES) + 2 * routed + len(diag_files) + 7

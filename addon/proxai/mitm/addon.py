@@ -45,7 +45,7 @@ from proxai.mitm.faults import FaultAddon
 from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.option_errors import checked_options
 from proxai.mitm.otlp_export import OtlpExport
-from proxai.mitm.routing import Routing
+from proxai.mitm.routing import Routing, client_stream
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
 from proxai.redact import Redactor, redact_url
 from proxai.termsafe import log_safe
@@ -425,11 +425,14 @@ class ProxAI:
             except Exception:
                 logger.warning("proxai: carrier setup hook failed", exc_info=True)
         state.carrier = carrier
+        # On a route that injects an env key the key is scrubbed from what the client gets; every
+        # other flow gets the carrier itself. The keeper keeps what the client got.
+        stream = client_stream(flow.response, state.extra.get("operator_key"), carrier, self.max_decoded)
         if self.keep_body:
             state.kept = keep.KeptBody(self.keep_budget)
-            flow.response.stream = keep.KeepingStream(carrier, state.kept)
+            flow.response.stream = keep.KeepingStream(stream, state.kept)
         else:
-            flow.response.stream = carrier
+            flow.response.stream = stream
 
     @_safe()
     def response(self, flow: http.HTTPFlow) -> None:

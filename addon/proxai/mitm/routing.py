@@ -28,11 +28,13 @@ import orjson
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
+from proxai.decode import Decoder, make_decoder
 from proxai.error_shapes import error_body, http_status_for
-from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
+from proxai.errors import DecodeError, ProxaiError, TranslationError, UpstreamProtocolError
 from proxai.model import ErrorKind, Protocol
 from proxai.redact import REDACTED_B, Redactor, redact_json_value, register_secret
 from proxai.routes import Route, RouteTable, load_routes
+from proxai.scrub import ScrubbingStream, StreamFn
 from proxai.sse import SseScanner
 from proxai.translate import ir
 from proxai.translate.errors import is_error_body, is_failed_body, translate_error
@@ -160,6 +162,9 @@ class Routing:
                 del req.headers[name]
         for name, value in plan.set:
             req.headers[name] = value
+        if key is not None:
+            # an uncompressed reply: the operator's key is scrubbed from its bytes as they stream
+            req.headers["accept-encoding"] = "identity"
         query = req.url.split("?", 1)[1] if "?" in req.url and client is route.protocol else ""
         req.url = route.target_url(credential_free_query(query))
         if translated.body is not body or opts.model is not None:
@@ -325,10 +330,48 @@ def scrub_operator_key(resp: http.Response, key: object) -> None:
     if not isinstance(key, str) or not key:
         return
     secret = key.encode()
-    if any(secret in value for _name, value in resp.headers.fields):
-        resp.headers.fields = tuple((n, v.replace(secret, REDACTED_B)) for n, v in resp.headers.fields)
+    _scrub_headers(resp, secret)
     raw = resp.get_content(strict=False)
     if raw is not None and secret in raw:
         if "content-encoding" in resp.headers:
             del resp.headers["content-encoding"]
         resp.content = raw.replace(secret, REDACTED_B)
+
+
+def _scrub_headers(resp: http.Response, secret: bytes) -> None:
+    if any(secret in value for _name, value in resp.headers.fields):
+        resp.headers.fields = tuple((n, v.replace(secret, REDACTED_B)) for n, v in resp.headers.fields)
+
+
+def client_stream(resp: http.Response, key: object, inner: StreamFn, max_decoded: int) -> StreamFn:
+    """The stream callable the client's bytes come out of, for a streamed reply. On a route that
+    injects an env key (``key``) the key is scrubbed from the reply's headers now and from its
+    bytes as they stream (``proxai/scrub.py``; a compressed reply is decoded first and sent
+    decoded). Every other flow gets ``inner`` itself: no wrapper, the upstream's bytes as they are."""
+    if not isinstance(key, str) or not key:
+        return inner
+    secret = key.encode()
+    _scrub_headers(resp, secret)
+    decoder: Decoder | None = None
+    encoding = resp.headers.get("content-encoding", "")
+    if encoding.strip().lower() not in ("", "identity"):
+        try:
+            decoder = make_decoder(encoding, max_decoded)
+        except DecodeError:
+            decoder = _Undecodable()  # what cannot be read cannot be scrubbed: nothing is sent
+        for name in ("content-encoding", "content-length", "content-md5", "etag"):
+            if name in resp.headers:
+                del resp.headers[name]
+    return ScrubbingStream(inner, secret, REDACTED_B, decoder)
+
+
+class _Undecodable:
+    """The decoder of a content-encoding ProxAI does not know: every piece fails."""
+
+    encoding = "unknown"
+
+    def feed(self, data: bytes) -> bytes:
+        raise DecodeError("unknown content-encoding: the reply cannot be scrubbed")
+
+    def flush(self) -> bytes:
+        return b""
