@@ -17,6 +17,7 @@ from mitmproxy.test import taddons, tflow, tutils
 from proxai.keep import KeepingStream
 from proxai.mitm.addon import ProxAI
 from proxai.mitm.carrier import Carrier
+from proxai.mitm.faults import FaultedStream
 from proxai.redact import REDACTED_B
 from proxai.scrub import ScrubbingStream
 
@@ -160,3 +161,34 @@ def test_a_flow_without_env_key_has_no_wrapper_and_gets_the_upstream_bytes(tctx:
     got = _drive(a, f, WIRE, size)
     assert got == WIRE  # exactly the upstream bytes
     assert f.response.raw_content == WIRE
+
+
+def test_a_fault_goes_under_the_scrub_on_an_env_route(tctx: Any) -> None:
+    """The fault stage sits right over the carrier, under the scrub and the keeper: the client's
+    bytes are the faulted stream's, scrubbed, and the keeper keeps them."""
+    a: ProxAI = tctx.addon
+    tctx.configure(a, proxai_faults="truncate after_events=3")
+    quoted = _event(
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"key {KEY}"}},
+    )
+    start_block = _event(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    )
+    wire = START + start_block + quoted + WIRE[len(START) :]
+    f = _flow("routed")
+    a.request(f)
+    a.faults.request(f)
+    _reply(f)
+    a.responseheaders(f)
+    a.faults.responseheaders(f)
+    assert f.response is not None
+    stream = f.response.stream
+    assert isinstance(stream, KeepingStream) and isinstance(stream.inner, ScrubbingStream)
+    assert isinstance(stream.inner.inner, FaultedStream) and stream.inner.inner.carrier is a.flows[f].carrier
+    got = _drive(a, f, wire, 11)
+    assert got == (START + start_block + quoted).replace(KEY.encode(), REDACTED_B)
+    assert f.response.raw_content == got
+    meta = f.metadata["proxai"]
+    assert meta["extra"]["fault"]["injected"] is True and KEY not in repr(meta)

@@ -38,6 +38,7 @@ from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
 from proxai.mitm.option_errors import checked_options
 from proxai.model import ErrorInfo, ErrorKind, Outcome, StreamSummary
 from proxai.provider_errors import http_error
+from proxai.scrub import ScrubbingStream
 
 if TYPE_CHECKING:
     from proxai.mitm.addon import FlowState
@@ -269,11 +270,14 @@ class FaultAddon:
             return
         state = self.state_of(flow)
         carrier = state.carrier if state is not None else None
+        # the stream callable is the carrier, or wrappers over it that must see what the client
+        # gets (the body keeper, the scrub of an env route's key): the stage goes right over the
+        # carrier, under them
+        keeper: KeepingStream | ScrubbingStream | None = None
         current = flow.response.stream
-        # the stream callable is the carrier, or the body keeper over it (which must keep what the
-        # client gets: the stage goes between the two)
-        keeper = current if isinstance(current, KeepingStream) and current.inner is carrier else None
-        if carrier is None or (current is not carrier and keeper is None):
+        while isinstance(current, (KeepingStream, ScrubbingStream)):
+            keeper, current = current, current.inner
+        if carrier is None or current is not carrier:
             fault.reason = "the response is not a stream ProxAI carries"
             if fault.hold is not None:
                 fault.hold.off = True
