@@ -7,10 +7,13 @@ from typing import Any
 
 from proxai.model import Protocol
 from tests.e2e.harness import PATHS
+from tests.security import planted
 
 A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
 SHORT = {A: "a", C: "c", R: "r"}
 ENV_VAR = {A: "PROXAI_PLANTED_ANTHROPIC_KEY", C: "PROXAI_PLANTED_OPENAI_KEY", R: "PROXAI_PLANTED_AZURE_KEY"}
+# mitmdump's environment: the operator's keys the env routes send
+ENV = {ENV_VAR[A]: planted.ENV_ANTHROPIC, ENV_VAR[C]: planted.ENV_OPENAI, ENV_VAR[R]: planted.ENV_AZURE}
 
 
 def combos() -> list[tuple[str, Protocol, Protocol, bool]]:

@@ -36,9 +36,7 @@ from proxai.mitm.contentview import view
 from proxai.model import Protocol
 from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, running_mitmdump, tag
 from tests.security import planted
-from tests.security.routes import ENV_VAR, A, C, R, request_body, routes_toml
-
-ENV = {ENV_VAR[A]: planted.ENV_ANTHROPIC, ENV_VAR[C]: planted.ENV_OPENAI, ENV_VAR[R]: planted.ENV_AZURE}
+from tests.security.routes import ENV, A, C, R, request_body, routes_toml
 
 
 @dataclass(frozen=True)
@@ -99,14 +97,6 @@ def _query(case: Case) -> str:
         if case.headers == "azure"
         else planted.QUERY
     )
-
-
-@pytest.fixture(scope="module")
-def route_host() -> Iterator[Any]:
-    from proxai.upstream import FakeUpstream
-
-    with FakeUpstream(time_scale=0) as up:
-        yield up
 
 
 @pytest.fixture(scope="module")

@@ -19,18 +19,9 @@ import pytest
 from proxai.model import Protocol
 from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, running_mitmdump, tag
 from tests.security import planted
-from tests.security.routes import ENV_VAR, A, C, R, combos, request_body, route_name, routes_toml
+from tests.security.routes import ENV, A, C, R, combos, request_body, route_name, routes_toml
 
-ENV = {ENV_VAR[A]: planted.ENV_ANTHROPIC, ENV_VAR[C]: planted.ENV_OPENAI, ENV_VAR[R]: planted.ENV_AZURE}
 ENV_KEY = {A: planted.ENV_ANTHROPIC, C: planted.ENV_OPENAI, R: planted.ENV_AZURE}
-
-
-@pytest.fixture(scope="module")
-def route_host() -> Iterator[Any]:
-    from proxai.upstream import FakeUpstream
-
-    with FakeUpstream(time_scale=0) as up:
-        yield up
 
 
 @pytest.fixture(scope="module")
