@@ -1,4 +1,4 @@
-"""``python -m proxai demo``: run the embedded demo (issue 2, "Demo"); see ``proxai.demo``."""
+"""``python -m proxai demo``: run the embedded demo (docs/usage.md, "The demo"); see ``proxai.demo``."""
 
 from __future__ import annotations
 

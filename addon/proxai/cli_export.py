@@ -1,6 +1,6 @@
 """``python -m proxai export IN.flow OUT.flow [--har] [--max-body N]``: a redacted bug-report bundle.
 
-Issue 6 ("Outside mitmproxy": the same redaction as the ``proxai.export`` command): writes
+The same redaction as the ``proxai.export`` command (docs/bug-reports.md): writes
 ``OUT.flow``, ``OUT.summary.json`` (outcomes) and, with ``--har``, ``OUT.har``; secrets removed as
 described in ``docs/bug-reports.md``. A command-line shell over ``proxai.mitm.export``.
 """

@@ -1,9 +1,9 @@
 """``python -m proxai report FILE.flow [--json] [--filter EXPR] [--html OUT] [--csv] [--turns]``: a
 table of the LLM flows of a saved flow file, or the run report (docs/run-report.md).
 
-Issue 6 ("Outside mitmproxy"): protocol, model, outcome, stop reason, tokens, tool calls, timings,
-ending with totals; the diagnostics (recent tail and state, seed 001 ``001_5998ffc26e6ec2b6.txt``)
-of every ``unfinished_tool`` flow. A command-line shell: reading the file is mitmproxy's job
+Protocol, model, outcome, stop reason, tokens, tool calls, timings, ending with totals; the
+diagnostics (recent tail and state, docs/design/outcomes.md) of every ``unfinished_tool`` flow
+(docs/bug-reports.md, "See what you have"). A command-line shell: reading the file is mitmproxy's job
 (``proxai.mitm.flowrows``), the table is ``proxai.report``'s.
 """
 

@@ -1,9 +1,10 @@
 """Incremental, bounded content decoders: gzip, deflate (zlib and raw), br, zstd, identity.
 
-Issue 2: "Upstreams that gzip, deflate, brotli or zstd their SSE must still be observed
-correctly." The carrier (seed 001, "通用 streaming carrier") hands each upstream chunk to a
+Upstreams that gzip, deflate, brotli or zstd their SSE must still be observed correctly. The
+carrier (docs/design/README.md, "Following one chunk") hands each upstream chunk to a
 decoder and gives the DECODED bytes to the observer, while in observe-only mode the client
-still receives the original compressed bytes untouched.
+still receives the original compressed bytes untouched (docs/design/core.md, "Observe-only is
+byte-exact").
 
 Memory is bounded: ``max_output`` caps the decoded bytes a single ``feed()`` / ``flush()``
 may produce (a decompression bomb in one small chunk). Past it the decoder raises

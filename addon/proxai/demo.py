@@ -1,16 +1,13 @@
 """``python -m proxai demo``: the fake upstream, a real mitmdump with the addon, the real SDKs.
 
-Issue 2, "Demo": with no API key and no internet, start the embedded fake upstream and
-``mitmdump -s addon/proxai.py`` (reverse mode to the upstream, flows saved with ``-w``), drive
-the real ``openai`` and ``anthropic`` SDKs through it across the scenarios for all three
-protocols, then read the saved flows back and print how each one ended (seed 001's outcomes:
-completed / closed / error / unfinished_tool).
+The demo (docs/usage.md, "The demo"): with no API key and no internet, start the embedded fake
+upstream and ``mitmdump -s addon/proxai.py`` (reverse mode to the upstream, flows saved with
+``-w``), drive the real ``openai`` and ``anthropic`` SDKs through it across the scenarios for all
+three protocols, then read the saved flows back and print how each one ended (the outcomes completed
+/ closed / error / unfinished_tool of docs/design/outcomes.md).
 
 This is a command-line program (like ``proxai.upstream``, a real component): it starts a
 subprocess and talks over loopback sockets; it reads the flows through ``proxai.mitm``.
-
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the outcomes completed / closed / error /
-unfinished_tool.
 """
 
 from __future__ import annotations

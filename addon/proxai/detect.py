@@ -1,9 +1,9 @@
 """Recognize LLM API requests: which of the three wire protocols a request speaks.
 
-Issue 2, "The addon": recognize LLM flows by the three protocols' paths, Azure OpenAI
-deployment paths, and (in the shell) a mitmproxy filter option for anything else. Seed 001
-("协议处理范围") names the three protocols; the observer for the detected protocol then
-decides completeness (``message_stop`` / ``[DONE]`` / Responses terminal event).
+Recognize LLM flows by the three protocols' paths, Azure OpenAI deployment paths, and (in the shell)
+a mitmproxy filter option for anything else (docs/usage.md, "Which flows are LLM flows"). The
+observer for the detected protocol then decides completeness (``message_stop`` / ``[DONE]`` /
+Responses terminal event).
 
 Paths may carry any base path prefix (``/anthropic/v1/messages``, ``/api/openai/v1/...``)
 and a query string (Azure's ``?api-version=...``). Only ``POST`` creates a message; a

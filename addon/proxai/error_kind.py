@@ -1,13 +1,14 @@
 """Classify an upstream error into an ``ErrorKind`` from the upstream's own words.
 
-Seed 002 (``wrapPromptTooLong``): context-overflow errors are recognized by a fixed list of
+Context-overflow errors are recognized by a fixed list of
 lowercase substrings of the message, so callers need not know each vendor's wording. The same
 idea extends to the other kinds: first the upstream's error type / code (the most reliable
 signal), then the HTTP status, then words in the message. ``upstream_protocol``,
 ``stream_limit`` and the guard's kinds are never guessed here: the observers set them directly.
 
 Also here: ``error_message`` (bounded, with API-key-looking tokens masked) so that no upstream
-error text can grow the metadata without limit or leak a key (TEAM.md "Secrets").
+error text can grow the metadata without limit or leak a key (docs/design/core.md, "Secrets stay
+out"). The kinds and the patterns are listed in docs/metadata.md, "Error kinds".
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from .model import ErrorKind
 from .redact import redact_text
 
-# Seed 002, verbatim: the substrings that mark a prompt-too-long / context-overflow error.
+# The substrings that mark a prompt-too-long / context-overflow error (docs/metadata.md, "Error kinds").
 PROMPT_TOO_LONG_PATTERNS: tuple[str, ...] = (
     "prompt is too long",
     "prompt too long",
@@ -103,7 +104,7 @@ def classify_error(message: str, *, status: int | None = None, type: str | None 
     """The kind of an upstream error, from its type/code, HTTP status and message words.
 
     Order: a rate-limit type or HTTP 429 wins (a rate-limit text about "tokens per minute"
-    is not a long prompt); then seed 002's prompt-too-long patterns (they override the
+    is not a long prompt); then the prompt-too-long patterns (they override the
     generic ``invalid_request_error`` / 400 that vendors use for context overflow); then the
     type/code table (a generic ``server_error`` / ``api_error`` that says "overloaded", or
     comes with 503 / 529, is ``overloaded``); then the status; then message words; else

@@ -1,9 +1,9 @@
 """Error bodies and SSE error events in each protocol's own shape.
 
 One place builds every error ProxAI sends to a client: the guard's injected stream error
-(seed 001 ``BodyAction::InjectAndClose``), a translated upstream error, a rejected request
-(seed 003 ``InvalidPayload`` -> HTTP 400 in the client's protocol). CLIENTS.md says which
-shapes make the official SDKs raise:
+(docs/design/guard.md, "Acting on a verdict"), a translated upstream error, a rejected request
+(HTTP 400 in the client's protocol, docs/translation.md, "What is rejected, and why"). These
+shapes make the official SDKs raise (docs/guard.md, "What the client receives"):
 
 - Anthropic: ``event: error`` + ``{"type":"error","error":{"type","message"}}``.
 - Chat: a data payload with a top-level ``"error"`` object (SDKs raise ``APIError``).

@@ -2,7 +2,7 @@
 
 Every error the core raises on bad input is a ``ProxaiError``. Anything else escaping the
 core is a bug; the mitmproxy shell logs it and keeps the flow and the proxy alive
-(ARCHITECTURE.md, "Error handling").
+(docs/design/core.md, "Errors are typed").
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ class UpstreamProtocolError(ProxaiError):
 
 
 class SemanticStreamError(UpstreamProtocolError):
-    """An inconsistent source stream (seed 000): duplicate start, orphan delta,
-    stop without start, or a delta whose type does not match its block."""
+    """An inconsistent source stream (docs/design/protocol-grammars.md): duplicate start, orphan
+    delta, stop without start, or a delta whose type does not match its block."""
 
 
 class TranslationError(ProxaiError):
-    """Valid input that the target protocol cannot express (seed 003 ``InvalidPayload``).
+    """Valid input that the target protocol cannot express (docs/translation.md, "What is rejected").
 
     ``field`` names the offending location, e.g. ``messages[2].role``.
     """

@@ -1,8 +1,9 @@
-"""Stream guard: pure stall / idle / abnormal-argument decisions (seed 001, ``001_5998ffc26e6ec2b6.txt``).
+"""Stream guard: pure stall / idle / abnormal-argument decisions (docs/design/guard.md).
 
-Seed 001, "tool argument stall 处理": when a streamed tool call's arguments stop progressing or turn out
-abnormal, the observer records a stream error, an SSE error in the client's protocol is injected and the
-stream is closed (``BodyAction::InjectAndClose``). The carrier's "read idle timeout" is the second rule.
+When a streamed tool call's arguments stop progressing or turn out abnormal, the observer records a
+stream error, an SSE error in the client's protocol is injected and the stream is closed (the carrier's
+inject-and-close). An upstream that sends no byte at all for too long (the carrier's read idle timeout)
+is the second rule.
 This module only DECIDES. It reads no clock, arms no timer and knows nothing of mitmproxy: the shell
 passes the observer state and ``now`` (monotonic seconds) and asks two questions:
 

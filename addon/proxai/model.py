@@ -1,8 +1,9 @@
-"""Protocol-neutral types: the stream model of seed 002 and the outcomes of seed 001.
+"""Protocol-neutral types: the stream summary, its usage and the outcomes (docs/design/outcomes.md).
 
 Every observer, whatever its wire protocol, produces a ``StreamSummary``. The summary turns
 into plain JSON-able dicts with ``to_metadata()`` because ``flow.metadata`` only survives
-``-w`` / ``FlowReader`` for dict/list/str/int/float/bool/None (ARCHITECTURE.md).
+``-w`` / ``FlowReader`` for dict/list/str/int/float/bool/None (docs/design/core.md, "Metadata is
+plain JSON").
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class Protocol(StrEnum):
 
 
 class Outcome(StrEnum):
-    """How a flow ended (seed 001 ``ProviderStreamOutcome``)."""
+    """How a flow ended (docs/design/outcomes.md, "The outcome, decided in this order")."""
 
     COMPLETED = "completed"  # the protocol's terminal event arrived
     CLOSED = "closed"  # EOF before the terminal event
@@ -63,7 +64,7 @@ class ErrorKind(StrEnum):
 
 @dataclass(slots=True)
 class Usage:
-    """Seed 002's normalized usage. ``None`` means the upstream never reported that value."""
+    """Normalized usage (docs/metadata.md, "Usage normalization"). ``None``: never reported."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None

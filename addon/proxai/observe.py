@@ -1,10 +1,10 @@
 """The stream observer: the carrier-side half of observation, sans-IO (docs/design/README.md).
 
-Seed 001 ("Stream carrier ... protocol observer"): the carrier owns the bytes, the recent
-16 KiB tail, counts and timing; it scans each chunk exactly once with one ``SseScanner`` and
-hands the events to the protocol state (``proxai.protocols.*``), which owns terminal event,
-tool-call completion and the outcome. ``StreamObserver`` is that carrier state; the mitmproxy
-shell feeds it DECODED body bytes with a ``now`` from its own clock (nothing here reads a
+The carrier and the protocol observer split the work ("Following one chunk"): the carrier owns the
+bytes, the recent 16 KiB tail, counts and timing; it scans each chunk exactly once with one
+``SseScanner`` and hands the events to the protocol state (``proxai.protocols.*``), which owns
+terminal event, tool-call completion and the outcome. ``StreamObserver`` is that carrier state; the
+mitmproxy shell feeds it DECODED body bytes with a ``now`` from its own clock (nothing here reads a
 clock) through ``observe_payloads``, which returns the chunk's events with the protocol state's
 parse of each JSON object in them, for a stream translator (``observe``: the number of events;
 ``feed``: event objects, for tests). ``observe_body`` runs a whole body (non-streamed JSON, or a
@@ -313,7 +313,7 @@ class StreamObserver:
         return self._build(end, final=False)
 
     def diagnostics(self) -> dict[str, Any]:
-        """Seed 001's unfinished-tool diagnostics (tail plus state), as a JSON-able dict."""
+        """Unfinished-tool diagnostics (tail plus state; docs/design/outcomes.md), as a JSON-able dict."""
         s = self.summary()
         return {
             "summary": s.to_metadata(),

@@ -1,9 +1,9 @@
 """A table of LLM flows and their outcomes, with totals: the report CLI, the ``proxai.report``
 command and the summary JSON of an export bundle.
 
-Issue 6 ("Outside mitmproxy": protocol, model, outcome, stop reason, tokens, tool calls, timings,
-ending with totals; for an ``unfinished_tool`` flow the diagnostics: the recent tail and the state).
-The outcomes are seed 001's (``001_5998ffc26e6ec2b6.txt``), with its unfinished-tool diagnostics.
+Protocol, model, outcome, stop reason, tokens, tool calls, timings, ending with totals; for an
+``unfinished_tool`` flow the diagnostics: the recent tail and the state (docs/bug-reports.md). The
+outcomes and the diagnostics are docs/design/outcomes.md's.
 Pure: ``flow.metadata["proxai"]`` dicts and a few plain flow facts in, rows / lines / JSON out.
 """
 
@@ -23,7 +23,7 @@ OUTCOME_ORDER = [str(o) for o in Outcome]
 
 @dataclass(frozen=True, slots=True)
 class Diagnostics:
-    """Seed 001's unfinished-tool diagnostics: the open tool calls (state) and the recent tail."""
+    """Unfinished-tool diagnostics: the open tool calls (state) and the recent tail (outcomes.md)."""
 
     open_tool_calls: list[dict[str, Any]]
     tail: str

@@ -1,4 +1,6 @@
-"""The routes file: which client requests go to which upstream, in which protocol (issue 4).
+"""The routes file: which client requests go to which upstream, in which protocol.
+
+The rules and the schema are in docs/translation.md, "Routes file".
 
 A TOML file (option ``proxai_routes``), validated with pydantic. A bad file raises
 ``ConfigError`` whose message names the line and the field. Minimal form::

@@ -1,7 +1,8 @@
 """Incremental SSE scanner (WHATWG "event stream interpretation") and encoder.
 
-Seed 001: the scanner lives in the observer and each chunk is scanned exactly once.
-ARCHITECTURE.md: the cost must be linear in the bytes. A partial line is kept as a list of
+The rules are docs/design/scanner.md's. The scanner lives in the observer and each chunk is scanned
+exactly once (docs/design/README.md, "Following one chunk"), and the cost must be linear in the
+bytes (docs/design/core.md, "Bounded and linear"). A partial line is kept as a list of
 pieces and only the newly fed bytes are searched for line terminators, so a multi-megabyte
 ``response.completed`` line read in hundreds of small pieces is never re-scanned or
 re-concatenated per read. Line and event sizes are bounded: past the limit the scanner

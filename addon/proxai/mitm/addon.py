@@ -1,8 +1,8 @@
 """The ProxAI mitmproxy addon: detect LLM flows, carry their streams, record how they ended.
 
-Issue 2, "The addon"; seed 001 (001_5998ffc26e6ec2b6.txt): ``pipeline/upstream_response.rs``
-decides whether a response is SSE and hands it to the protocol's streaming handling; the
-carrier wraps the byte stream; ``on_stream_finished`` emits the outcome. Here:
+The addon decides whether a response is SSE and hands it to the protocol's streaming handling;
+the carrier wraps the byte stream; the end of the stream emits the outcome
+(docs/design/README.md, "Following one chunk"). Here:
 
 - ``request``: detect the protocol (paths, Azure paths, or the ``proxai_filter`` option with a
   ``proxai_protocol`` hint / body sniffing); remember the start time; ``route_request`` is the
@@ -127,10 +127,10 @@ class ProxAI:
         self.flows: weakref.WeakKeyDictionary[http.HTTPFlow, FlowState] = weakref.WeakKeyDictionary()
         # Hooks for other parts of ProxAI (guard): called with each new carrier.
         self.carrier_setup: list[Callable[[http.HTTPFlow, Carrier], None]] = []
-        # The stream guard (issue 3): a child addon (options, start-up check) + a carrier setup hook.
+        # The stream guard (docs/guard.md): a child addon (options, start-up check) + a carrier setup hook.
         self.guard = GuardAddon()
         self.carrier_setup.append(self.guard.setup)
-        # Visibility (issue 6): the ProxAI contentview, proxai.export / proxai.report commands.
+        # Visibility (docs/design/visibility.md): the contentview, proxai.export / proxai.report.
         self.visibility = Visibility()
         # Fault injection (docs/agent-testing.md): a child addon; it marks the summaries it shaped.
         self.faults = FaultAddon(self.flows.get)
@@ -143,7 +143,7 @@ class ProxAI:
         self.otlp = OtlpExport()
         self.on_record.append(self.otlp.record)
         self.addons = [self.guard, self.visibility, self.faults, self.otlp]
-        # Routing + request/JSON translation (issue 4): option proxai_routes.
+        # Routing + request/JSON translation (docs/translation.md): option proxai_routes.
         self.routing = Routing()
 
     # -- options --------------------------------------------------------------------------------

@@ -1,13 +1,14 @@
 """The visibility addon: the "ProxAI" contentview and the ``proxai.export`` / ``proxai.report``
 commands, with their options.
 
-Issue 6 ("In mitmproxy itself": contentview, commands, options with help text). The main addon
+Visibility in mitmproxy itself (docs/design/visibility.md): contentview, commands, options with help
+text. The main addon
 includes this one (``ProxAI.addons``), so ``mitmdump -s addon/proxai.py`` gets it too. Conventions
 after ``mitmproxy/addons/savehar.py``: options in ``load``, validated in ``configure``,
 ``@command.command("proxai.<verb>")``, ``logging.getLogger(__name__)``.
 
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the report shows each flow's outcome and the
-unfinished-tool diagnostics (open tool calls, recent tail).
+Rule: the report shows each flow's outcome and the unfinished-tool diagnostics (open tool calls,
+recent tail; docs/design/outcomes.md).
 """
 
 from __future__ import annotations

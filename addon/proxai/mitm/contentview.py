@@ -1,10 +1,10 @@
 """The "ProxAI" mitmproxy contentview: an LLM request or response shown as what it means.
 
-Issue 6 ("In mitmproxy itself"): chosen automatically for LLM flows (SSE and JSON bodies, requests and
+docs/contentview.md: chosen automatically for LLM flows (SSE and JSON bodies, requests and
 responses) in ``mitmproxy``, ``mitmweb`` and ``mitmdump --flow-detail 3``. A response shows the
 assembled message (text, reasoning, tool calls with pretty-printed arguments, usage, stop reason,
 outcome, error / stall details); a request shows the conversation. On a translated flow both sides
-are shown. The outcomes are seed 001's (``001_5998ffc26e6ec2b6.txt``).
+are shown. The outcomes are docs/design/outcomes.md's; the rules of the view are docs/design/visibility.md's.
 
 mitmproxy 12 contentview API (``mitmproxy/contentviews/_api.py``): a ``Contentview`` has ``name``,
 ``syntax_highlight``, ``prettify(data, metadata)`` and ``render_priority(data, metadata)``; it is

@@ -1,10 +1,10 @@
 """Unfinished-tool diagnostics: a local JSON report of the recent stream tail and the state.
 
-Seed 001 (001_5998ffc26e6ec2b6.txt, "unfinished tool diagnostics"): the observer keeps the last
+docs/design/outcomes.md, "Unfinished-tool diagnostics": the observer keeps the last
 16 KiB of stream bytes (``recent_tail``); when the outcome is ``UnfinishedTool`` a local
 diagnostics JSON is written from that tail, to see whether the terminal event or the
-arguments-done event was missing. "诊断数据就近拥有": the observer owns the tail, this module
-only writes the report.
+arguments-done event was missing. The data lives where it is seen: the observer owns the tail,
+this module only writes the report.
 
 The report holds the tail as text (invalid UTF-8 replaced), the summary and the open tool
 calls. It NEVER holds request or response headers, query strings or bodies, and all of it goes

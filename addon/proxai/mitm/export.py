@@ -1,18 +1,17 @@
 """The bug-report bundle: redacted copies of flows as a ``.flow`` file, optionally HAR, plus a summary
 JSON of the outcomes.
 
-Issue 6 ("Commands": ``proxai.export FLOWS PATH``; "Outside mitmproxy": ``python -m proxai export``)
-and the team rule that secrets never appear in exports. Every place a flow can hold a secret is
-rewritten through ``proxai.redact``: request and response headers and trailers (auth headers, API
-keys, cookies), the URL (query, userinfo), bodies (JSON keys, SSE data, forms, credential-shaped
-tokens anywhere), ``flow.metadata``, the comment, the error message and WebSocket messages. The
-original flows are never modified: the bundle is made of copies.
+The ``proxai.export FLOWS PATH`` command and ``python -m proxai export`` (docs/bug-reports.md), and the
+rule that secrets never appear in exports (docs/design/core.md, "Secrets stay out"). Every place a flow
+can hold a secret is rewritten through ``proxai.redact``: request and response headers and trailers
+(auth headers, API keys, cookies), the URL (query, userinfo), bodies (JSON keys, SSE data, forms,
+credential-shaped tokens anywhere), ``flow.metadata``, the comment, the error message and WebSocket
+messages. The original flows are never modified: the bundle is made of copies.
 
 Files written for ``PATH`` (``.flow`` suffix optional): ``<base>.flow``, ``<base>.summary.json`` and,
 when asked, ``<base>.har``.
 
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the unfinished-tool diagnostics travel with the
-bundle, redacted.
+Rule: the unfinished-tool diagnostics (docs/design/outcomes.md) travel with the bundle, redacted.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Read a saved ``.flow`` file back: the ProxAI metadata of each LLM flow.
 
-Issue 2, "Demo": the demo saves annotated flows with ``mitmdump -w`` and prints a table from
+The demo (docs/usage.md, "The demo") saves annotated flows with ``mitmdump -w`` and prints a table from
 them, read back with mitmproxy's ``FlowReader`` (only ``proxai.mitm`` imports mitmproxy).
 
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), the outcome of each saved flow (completed / closed /
-error / unfinished_tool).
+Rule: the outcome of each saved flow (completed / closed / error / unfinished_tool,
+docs/design/outcomes.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """mitmproxy flows -> report rows (``proxai.report``), and ``.flow`` file reading.
 
-Issue 6 ("Outside mitmproxy": ``python -m proxai report FILE.flow``). A flow recorded by the addon
+``python -m proxai report FILE.flow`` (docs/bug-reports.md, "See what you have"). A flow recorded by the addon
 carries its summary in ``flow.metadata["proxai"]``; a flow without one (saved by a mitmproxy without
 ProxAI) is observed now from its stored body with the same observers, so a ``.flow`` read back gives
-the same kind of row. Unfinished-tool diagnostics (seed 001, ``001_5998ffc26e6ec2b6.txt``) are read
+the same kind of row. Unfinished-tool diagnostics (docs/design/outcomes.md) are read
 from the file the addon wrote when it still exists, else rebuilt from the stored body.
 
 A flow file can come from someone else, and the diagnostics path in its metadata is theirs to choose

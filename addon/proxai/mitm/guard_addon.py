@@ -1,8 +1,8 @@
 """The guard in the mitmproxy shell: options, one ``FlowGuard`` per streamed LLM flow, the timer.
 
-Seed 001 (``001_5998ffc26e6ec2b6.txt``): the carrier checks the tool-argument / idle rules on every
-chunk and injects an SSE error and closes (``BodyAction::InjectAndClose``); the read idle timeout of the
-stream carrier covers a totally silent upstream. ``proxai.guard`` decides (pure); this module wires it:
+docs/design/guard.md: the carrier checks the tool-argument / idle rules on every chunk and injects an
+SSE error and closes (inject-and-close); the read idle timeout of the stream carrier covers a totally
+silent upstream. ``proxai.guard`` decides (pure); this module wires it:
 
 - data-driven: a ``Carrier.on_chunk`` hook runs ``guard.check`` after each upstream chunk; a verdict
   makes the carrier append the error (client protocol) and close; ``injection.end_stream`` then ends the

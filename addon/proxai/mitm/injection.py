@@ -1,10 +1,10 @@
 """Ending a streamed response while the upstream is silent: ALL mitmproxy-internal knowledge of ProxAI.
 
-Seed 001 (``001_5998ffc26e6ec2b6.txt``, "tool argument stall 处理" / ``BodyAction::InjectAndClose``): when
-the guard gives up on a stream, an SSE error goes to the client and the stream is closed. While upstream
-bytes flow, the carrier does that inside ``flow.response.stream``. When the upstream is totally silent no
-chunk will ever call our code, so this module reaches into mitmproxy's HTTP layer (ARCHITECTURE.md,
-"mitmproxy facts we verified"; docs/guard.md):
+docs/design/guard.md, "Acting on a verdict" (inject-and-close): when the guard gives up on a stream, an
+SSE error goes to the client and the stream is closed. While upstream bytes flow, the carrier does that
+inside ``flow.response.stream``. When the upstream is totally silent no chunk will ever call our code, so
+this module reaches into mitmproxy's HTTP layer (docs/guard.md, "mitmproxy internals used, and the degrade
+path"):
 
 1. ``end_stream(flow)`` hands ``proxyserver.inject_event`` a ``ProxaiEndStream`` event (a
    ``MessageInjected`` subclass, so the stock layers pass it down to the ``HttpLayer``).

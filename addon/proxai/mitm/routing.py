@@ -1,4 +1,4 @@
-"""The mitmproxy side of routing and non-streamed translation (issue 4, seed 003 (003_ddeb0f29c782f12f.txt)).
+"""The mitmproxy side of routing and non-streamed translation (docs/translation.md).
 
 The addon calls ``Routing.request`` from its ``request`` hook (after detection) and
 ``Routing.translate_body`` from its ``response`` hook (after the upstream body was observed):
