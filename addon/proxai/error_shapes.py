@@ -3,7 +3,7 @@
 One place builds every error ProxAI sends to a client: the guard's injected stream error
 (docs/design/guard.md, "Acting on a verdict"), a translated upstream error, a rejected request
 (HTTP 400 in the client's protocol, docs/translation.md, "What is rejected, and why"). These
-shapes make the official SDKs raise (docs/guard.md, "What the client receives"):
+shapes make the official SDKs raise (docs/design/clients.md; docs/guard.md, "What the client receives"):
 
 - Anthropic: ``event: error`` + ``{"type":"error","error":{"type","message"}}``.
 - Chat: a data payload with a top-level ``"error"`` object (SDKs raise ``APIError``).
