@@ -47,7 +47,7 @@ gzip                         text with content-encoding gzip
 agent                        a call of a declared tool, then a final answer (agent mode)
 ===========================  ================================================================
 
-Rules: docs/design/upstream.md ("What realistic covers": the situations a real upstream
+Rules: docs/design/upstream.md ("Realistic scenarios": the situations a real upstream
 produces, among them the five paths every provider test covers: success, error, cancel,
 parallel tool calls, truncated tail).
 """

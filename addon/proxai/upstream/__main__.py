@@ -3,7 +3,7 @@
 The fake upstream runs standalone for the demo and for manual poking with curl or the SDKs
 (``base_url=http://127.0.0.1:9000`` for anthropic, ``.../v1`` for openai), so the five
 provider-test paths (success, error, cancel, parallel tool calls, truncated tail) can be played
-by hand (docs/design/upstream.md, "What realistic covers").
+by hand (docs/design/upstream.md, "Realistic scenarios").
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ and ``tool`` (id + name, arguments streamed as JSON fragments). Blocks may inter
 parallel tool-call scenario), each renderer keeps them apart by index.
 
 Rules: docs/design/upstream.md, "One script, three protocols" (the ops mirror the
-protocol-neutral stream model: text, tool call, usage, done, error) and "What realistic covers".
+protocol-neutral stream model: text, tool call, usage, done, error) and "Realistic scenarios".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The fake upstream's scripted scenarios, as protocol-neutral data.
 
-What a realistic LLM upstream does (docs/design/upstream.md, "What realistic covers"):
+What a realistic LLM upstream does (docs/design/upstream.md, "Realistic scenarios"):
 plain text, parallel tool calls with interleaved argument deltas, thinking, ``max_tokens``, a
 mid-stream error, truncation, HTTP errors, slow tokens, stalls inside tool arguments with and
 without keepalives, compressed bodies, and transport faults (resets, drops). Each scenario here
@@ -10,7 +10,7 @@ Messages, OpenAI Chat Completions and OpenAI Responses, streamed and non-streame
 
 Delays are in seconds of a real model; the server multiplies them by its ``time_scale``.
 
-Rules: docs/design/upstream.md, "What realistic covers": the list above, and every
+Rules: docs/design/upstream.md, "Realistic scenarios": the list above, and every
 provider-test path (success, error, cancel, parallel tool calls, truncated tail) is a scenario.
 """
 
