@@ -151,6 +151,7 @@ class Content:
     stop: str | None  # StopClass value, content_filter counted as refusal
     usage: tuple[int | None, int | None]  # input incl. cache, output
     reasoning: str
+    citations: tuple[str, ...]  # the URLs the text cites
 
 
 def content(protocol: Protocol, r: sdk.Reading) -> Content:
@@ -169,7 +170,7 @@ def content(protocol: Protocol, r: sdk.Reading) -> Content:
         stop = StopClass.REFUSAL
     calls = tuple((i, n, _args(a)) for i, n, a in r.calls)
     read = r.verdict in ("accepted", "incomplete")
-    return Content(r.text, calls, stop.value if read else None, usage, r.reasoning)
+    return Content(r.text, calls, stop.value if read else None, usage, r.reasoning, tuple(r.citations))
 
 
 @dataclass
@@ -207,7 +208,7 @@ def check_mode(stream: Stream, ref: sdk.Reading, client: Protocol) -> ModeResult
     }
     diffs = [
         f"{name}: {getattr(have, name)!r:.80} != {getattr(want, name)!r:.80}"
-        for name in ("text", "calls", "stop", "usage", "reasoning")
+        for name in ("text", "calls", "stop", "usage", "reasoning", "citations")
         if not lost.get(name) and getattr(have, name) != getattr(want, name)
     ]
     return ModeResult(mode, "differs" if diffs else "equal", "; ".join(diffs))

@@ -50,6 +50,7 @@ class Reading:
     text: str = ""
     reasoning: str = ""
     server_items: int = 0  # server-side tool blocks / items (web search, code execution, ...)
+    citations: list[str] = field(default_factory=list)  # the URLs the text cites, in order
 
     @property
     def ok(self) -> bool:
@@ -117,6 +118,11 @@ def _anthropic(body: bytes) -> Reading:
         t = b.get("type")
         if t == "text":
             out.text += b.get("text") or ""
+            out.citations += [
+                c["url"]
+                for c in b.get("citations") or []
+                if c.get("type") == "web_search_result_location" and c.get("url")
+            ]
         elif t == "thinking":
             out.reasoning += b.get("thinking") or ""
         elif t == "tool_use":
@@ -153,6 +159,11 @@ def _chat(body: bytes) -> Reading:
         for key in ("reasoning_content", "reasoning"):
             if isinstance(msg.get(key), str):
                 out.reasoning += msg[key]
+        out.citations = [
+            (a.get("url_citation") or {}).get("url")
+            for a in msg.get("annotations") or []
+            if a.get("type") == "url_citation" and (a.get("url_citation") or {}).get("url")
+        ]
         for tc in msg.get("tool_calls") or []:
             fn = tc.get("function") or {}
             out.calls.append((tc.get("id"), fn.get("name"), fn.get("arguments") or ""))
@@ -197,6 +208,11 @@ def _responses(body: bytes) -> Reading:
         if t == "message":
             for p in it.get("content") or []:
                 out.text += p.get("text") or p.get("refusal") or ""
+                out.citations += [
+                    a["url"]
+                    for a in p.get("annotations") or []
+                    if a.get("type") == "url_citation" and a.get("url")
+                ]
         elif t == "reasoning":
             out.reasoning += "".join(
                 p.get("text") or "" for p in (it.get("summary") or []) + (it.get("content") or [])

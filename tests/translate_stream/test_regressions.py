@@ -637,3 +637,81 @@ def test_openrouter_reasoning_details_are_kept_for_chat_and_mapped_for_the_other
     ]  # fmt: skip
     fr = validate_responses(run(C, R, body))
     assert (fr.thinking, fr.signature, fr.redacted, fr.text) == ("think", "c2ln", ["ZW5j"], "answer")
+
+
+def _a_cited(text: str, url: str) -> bytes:
+    cite = {
+        "type": "web_search_result_location",
+        "url": url,
+        "title": "T",
+        "cited_text": text,
+        "encrypted_index": "x",
+    }
+    return b.a("content_block_delta", index=1, delta={"type": "citations_delta", "citation": cite})
+
+
+def test_web_citations_reach_every_client_with_their_spans() -> None:
+    """Anthropic cites a whole text block: a Chat client gets a ``url_citation`` over that block's
+    span of ``content``, a Responses client one over its part."""
+    body = (
+        b.a_start()
+        + b.a("content_block_start", index=0, content_block={"type": "text", "text": ""})
+        + b.a_text(0, "Weather: ")
+        + b.a("content_block_stop", index=0)
+        + b.a("content_block_start", index=1, content_block={"type": "text", "text": "", "citations": []})
+        + _a_cited("sunny", "https://w.example/sf")
+        + b.a_text(1, "sunny")
+        + b.a("content_block_stop", index=1)
+        + b.a_end()
+    )
+    chat = SDKS[C](run(A, C, body)).choices[0].message
+    assert chat.content == "Weather: sunny"
+    assert [a.model_dump() for a in chat.annotations] == [
+        {
+            "type": "url_citation",
+            "url_citation": {"url": "https://w.example/sf", "title": "T", "start_index": 9, "end_index": 14},
+        }
+    ]
+    resp = SDKS[R](run(A, R, body))
+    notes = [(p.text, [a.model_dump() for a in p.annotations]) for it in resp.output for p in it.content]
+    assert notes == [
+        ("Weather: ", []),
+        ("sunny", [{"type": "url_citation", "url": "https://w.example/sf", "title": "T", "start_index": 0,
+                    "end_index": 5}]),
+    ]  # fmt: skip
+    again = SDKS[A](run(A, A, body))
+    assert again.content[1].citations[0].encrypted_index == "x"  # normalize keeps Anthropic's own
+
+
+def test_responses_url_citation_reaches_anthropic_with_its_cited_text() -> None:
+    r = b.R()
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    note = {
+        "type": "url_citation",
+        "url": "https://w.example/a",
+        "title": "A",
+        "start_index": 4,
+        "end_index": 9,
+    }
+    done = {**part, "text": "See paris.", "annotations": [note]}
+    loc = {"output_index": 0, "item_id": "msg_1", "content_index": 0}
+    closed = {**msg, "status": "completed", "content": [done]}
+    body = (
+        r.created()
+        + r.ev("response.output_item.added", output_index=0, item=msg)
+        + r.ev("response.content_part.added", **loc, part=part)
+        + r.ev("response.output_text.delta", **loc, delta="See paris.")
+        + r.ev("response.output_text.annotation.added", **loc, annotation_index=0, annotation=note)
+        + r.ev("response.content_part.done", **loc, part=done)
+        + r.ev("response.output_item.done", output_index=0, item=closed)
+        + r.completed([closed])
+    )
+    final = SDKS[A](run(R, A, body))
+    cites = [c.model_dump() for c in final.content[0].citations]
+    want = {"type": "web_search_result_location", "url": "https://w.example/a", "title": "A"}
+    assert cites == [{**want, "cited_text": "paris", "encrypted_index": ""}]
+    chat = SDKS[C](run(R, C, body)).choices[0].message
+    assert [
+        (a.url_citation.url, a.url_citation.start_index, a.url_citation.end_index) for a in chat.annotations
+    ] == [("https://w.example/a", 4, 9)]

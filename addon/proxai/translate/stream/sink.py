@@ -18,6 +18,11 @@ the same protocol (normalize mode) re-emits it verbatim with its own indexes; a 
 protocol leaves it out and counts it (``Carried`` in ``metadata()``), so the rest of the answer
 still reaches the client.
 
+A web citation of a text block (Anthropic ``citations_delta`` with a
+``web_search_result_location``, a Responses ``url_citation`` annotation, a Chat ``annotations``
+entry) has a counterpart in every protocol: ``citation`` carries it in neutral terms, with the
+source's own form for a writer of the same protocol.
+
 Usage is carried in one neutral form: ``input`` counts ALL prompt tokens (cached or not, as
 OpenAI's ``prompt_tokens``); ``cache_read`` / ``cache_write`` are subsets of it, kept
 apart.
@@ -49,6 +54,21 @@ class TokenUsage:
         if self.input is None and self.output is None:
             return None
         return (self.input or 0) + (self.output or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A web source the text of one block cites. ``start`` / ``end``: the cited span in that
+    block's text (characters), ``None`` when the citation covers the block (Anthropic's).
+    ``raw``: the source protocol's own form, written as it came by a writer of ``protocol``."""
+
+    url: str
+    title: str | None
+    cited_text: str
+    start: int | None
+    end: int | None
+    protocol: Protocol
+    raw: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +118,10 @@ class Sink(TypingProtocol):
 
     def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
         """An event of an open opaque block, or an unmodelled delta of a modelled one (a
-        ``citations_delta``), as ``protocol`` sent it."""
+        ``citations_delta`` of a document), as ``protocol`` sent it."""
+
+    def citation(self, key: BlockKey, citation: Citation) -> None:
+        """A web citation of the open text block ``key``."""
 
     def end(self, stop: Stop, usage: TokenUsage) -> None: ...
 

@@ -20,11 +20,13 @@ message, that never started) are accepted ONLY when ``lifecycle_free`` is set (n
 seed 004); otherwise they are orphan deltas.
 
 Blocks and deltas the neutral vocabulary does not model (server tool use and its results, MCP
-blocks, compaction, tool search results, a ``citations_delta``, ...) are handed to the sink as
-opaque Anthropic content: normalize mode writes them as they came, another protocol's writer
-leaves them out and counts them. A message that arrives whole in ``message_start`` (its content
-and ``stop_reason`` set, ``message_stop`` with no ``message_delta``: the continuation of a
-programmatic tool call, which the SDKs accept) is carried as if its blocks had streamed.
+blocks, compaction, tool search results, a document's ``citations_delta``, ...) are handed to the
+sink as opaque Anthropic content: normalize mode writes them as they came, another protocol's
+writer leaves them out and counts them. A web citation (``citations_delta`` with a
+``web_search_result_location``) is a ``Citation``, which every protocol can carry. A message
+that arrives whole in ``message_start`` (its content and ``stop_reason`` set, ``message_stop``
+with no ``message_delta``: the continuation of a programmatic tool call, which the SDKs accept)
+is carried as if its blocks had streamed.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from proxai.model import Protocol
 from proxai.protocols.machine import as_dict, as_int, as_str
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
-from proxai.translate.stream.sink import BlockKind, DeltaKind, Sink, Stop, TokenUsage
+from proxai.translate.stream.sink import BlockKind, Citation, DeltaKind, Sink, Stop, TokenUsage
 
 from .common import DEFAULT_MAX_TOOL_ARGS, PayloadValue, ToolArgs, classify, load_object
 
@@ -307,8 +309,15 @@ class AnthropicSource:
         if kind != want:
             raise SemanticStreamError(f"{dtype} inside a {kind} block (index {idx})")
         carried = _DELTA_FIELD.get(dtype)
-        if carried is None:  # citations_delta: Anthropic content, opaque to the neutral vocabulary
-            self.sink.opaque_event(idx, _A, delta)
+        if carried is None:  # citations_delta: a web citation, or another kind (documents)
+            cite = as_dict(delta.get("citation"))
+            url = as_str(cite.get("url"))
+            if cite.get("type") == "web_search_result_location" and url:
+                title = as_str(cite.get("title"))
+                cited = as_str(cite.get("cited_text")) or ""
+                self.sink.citation(idx, Citation(url, title, cited, None, None, _A, delta))
+            else:
+                self.sink.opaque_event(idx, _A, delta)
         else:
             field, sink_kind = carried
             value = delta.get(field)

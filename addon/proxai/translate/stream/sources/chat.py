@@ -37,7 +37,7 @@ from proxai.model import Protocol
 from proxai.protocols.machine import as_dict, as_int, as_list, as_str
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
-from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Sink, Stop, TokenUsage
+from proxai.translate.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Sink, Stop, TokenUsage
 
 from .common import DEFAULT_MAX_TOOL_ARGS, PayloadValue, ToolArgs, classify, load_object, text_of
 
@@ -211,6 +211,9 @@ class ChatSource:
                     "non-string delta reasoning cannot be translated", f"choices[0].delta.{field}"
                 )
             self._think(reasoning, field)
+        notes = delta.get("annotations")
+        if notes and isinstance(notes, list):
+            self._annotations(notes)
         details = delta.get("reasoning_details")
         if details and isinstance(details, list):
             self._reasoning_details(details, bool(reasoning))
@@ -237,6 +240,26 @@ class ChatSource:
                 raise UpstreamProtocolError("delta.tool_calls is not an array")
             for call in calls:
                 self._tool(as_dict(call))
+
+    def _annotations(self, notes: list[Any]) -> None:
+        """``annotations`` of the message (OpenAI's search models, OpenRouter's web plugin): each
+        ``url_citation`` cites the text; another kind has no counterpart (left out, counted)."""
+        if TEXT_KEY not in self._open:  # they may come before the text (OpenRouter)
+            self._open.append(TEXT_KEY)
+            self.sink.block_start(TEXT_KEY, "text")
+        for entry in notes:
+            note = as_dict(entry)
+            cite = as_dict(note.get("url_citation"))
+            url = as_str(cite.get("url"))
+            if note.get("type") == "url_citation" and url:
+                start, end = as_int(cite.get("start_index")), as_int(cite.get("end_index"))
+                cited = as_str(cite.get("content")) or ""
+                self.sink.citation(
+                    TEXT_KEY,
+                    Citation(url, as_str(cite.get("title")), cited, start, end, Protocol.OPENAI_CHAT, note),
+                )
+            else:
+                self.sink.opaque_event(TEXT_KEY, Protocol.OPENAI_CHAT, {**note, "type": "annotation"})
 
     def _think(self, text: str, field: str) -> None:
         """Reasoning text; ``field`` (the delta field it came in) names the thinking block, so

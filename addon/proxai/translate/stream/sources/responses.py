@@ -15,7 +15,8 @@ that is a ``SemanticStreamError``. ``response.completed`` / ``response.incomplet
 stream; ``error`` and ``response.failed`` are upstream errors. Other item types (hosted tools,
 MCP, shell and patch calls, compaction, ...), their events, and the annotations of text parts are
 handed to the sink as opaque Responses content: normalize mode writes them as they came, another
-protocol's writer leaves them out and counts them.
+protocol's writer leaves them out and counts them; a ``url_citation`` annotation is a
+``Citation``, which every protocol can carry (its ``cited_text`` the span of the part's text).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from proxai.model import Protocol
 from proxai.protocols.machine import as_dict, as_int, as_str
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
-from proxai.translate.stream.sink import BlockKey, DeltaKind, Sink, Stop, TokenUsage
+from proxai.translate.stream.sink import BlockKey, Citation, DeltaKind, Sink, Stop, TokenUsage
 from proxai.translate.stream.textparts import keep
 
 from .common import DEFAULT_MAX_BUFFER, PayloadValue, classify, load_object
@@ -174,7 +175,17 @@ class ResponsesSource:
         elif etype == "response.output_text.annotation.added":
             key = (item_id, as_int(obj.get("content_index")) or 0)
             if key in self._open_parts:
-                self.sink.opaque_event(key, _R, obj)
+                note = as_dict(obj.get("annotation"))
+                url = as_str(note.get("url"))
+                if note.get("type") == "url_citation" and url:
+                    start, end = as_int(note.get("start_index")), as_int(note.get("end_index"))
+                    text = "".join(self._open_parts[key])
+                    cited = text[start:end] if start is not None and end is not None else ""
+                    self.sink.citation(
+                        key, Citation(url, as_str(note.get("title")), cited, start, end, _R, obj)
+                    )
+                else:
+                    self.sink.opaque_event(key, _R, obj)
 
     def _keep(self, acc: list[str], text: str) -> None:
         self._kept += keep(acc, text)  # bytes really held (proxai.translate.stream.textparts)

@@ -18,7 +18,7 @@ from proxai.error_shapes import error_event
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
 from proxai.translate.stream.foreign import Foreign
-from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
+from proxai.translate.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage
 
 from . import output
 from .state import AnthropicState
@@ -74,6 +74,21 @@ class AnthropicWriter:
             self.foreign.event(key, payload)
             return
         self.out.append(output.raw_block_delta(self.st.index_of[key], payload))
+
+    def citation(self, key: BlockKey, citation: Citation) -> None:
+        """A ``citations_delta`` of the text block: as it came from Anthropic, else a
+        ``web_search_result_location`` (its ``encrypted_index`` exists only at Anthropic)."""
+        delta = citation.raw
+        if citation.protocol is not Protocol.ANTHROPIC_MESSAGES:
+            location = {
+                "type": "web_search_result_location",
+                "url": citation.url,
+                "title": citation.title,
+                "cited_text": citation.cited_text,
+                "encrypted_index": "",
+            }
+            delta = {"type": "citations_delta", "citation": location}
+        self.out.append(output.raw_block_delta(self.st.index_of[key], delta))
 
     def block_stop(self, key: BlockKey) -> None:
         if self.foreign.stop(key):

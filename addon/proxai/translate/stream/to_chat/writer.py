@@ -16,7 +16,7 @@ from proxai.error_shapes import error_event
 from proxai.model import ErrorKind, Protocol
 from proxai.translate.stream import stops
 from proxai.translate.stream.foreign import Foreign
-from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
+from proxai.translate.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage
 
 from . import output
 from .state import ChatState
@@ -32,7 +32,7 @@ _ARGS_TAIL = output.ARGS_TAIL
 class ChatWriter:
     protocol = Protocol.OPENAI_CHAT
 
-    __slots__ = ("created", "foreign", "frames", "include_usage", "out", "st")
+    __slots__ = ("chars", "citations", "created", "foreign", "frames", "include_usage", "out", "st", "starts")
 
     def __init__(self, *, created: int = 0, include_usage: bool = True, strict: bool = False) -> None:
         self.foreign = Foreign(strict=strict)
@@ -42,6 +42,12 @@ class ChatWriter:
         self.include_usage = include_usage
         # Pre-serialized delta chunk heads (``output.content_frame`` / ``args_frame``), by block.
         self.frames: dict[BlockKey, bytes] = {}
+        # Web citations: the characters of ``content`` so far, where each text block started and
+        # ended, and the annotations written with the finish chunk (one list: the SDK merges a
+        # later ``annotations`` delta only by an ``index`` the entries do not have).
+        self.chars = 0
+        self.starts: dict[BlockKey, tuple[int, int | None]] = {}
+        self.citations: list[tuple[BlockKey, Citation]] = []
 
     def take(self) -> bytes:
         out = b"".join(self.out)
@@ -76,9 +82,15 @@ class ChatWriter:
         elif kind != "redacted_thinking":
             field = b"refusal" if kind == "refusal" else b"content"
             self.frames[key] = output.content_frame(st.prefix, field)
+            if kind == "text":
+                self.starts[key] = (self.chars, None)
 
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
-        if kind in {"text", "thinking"}:
+        if kind == "text":
+            self.out.append(self.frames[key] + _dumps(text) + _CHOICE_TAIL)
+            if key in self.starts:
+                self.chars += len(text)
+        elif kind == "thinking":
             self.out.append(self.frames[key] + _dumps(text) + _CHOICE_TAIL)
         elif kind == "args":
             self.out.append(self.frames[key] + _dumps(text) + _ARGS_TAIL)
@@ -101,14 +113,40 @@ class ChatWriter:
                 return
         self.foreign.event(key, payload)
 
+    def citation(self, key: BlockKey, citation: Citation) -> None:
+        self.citations.append((key, citation))
+
+    def _annotations(self) -> list[dict[str, Any]]:
+        """The citations as Chat ``url_citation`` annotations, their spans in ``content``."""
+        out: list[dict[str, Any]] = []
+        for key, c in self.citations:
+            if c.protocol is Protocol.OPENAI_CHAT:
+                out.append(c.raw)
+                continue
+            begin, end = self.starts.get(key, (0, None))
+            block_end = self.chars if end is None else end
+            span = {
+                "url": c.url,
+                "title": c.title or "",
+                "start_index": begin + (c.start or 0),
+                "end_index": block_end if c.end is None else begin + c.end,
+            }
+            out.append({"type": "url_citation", "url_citation": span})
+        return out
+
     def block_stop(self, key: BlockKey) -> None:
         if self.foreign.stop(key):
             return
+        begin = self.starts.get(key)
+        if begin is not None:
+            self.starts[key] = (begin[0], self.chars)
         self.frames.pop(key, None)  # Chat has no block end; no delta follows (the Sink contract)
 
     def end(self, stop: Stop, usage: TokenUsage) -> None:
         st = self.st
         finish = stops.to_chat(stop.cls, refusal_streamed=st.refusal_streamed)
+        if self.citations:
+            self.out.append(output.chunk(st.prefix, {"annotations": self._annotations()}))
         self.out.append(output.chunk(st.prefix, {}, finish))
         if self.include_usage:
             self.out.append(output.usage_chunk(st.prefix, usage))

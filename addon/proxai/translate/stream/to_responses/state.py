@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxai.translate.ir import CallShape
-from proxai.translate.stream.sink import BlockKey, BlockKind, TokenUsage
+from proxai.translate.stream.sink import BlockKey, BlockKind, Citation, TokenUsage
 
 
 class ItemIdAllocator:
@@ -46,6 +46,7 @@ class Item:
     done: bool = False
     raw: dict[str, Any] | None = None  # opaque: the upstream's item as it came (its .done once done)
     annotations: list[Any] = field(default_factory=list)  # text: url_citation and other annotations
+    citations: list[Citation] = field(default_factory=list)  # text: another protocol's, written at its end
     delta_format: bytes = b""  # its delta event, pre-serialized but for seq and delta (output.delta_format)
 
 

@@ -39,7 +39,7 @@ from proxai.model import ErrorKind, Protocol
 from proxai.translate.call_shapes import CallShapes, freeform_input
 from proxai.translate.stream import stops
 from proxai.translate.stream.foreign import Foreign
-from proxai.translate.stream.sink import BlockKey, BlockKind, DeltaKind, Stop, TokenUsage
+from proxai.translate.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage
 from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 from proxai.translate.stream.textparts import RUN, SLOT, SMALL, join_run, sizeof
 
@@ -200,6 +200,14 @@ class ResponsesWriter:
             item.annotations.append(fields.get("annotation"))
         self._emit(etype, **fields)
 
+    def citation(self, key: BlockKey, citation: Citation) -> None:
+        """A ``url_citation`` of the text part: as it came from Responses; from another protocol
+        at the part's end, when its text (and so a whole-block span) is known."""
+        if citation.protocol is Protocol.OPENAI_RESPONSES:
+            self.opaque_event(key, citation.protocol, citation.raw)
+        else:
+            self.by_key[key].citations.append(citation)
+
     def block_stop(self, key: BlockKey) -> None:
         if self.foreign.stop(key):
             return
@@ -238,6 +246,22 @@ class ResponsesWriter:
         elif item.kind in _DONE_EVENTS:
             etype, field = _DONE_EVENTS[item.kind]
             text = "".join(item.parts)
+            for c in item.citations:
+                note = {
+                    "type": "url_citation",
+                    "url": c.url,
+                    "title": c.title or "",
+                    "start_index": 0 if c.start is None else c.start,
+                    "end_index": len(text) if c.end is None else c.end,
+                }
+                self._emit(
+                    "response.output_text.annotation.added",
+                    **loc,
+                    content_index=0,
+                    annotation_index=len(item.annotations),
+                    annotation=note,
+                )
+                item.annotations.append(note)
             extra: dict[str, object] = {"logprobs": []} if item.kind == "text" else {}
             self._emit(etype, **loc, content_index=0, **{field: text}, **extra)
             self._emit("response.content_part.done", **loc, content_index=0, part=output.part(item, True))
