@@ -140,13 +140,15 @@ def test_codex_to_anthropic() -> None:
     tools = {t["name"]: t for t in b["tools"]}
     assert list(tools) == [
         "exec_command", "write_stdin", "request_user_input", "apply_patch", "view_image",
-        "get_goal", "create_goal", "update_goal", "tool_search",
+        "get_goal", "create_goal", "update_goal", "tool_search", "web_search",
     ]  # fmt: skip
     # the freeform apply_patch becomes a tool with one string argument, its grammar told
     assert tools["apply_patch"]["input_schema"]["required"] == ["input"]
     assert "*** Begin Patch" in tools["apply_patch"]["description"]
     assert tools["tool_search"]["input_schema"]["required"] == ["query"]
-    assert out.notes == ("tools[9]: hosted tool 'web_search' left out (the target cannot run it)",)
+    # Codex's hosted web search is Anthropic's web search server tool
+    assert tools["web_search"] == {"type": "web_search_20250305", "name": "web_search"}
+    assert out.notes == ()
     assert out.ignored == ("client_metadata", "include", "prompt_cache_key", "store", "text.verbosity")
 
 
@@ -168,14 +170,16 @@ def test_strict_translation_refuses_the_hosted_tool_codex_declares() -> None:
     naming the field, where the default leaves it out with a note."""
     body = json.loads((FIXTURES / "codex-0.171.0.turn1.json").read_text())
     with pytest.raises(TranslationError) as err:
-        translate_request(body, R, A, RequestOptions(strict=True))
+        translate_request(body, R, C, RequestOptions(strict=True))
     assert err.value.field == "tools[9]"
     assert err.value.reason == (
-        "hosted tool 'web_search' cannot be translated (the target cannot run it; strict translation)"
+        "web search tool cannot be translated "
+        "(Chat Completions has no server-side search; strict translation)"
     )
+    assert translate_request(body, R, A, RequestOptions(strict=True)).notes == ()  # Anthropic searches
 
 
-SERVER_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
+SERVER_CODE = {"type": "code_execution_20250522", "name": "code_execution"}
 
 
 @pytest.mark.parametrize("target", [C, R])
@@ -185,16 +189,45 @@ def test_a_forced_server_tool_is_refused_up_front(target: Protocol) -> None:
     body: dict[str, Any] = {
         "model": "claude-x",
         "max_tokens": 100,
+        "messages": [{"role": "user", "content": "compute"}],
+        "tools": [SERVER_CODE],
+    }
+    out = translate_request(body, A, target)
+    assert out.notes == (
+        "tools[0]: server tool 'code_execution_20250522' left out (OpenAI APIs cannot run it)",
+    )
+    assert "tools" not in out.body
+    with pytest.raises(TranslationError) as err:
+        translate_request({**body, "tool_choice": {"type": "tool", "name": "code_execution"}}, A, target)
+    assert err.value.field == "tool_choice.name"
+    assert err.value.reason == (
+        "tool_choice forces 'code_execution', the server tool 'code_execution_20250522' of tools[0]: "
+        "OpenAI APIs cannot run it"
+    )
+
+
+SERVER_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
+
+
+def test_the_web_search_is_offered_where_the_target_searches() -> None:
+    """Anthropic's web search server tool and Responses' web_search tool are the same offer;
+    Chat has no search (left out, noted), and forcing the search is refused up front."""
+    body: dict[str, Any] = {
+        "model": "claude-x",
+        "max_tokens": 100,
         "messages": [{"role": "user", "content": "news?"}],
         "tools": [SERVER_SEARCH],
     }
-    out = translate_request(body, A, target)
-    assert out.notes == ("tools[0]: server tool 'web_search_20250305' left out (OpenAI APIs cannot run it)",)
-    assert "tools" not in out.body
-    with pytest.raises(TranslationError) as err:
-        translate_request({**body, "tool_choice": {"type": "tool", "name": "web_search"}}, A, target)
-    assert err.value.field == "tool_choice.name"
-    assert err.value.reason == (
-        "tool_choice forces 'web_search', the server tool 'web_search_20250305' of tools[0]: "
-        "OpenAI APIs cannot run it"
+    out = translate_request(body, A, R)
+    assert out.body["tools"] == [{"type": "web_search"}]
+    assert out.notes == ("tools[0].max_uses: the target's web search has no such setting; not sent",)
+    back = translate_request(
+        {"model": "m", "input": "news?", "tools": [{"type": "web_search_preview"}]}, R, A
     )
+    assert back.body["tools"] == [{"type": "web_search_20250305", "name": "web_search"}] and back.notes == ()
+    chat = translate_request(body, A, C)
+    assert "tools" not in chat.body
+    assert chat.notes == ("tools[0]: web search tool left out (Chat Completions has no server-side search)",)
+    with pytest.raises(TranslationError) as err:
+        translate_request({**body, "tool_choice": {"type": "tool", "name": "web_search"}}, A, R)
+    assert err.value.field == "tool_choice.name"

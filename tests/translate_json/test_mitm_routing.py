@@ -330,12 +330,12 @@ def test_strict_translation_refuses_the_offer_and_errors_on_content(tctx: Any, h
     if how == "option":
         tctx.configure(a, proxai_strict_translation=True)
         model = "via-responses-1"
-    search = {"type": "web_search_20250305", "name": "web_search"}
-    f = _streamed(a, model, b"", tools=[search])
+    code = {"type": "code_execution_20250522", "name": "code_execution"}
+    f = _streamed(a, model, b"", tools=[code])
     assert f.response is not None and f.response.status_code == 400
     err = json.loads(f.response.content or b"")
     assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
-    assert "tools[0]: server tool 'web_search_20250305' cannot be translated" in err["error"]["message"]
+    assert "tools[0]: server tool 'code_execution_20250522' cannot be translated" in err["error"]["message"]
     assert f.metadata["proxai"]["route"]["rejected"]["field"] == "tools[0]"
 
     f = _streamed(a, model, build.r_searched_answer())

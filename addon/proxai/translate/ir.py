@@ -182,6 +182,20 @@ class Reasoning:
 
 
 @dataclass(frozen=True, slots=True)
+class WebSearch:
+    """The provider's own web search, declared by the client (Anthropic ``web_search_20250305``,
+    Responses ``web_search``): Anthropic and Responses both run one; Chat has none."""
+
+    at: str  # the client's field, ``tools[2]``
+    name: str = "web_search"  # the name a tool_choice forces it by (Anthropic)
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()  # Anthropic only
+    user_location: dict[str, object] | None = None  # {type: approximate, city, region, country, timezone}
+    max_uses: int | None = None  # Anthropic only
+    context_size: str | None = None  # Responses only: search_context_size
+
+
+@dataclass(frozen=True, slots=True)
 class LeftOut:
     """A declared tool the target cannot provide: an offer, left out of the translated request
     with a note (or refused under strict translation). ``name`` is the name a ``tool_choice``
@@ -220,6 +234,7 @@ class RequestIR:
     json_object: bool = False  # JSON mode without a schema (Chat json_object, Responses json_object)
     ignored: tuple[str, ...] = ()  # client fields that are hints with no target meaning
     left_out: tuple[LeftOut, ...] = ()  # offers left out (hosted tools the target cannot provide)
+    web_search: WebSearch | None = None  # the provider's web search, offered to the target's
 
 
 # ---- responses -------------------------------------------------------------------------

@@ -156,7 +156,10 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
     system = _system(req.system)
     messages = tuple(_message(m, i) for i, m in enumerate(req.messages))
     left_out: list[ir.LeftOut] = []
-    tools = tuple(t for i, raw in enumerate(req.tools or []) if (t := _tool(raw, i, left_out)) is not None)
+    searches: list[ir.WebSearch] = []
+    tools = tuple(
+        t for i, raw in enumerate(req.tools or []) if (t := _tool(raw, i, left_out, searches)) is not None
+    )
     effort, json_schema, json_at = _output(req.output_config, req.output_format)
     tool_choice, parallel = _tool_choice(req.tool_choice)
     user = None
@@ -182,6 +185,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         json_schema_at=json_at,
         ignored=ignored,
         left_out=tuple(left_out),
+        web_search=searches[0] if searches else None,
     )
 
 
@@ -289,16 +293,36 @@ def _document(doc: _Document, at: str) -> ir.DocumentPart:
     raise TranslationError(f"document source type {s.type!r} cannot be translated", f"{at}.source.type")
 
 
-def _tool(raw: dict[str, Any], i: int, left_out: list[ir.LeftOut]) -> ir.ToolDef | None:
+def _tool(
+    raw: dict[str, Any], i: int, left_out: list[ir.LeftOut], searches: list[ir.WebSearch]
+) -> ir.ToolDef | None:
     """A client tool; a server tool (``web_search_20250305``, ...) the OpenAI APIs cannot run
     is an offer left out, with a note. ``defer_loading`` (the tool's schema is shown to the
     model only once a tool search found it) has no OpenAI form: the tool is offered outright."""
     at = f"tools[{i}]"
     t = validate(_Tool, raw, at)
+    if t.type is not None and t.type.startswith("web_search_") and not searches:
+        searches.append(
+            ir.WebSearch(
+                at,
+                t.name,
+                allowed_domains=_strings(raw.get("allowed_domains")),
+                blocked_domains=_strings(raw.get("blocked_domains")),
+                user_location=raw.get("user_location")
+                if isinstance(raw.get("user_location"), dict)
+                else None,
+                max_uses=raw.get("max_uses") if type(raw.get("max_uses")) is int else None,
+            )
+        )
+        return None
     if t.type not in (None, "custom"):
         left_out.append(ir.LeftOut(at, f"server tool {t.type!r}", "OpenAI APIs cannot run it", t.name))
         return None
     return ir.ToolDef(t.name, at, t.description, t.input_schema or {"type": "object", "properties": {}})
+
+
+def _strings(v: object) -> tuple[str, ...]:
+    return tuple(x for x in v if isinstance(x, str)) if isinstance(v, list) else ()
 
 
 def _tool_choice(raw: dict[str, Any] | None) -> tuple[ir.ToolChoice | None, bool | None]:

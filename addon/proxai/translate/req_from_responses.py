@@ -173,7 +173,11 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         system.append(ir.TextPart(req.instructions, "instructions"))
     left_out: list[ir.LeftOut] = []
     tools: list[ir.ToolDef] = []
+    search: ir.WebSearch | None = None
     for i, raw_tool in enumerate(req.tools or []):
+        if search is None and raw_tool.get("type") in WEB_SEARCH_TYPES:
+            search = _web_search(raw_tool, f"tools[{i}]")
+            continue
         tools.extend(_tool(raw_tool, f"tools[{i}]", left_out))
     messages: list[ir.Message] = []
     if isinstance(req.input, str):
@@ -215,6 +219,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         json_schema_at="text.format",
         ignored=tuple(sorted(ignored)),
         left_out=tuple(left_out),
+        web_search=search,
     )
 
 
@@ -393,6 +398,25 @@ def _tool(
         ]
     left_out.append(ir.LeftOut(at, f"hosted tool {t.type!r}", "the target cannot run it"))
     return []
+
+
+#: The Responses web search tool's types (the preview and dated names are the same search).
+WEB_SEARCH_TYPES = frozenset(
+    {"web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"}
+)
+
+
+def _web_search(raw: dict[str, Any], at: str) -> ir.WebSearch:
+    filters = raw.get("filters")
+    domains = filters.get("allowed_domains") if isinstance(filters, dict) else None
+    location = raw.get("user_location")
+    size = raw.get("search_context_size")
+    return ir.WebSearch(
+        at,
+        allowed_domains=tuple(d for d in domains if isinstance(d, str)) if isinstance(domains, list) else (),
+        user_location=location if isinstance(location, dict) else None,
+        context_size=size if isinstance(size, str) else None,
+    )
 
 
 def _tool_choice(raw: str | dict[str, Any] | None) -> ir.ToolChoice | None:

@@ -56,8 +56,8 @@ def render_request(req: ir.RequestIR, opts: ir.RequestOptions, dropped: dict[str
         body["stream"] = True
     if req.json_schema is not None or req.json_object:
         raise TranslationError("Anthropic Messages has no structured output format", req.json_schema_at)
-    if req.tools:
-        body["tools"] = [_tool(t) for t in req.tools]
+    if req.tools or req.web_search is not None:
+        body["tools"] = [_tool(t) for t in req.tools] + _web_search(req.web_search)
     choice = _tool_choice(req.tool_choice, req.parallel_tool_calls)
     if choice is not None:
         body["tool_choice"] = choice
@@ -194,6 +194,22 @@ def _tool(t: ir.ToolDef) -> dict[str, Any]:
         out["description"] = t.description
     out["input_schema"] = t.parameters if t.parameters is not None else {"type": "object", "properties": {}}
     return out
+
+
+def _web_search(ws: ir.WebSearch | None) -> list[dict[str, Any]]:
+    """The client's web search as Anthropic's ``web_search_20250305`` server tool."""
+    if ws is None:
+        return []
+    out: dict[str, Any] = {"type": "web_search_20250305", "name": "web_search"}
+    if ws.allowed_domains:
+        out["allowed_domains"] = list(ws.allowed_domains)
+    if ws.blocked_domains:
+        out["blocked_domains"] = list(ws.blocked_domains)
+    if ws.user_location is not None:
+        out["user_location"] = ws.user_location
+    if ws.max_uses is not None:
+        out["max_uses"] = ws.max_uses
+    return [out]
 
 
 def _tool_choice(tc: ir.ToolChoice | None, parallel: bool | None) -> dict[str, Any] | None:

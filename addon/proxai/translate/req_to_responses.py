@@ -51,8 +51,8 @@ def render_request(req: ir.RequestIR, opts: ir.RequestOptions, dropped: dict[str
         raise TranslationError("the Responses API has no stop sequences", req.stop_at)
     if req.stream:
         body["stream"] = True
-    if req.tools:
-        body["tools"] = [_tool(t) for t in req.tools]
+    if req.tools or req.web_search is not None:
+        body["tools"] = [_tool(t) for t in req.tools] + _web_search(req.web_search)
     if req.tool_choice is not None:
         body["tool_choice"] = _tool_choice(req.tool_choice)
     if req.parallel_tool_calls is not None and req.tools:
@@ -173,6 +173,20 @@ def _tool(t: ir.ToolDef) -> dict[str, Any]:
     out["parameters"] = t.parameters if t.parameters is not None else {"type": "object", "properties": {}}
     out["strict"] = bool(t.strict)
     return out
+
+
+def _web_search(ws: ir.WebSearch | None) -> list[dict[str, Any]]:
+    """The client's web search as Responses' ``web_search`` tool."""
+    if ws is None:
+        return []
+    out: dict[str, Any] = {"type": "web_search"}
+    if ws.allowed_domains:
+        out["filters"] = {"allowed_domains": list(ws.allowed_domains)}
+    if ws.user_location is not None:
+        out["user_location"] = ws.user_location
+    if ws.context_size is not None:
+        out["search_context_size"] = ws.context_size
+    return [out]
 
 
 def _tool_choice(tc: ir.ToolChoice) -> str | dict[str, Any]:

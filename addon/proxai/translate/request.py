@@ -10,7 +10,7 @@ mitm layer answers it with a 400 in the client's protocol and sends nothing upst
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -78,6 +78,7 @@ def translate_request(
         capped = cap_output_tokens(out, target, opts)
         return TranslatedRequest(capped[0], bool(body.get("stream")), model, notes=capped[1])
     parsed = _PARSERS[client](body)
+    parsed, search_notes = _web_search(parsed, target)
     _refuse_what_cannot_be_given(parsed, opts)
     dropped: dict[str, int] = {}
     rendered, cap_notes = cap_output_tokens(_RENDERERS[target](parsed, opts, dropped), target, opts)
@@ -87,7 +88,7 @@ def translate_request(
         model,
         dropped,
         parsed.ignored,
-        tuple(x.note for x in parsed.left_out) + cap_notes,
+        tuple(x.note for x in parsed.left_out) + search_notes + cap_notes,
         shapes_of(parsed.tools),
     )
 
@@ -122,6 +123,33 @@ def cap_output_tokens(
             out["thinking"] = {**thinking, "budget_tokens": lowered}
             notes += (f"thinking.budget_tokens: {budget} lowered to {lowered}, below max_tokens {limit}",)
     return out, notes
+
+
+def _web_search(req: ir.RequestIR, target: Protocol) -> tuple[ir.RequestIR, tuple[str, ...]]:
+    """The client's web search for ``target``: Anthropic and Responses run one (a setting the
+    target has no field for is noted); Chat has none, so it is an offer left out."""
+    ws = req.web_search
+    if ws is None:
+        return req, ()
+    if target is Protocol.OPENAI_CHAT:
+        gone = ir.LeftOut(ws.at, "web search tool", "Chat Completions has no server-side search", ws.name)
+        return replace(req, web_search=None, left_out=(*req.left_out, gone)), ()
+    choice = req.tool_choice
+    if choice is not None and choice.mode == "tool" and choice.name == ws.name:
+        raise TranslationError(
+            "a tool_choice that forces the web search cannot be translated", f"{choice.at}.name"
+        )
+    unmapped = {
+        "blocked_domains": bool(ws.blocked_domains) and target is not Protocol.ANTHROPIC_MESSAGES,
+        "max_uses": ws.max_uses is not None and target is not Protocol.ANTHROPIC_MESSAGES,
+        "search_context_size": ws.context_size is not None and target is not Protocol.OPENAI_RESPONSES,
+    }
+    notes = tuple(
+        f"{ws.at}.{k}: the target's web search has no such setting; not sent"
+        for k, v in unmapped.items()
+        if v
+    )
+    return req, notes
 
 
 def _refuse_what_cannot_be_given(req: ir.RequestIR, opts: ir.RequestOptions) -> None:
