@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -30,6 +30,7 @@ from typing import Any
 SOURCE = "genai-prices"
 CURRENCY = "USD"  # genai-prices prices every model in US dollars
 ANTHROPIC = "anthropic_messages"
+NOTE_PREFIX = "cost: "  # every note this module writes starts with it
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +153,35 @@ def amount(meta: Mapping[str, Any]) -> float | None:
         v = c.get("amount")
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
+    return None
+
+
+def total(amounts: Sequence[float | None]) -> dict[str, Any]:
+    """The cost of many flows: the sum of the priced ones, and how many had no price."""
+    priced = [a for a in amounts if a is not None]
+    return {
+        "amount": round(sum(priced), 12) if priced else None,
+        "currency": CURRENCY,
+        "priced_flows": len(priced),
+        "unpriced_flows": len(amounts) - len(priced),
+    }
+
+
+def total_text(amounts: Sequence[float | None]) -> str:
+    """``$0.001315``, ``$0.001315 (1 flow without a price)``, ``- (2 flows without a price)``."""
+    t = total(amounts)
+    n = t["unpriced_flows"]
+    unpriced = f" ({n} flow{'s' if n != 1 else ''} without a price)" if n else ""
+    return format_amount(t["amount"]) + unpriced
+
+
+def note(meta: Mapping[str, Any]) -> str | None:
+    """Why a flow has no price: its cost note (``extra.notes``), without the ``cost: `` prefix."""
+    extra = meta.get("extra")
+    notes = extra.get("notes") if isinstance(extra, Mapping) else None
+    for n in notes if isinstance(notes, list) else []:
+        if isinstance(n, str) and n.startswith(NOTE_PREFIX):
+            return n[len(NOTE_PREFIX) :]
     return None
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from proxai.cost import format_amount
+from proxai.cost import format_amount, total_text
 from proxai.run import Message, Run, Turn
 
 MAX_TEXT = 20_000  # characters of one text shown; the rest is counted
@@ -286,10 +286,8 @@ def _timeline(run: Run) -> str:
 def _totals(run: Run) -> str:
     tot = run.totals()
     verdicts = ", ".join(f"{n} {LABELS.get(v, v)}" for v, n in tot["verdicts"].items()) or "none"
-    c = tot["cost"]
-    cost = format_amount(c["amount"])
-    if c["unpriced_flows"]:
-        cost += f' <span class="muted">({_count(c["unpriced_flows"], "flow")} without a price)</span>'
+    amounts = [None if t.cost is None else float(t.cost["amount"]) for t in run.turns]
+    cost = total_text(amounts)
     rows = [
         ("flows", f"{tot['flows']} ({_e(verdicts)})"),
         ("duration", _secs(tot["duration_s"])),
@@ -299,7 +297,7 @@ def _totals(run: Run) -> str:
             f"{tot['cache_read_tokens']} cache read · {tot['cache_write_tokens']} cache write",
         ),
         ("tool calls", str(tot["tool_calls"])),
-        ("cost", cost),
+        ("cost", _e(cost)),
     ]
     return (
         '<table class="totals" id="totals">'

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from proxai import cost
 from proxai.errors import ProxaiError
 from proxai.model import StreamSummary
 from proxai.sse import SseScanner
@@ -176,6 +177,8 @@ def usage_lines(meta: Mapping[str, Any]) -> list[str]:
             if usage.get(key) is not None:
                 tokens.append(f"{name} {usage[key]}")
         lines.append("tokens: " + " · ".join(tokens))
+    if "cost" in meta:
+        lines.append("cost: " + cost_text(meta))
     timing = meta.get("timing")
     if isinstance(timing, Mapping) and any(v is not None for v in timing.values()):
         lines.append(
@@ -202,6 +205,18 @@ def usage_lines(meta: Mapping[str, Any]) -> list[str]:
         ident.append(f"stop {_dash(stop)} ({_dash(meta.get('stop_class'))})")
     lines.append(" · ".join(ident))
     return lines
+
+
+def cost_text(meta: Mapping[str, Any]) -> str:
+    """``$0.000345 (anthropic claude-sonnet-4-5, genai-prices 0.2.3)``, or ``- (why)`` unpriced."""
+    c = meta.get("cost")
+    amount = cost.amount(meta)
+    if amount is None or not isinstance(c, Mapping):
+        why = cost.note(meta)
+        return "-" + (f" ({terminal_safe(why)})" if why else "")
+    source = " ".join(str(c[k]) for k in ("source", "version") if c.get(k))
+    who = " ".join(str(c[k]) for k in ("provider", "model") if c.get(k))
+    return terminal_safe(f"{cost.format_amount(amount)} ({who}, {source})")
 
 
 def error_lines(meta: Mapping[str, Any]) -> list[str]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxai import cost
 from proxai.model import Outcome
 from proxai.redact import redact_text, redact_url
 from proxai.verdict import protocol_label
@@ -54,6 +55,7 @@ class ReportRow:
     total_s: float | None
     diagnostics: Diagnostics | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    cost: dict[str, Any] | None = None  # the summary's ``cost`` (docs/cost.md), None unpriced
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +79,7 @@ class ReportRow:
             "tool_calls": self.tool_names,
             "timing": {"first_token_s": self.first_token_s, "total_s": self.total_s},
             "diagnostics": None if self.diagnostics is None else self.diagnostics.to_json(),
+            "cost": self.cost,
         }
 
 
@@ -155,7 +158,12 @@ def make_row(
         first_token_s=_float(timing.get("first_token_s")),
         total_s=_float(timing.get("total_s")),
         diagnostics=diagnostics,
+        cost=dict(meta["cost"]) if cost.amount(meta) is not None else None,
     )
+
+
+def _amount(r: ReportRow) -> float | None:
+    return None if r.cost is None else float(r.cost["amount"])
 
 
 def totals(rows: Sequence[ReportRow]) -> dict[str, Any]:
@@ -171,6 +179,7 @@ def totals(rows: Sequence[ReportRow]) -> dict[str, Any]:
         "output_tokens": sum(r.output_tokens or 0 for r in rows),
         "total_tokens": sum(r.total_tokens or 0 for r in rows),
         "tool_calls": sum(len(r.tool_names) for r in rows),
+        "cost": cost.total([_amount(r) for r in rows]),
     }
 
 
@@ -186,8 +195,11 @@ def _s(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}s"
 
 
-HEADERS = ["#", "protocol", "model", "status", "outcome", "stop", "in", "out", "tools", "ttft", "total"]
-RIGHT = {"#", "status", "in", "out", "ttft", "total"}
+HEADERS = [
+    *("#", "protocol", "model", "status", "outcome", "stop"),
+    *("in", "out", "cost", "tools", "ttft", "total"),
+]
+RIGHT = {"#", "status", "in", "out", "cost", "ttft", "total"}
 
 
 def _cells(r: ReportRow) -> list[str]:
@@ -204,6 +216,7 @@ def _cells(r: ReportRow) -> list[str]:
         r.stop_reason or "-",
         _n(r.input_tokens),
         _n(r.output_tokens),
+        cost.format_amount(_amount(r)),
         tools,
         _s(r.first_token_s),
         _s(r.total_s),
@@ -228,7 +241,8 @@ def table_lines(rows: Sequence[ReportRow]) -> list[str]:
     outcomes = ", ".join(f"{n} {o}" for o, n in t["outcomes"].items()) or "none"
     lines.append(
         f"total: {t['flows']} flow{'s' if t['flows'] != 1 else ''} ({outcomes}) · "
-        f"tokens {t['input_tokens']} in / {t['output_tokens']} out · {t['tool_calls']} tool calls"
+        f"tokens {t['input_tokens']} in / {t['output_tokens']} out · {t['tool_calls']} tool calls · "
+        f"cost {cost.total_text([_amount(r) for r in rows])}"
     )
     for r in rows:
         if r.diagnostics is None:

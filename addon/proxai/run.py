@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from proxai import cost as pricing
 from proxai import verdict
 from proxai.redact import Redactor
 
@@ -107,7 +108,6 @@ class Run:
         def tokens(key: str) -> int:
             return sum(t.usage.get(key) or 0 for t in self.turns)
 
-        priced = [t.cost["amount"] for t in self.turns if t.cost is not None]
         starts = [t.offset_s for t in self.turns if t.offset_s is not None]
         ends = [t.offset_s + (t.total_s or 0) for t in self.turns if t.offset_s is not None]
         return {
@@ -118,12 +118,7 @@ class Run:
             "cache_read_tokens": tokens("cache_read_tokens"),
             "cache_write_tokens": tokens("cache_write_tokens"),
             "tool_calls": sum(len(t.tool_calls) for t in self.turns),
-            "cost": {
-                "amount": round(sum(priced), 12) if priced else None,
-                "currency": "USD",
-                "priced_flows": len(priced),
-                "unpriced_flows": len(self.turns) - len(priced),
-            },
+            "cost": pricing.total([None if t.cost is None else t.cost["amount"] for t in self.turns]),
             "duration_s": round(max(ends) - min(starts), 6) if starts else None,
         }
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from proxai import cost
 from proxai.model import Outcome, Protocol, StopClass
 from proxai.termsafe import escape
 from proxai.translate import stop_reasons
@@ -230,10 +231,16 @@ def fault_label(meta: Mapping[str, Any]) -> str:
     return f"injected fault {_str(str(fault.get('fault')))}"
 
 
+def price_text(meta: Mapping[str, Any]) -> str | None:
+    """The flow's price (``$0.000345``), or None when it has none (the view says why)."""
+    amount = cost.amount(meta)
+    return None if amount is None else cost.format_amount(amount)
+
+
 def comment_line(meta: Mapping[str, Any]) -> str:
     """The one-line ``flow.comment``, verdict first (a narrow comment column still shows it):
-    ``truncated (max_tokens) · anthropic claude-sonnet-4-5 · 25 in/8 out``; an injected fault
-    is named right after the verdict."""
+    ``truncated (max_tokens) · anthropic claude-sonnet-4-5 · 25 in/8 out · $0.000195``; an injected
+    fault is named right after the verdict."""
     parts = [verdict_text(meta)]
     fault = fault_label(meta)
     if fault:
@@ -243,6 +250,9 @@ def comment_line(meta: Mapping[str, Any]) -> str:
     tokens = _tokens(meta)
     if tokens:
         parts.append(tokens)
+    price = price_text(meta)
+    if price:
+        parts.append(price)
     n = len(_tools(meta))
     if n:
         parts.append(f"{n} tool call{'s' if n != 1 else ''}")
@@ -265,8 +275,8 @@ DUMP_STYLE: dict[str, dict[str, Any]] = {
 
 def dump_line(meta: Mapping[str, Any]) -> str:
     """mitmdump's line for an LLM flow that ended: protocol, model, verdict (upper case when it is
-    not a success, so it stands out without colour too), tokens, time to first token, duration.
-    ``proxai chat gpt-4.1 · TRUNCATED (length) · 25 in/8 out · ttft 0.12s · 1.50s``."""
+    not a success, so it stands out without colour too), tokens, cost, time to first token, duration.
+    ``proxai chat gpt-4.1 · TRUNCATED (length) · 25 in/8 out · $0.000114 · ttft 0.12s · 1.50s``."""
     model = _str(meta.get("model"))
     head = "proxai " + protocol_label(meta) + (f" {model}" if model else "")
     text = verdict_text(meta)
@@ -276,6 +286,9 @@ def dump_line(meta: Mapping[str, Any]) -> str:
     timing = meta.get("timing") if isinstance(meta.get("timing"), Mapping) else {}
     assert isinstance(timing, Mapping)
     parts = [head, text, *filter(None, [fault_label(meta)]), _tokens(meta) or "- tokens"]
+    price = price_text(meta)
+    if price:
+        parts.append(price)
     n = len(_tools(meta))
     if n:
         parts.append(f"{n} tool call{'s' if n != 1 else ''}")

@@ -185,7 +185,8 @@ def test_streamed_chat_completed(tctx: Any, chunk: int) -> None:
     assert m["counts"]["events"] == 6 and m["counts"]["bytes"] == len(CHAT_TEXT)
     assert m["carrier"]["client_bytes"] == m["carrier"]["upstream_bytes"] == len(CHAT_TEXT)
     assert m["original_url"].endswith("/v1/chat/completions") and m["detected_by"] == "path"
-    assert f.comment == "completed (stop) · chat gpt-4o · 11 in/3 out"
+    # gpt-4o at $2.50 / $10 per million tokens: 11 * 2.5e-6 + 3 * 1e-5
+    assert f.comment == "completed (stop) · chat gpt-4o · 11 in/3 out · $0.0000575"
     assert f.marked == ""
     json.dumps(m)  # plain JSON types only: survives -w / FlowReader
 

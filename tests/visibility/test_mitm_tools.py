@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from proxai import cost
 from proxai.mitm.flowrows import write_flows
 from proxai.model import Protocol
 from tests.e2e.harness import free_port, stop_process
@@ -263,7 +264,9 @@ DUMP_CASES = [
 ]
 DUMP_LINES = [
     "proxai chat gpt-4.1 · completed (tool_calls) · 25 in/26 out · 2 tool calls · ttft 1.50s · 1.50s",
-    "proxai anthropic claude-sonnet-4-5 · TRUNCATED (max_tokens) · 25 in/8 out · ttft 1.50s · 1.50s",
+    # recorded with its cost (claude-sonnet-4-5 at $3 / $15 per million tokens: 25 * 3e-6 + 8 * 1.5e-5)
+    "proxai anthropic claude-sonnet-4-5 · TRUNCATED (max_tokens) · 25 in/8 out · $0.000195"
+    " · ttft 1.50s · 1.50s",
     "proxai responses gpt-5 · TRUNCATED (max_output_tokens) · 25 in/8 out · ttft - · 1.50s",
     "proxai chat gpt-4.1 · CLOSED: no [DONE] · - tokens · ttft 1.50s · 1.50s",
     "proxai responses gpt-5 · ERROR: overloaded · - tokens · ttft 1.50s · 1.50s",
@@ -276,7 +279,9 @@ ADDON = Path(__file__).resolve().parents[2] / "addon" / "proxai.py"
 @pytest.fixture(scope="module")
 def dump_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("dump") / "outcomes.flow"
-    write_flows(str(path), [scenario_flow(p, s, st) for p, s, st in DUMP_CASES])
+    flows = [scenario_flow(p, s, st) for p, s, st in DUMP_CASES]
+    cost.add_cost(flows[1].metadata["proxai"], api_url=flows[1].request.pretty_url, at=None)
+    write_flows(str(path), flows)
     return path
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai import render, report, verdict
+from proxai import cost, render, report, verdict
 from proxai.model import Outcome, Protocol, StreamSummary, ToolCallInfo, Usage
 
 
@@ -278,3 +278,47 @@ def test_closed_stream_without_a_body_names_its_last_events() -> None:
     ]
     at = lines.index("── how the stream ended ──")
     assert lines[at + 1] == "last events: content_block_delta, content_block_stop"
+
+
+def _priced(model: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "protocol": "openai_chat",
+        "model": model,
+        "outcome": "completed",
+        "stop_reason": "tool_calls",
+        "stop_class": "tool_use",
+        "usage": {"input_tokens": 25, "output_tokens": 26},
+        "tool_calls": [{"name": "a", "arguments_complete": True}, {"name": "b", "arguments_complete": True}],
+        "timing": {"first_token_s": 0.12, "total_s": 1.5},
+    }
+    cost.add_cost(meta, api_url="https://api.openai.com/v1/chat/completions", at=None)
+    return meta
+
+
+def test_the_cost_in_the_comment_the_view_and_the_dump_line() -> None:
+    # gpt-4.1 at $2 / $8 per million tokens: 25 * 2e-6 + 26 * 8e-6
+    meta = _priced("gpt-4.1")
+    assert verdict.comment_line(meta) == (
+        "completed (tool_calls) · chat gpt-4.1 · 25 in/26 out · $0.000258 · 2 tool calls"
+    )
+    assert verdict.dump_line(meta) == (
+        "proxai chat gpt-4.1 · completed (tool_calls) · 25 in/26 out · $0.000258 · 2 tool calls"
+        " · ttft 0.12s · 1.50s"
+    )
+    assert render.usage_lines(meta)[1:3] == [
+        "tokens: input 25 · output 26 · total -",
+        f"cost: $0.000258 (openai gpt-4.1, genai-prices {cost.version()})",
+    ]
+
+
+def test_an_unpriced_flow_says_why_in_the_view_only() -> None:
+    meta = _priced("house-model-7")
+    assert meta["cost"] is None
+    assert (
+        verdict.comment_line(meta)
+        == "completed (tool_calls) · chat house-model-7 · 25 in/26 out · 2 tool calls"
+    )
+    assert "$" not in verdict.dump_line(meta)
+    assert render.usage_lines(meta)[2] == (
+        f"cost: - (genai-prices {cost.version()} has no price for model 'house-model-7')"
+    )

@@ -188,8 +188,11 @@ def test_report_command_uses_the_view(tmp_path: Path, caplog: pytest.LogCaptureF
         "-",
         "-",
         "-",
+        "-",  # no usage, so no cost
         "-",
         "-",
         "1.50s",
     ]
-    assert lines[4] == "total: 1 flow (1 error) · tokens 0 in / 0 out · 0 tool calls"
+    assert lines[4] == (
+        "total: 1 flow (1 error) · tokens 0 in / 0 out · 0 tool calls · cost - (1 flow without a price)"
+    )

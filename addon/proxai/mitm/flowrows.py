@@ -25,6 +25,7 @@ import orjson
 from mitmproxy import exceptions, http, io
 from mitmproxy import flow as mflow
 
+from proxai import cost
 from proxai.detect import detect_protocol
 from proxai.errors import ProxaiError
 from proxai.report import ReportRow, diagnostics_from, make_row
@@ -59,7 +60,18 @@ def write_flows(path: str, flows: Iterable[mflow.Flow]) -> int:
 
 
 def flow_metadata(f: http.HTTPFlow) -> Mapping[str, Any] | None:
-    """The ProxAI summary of a flow: recorded, or observed now from the stored body."""
+    """The ProxAI summary of a flow: recorded, or observed now from the stored body. A summary
+    without a cost (observed now, or recorded by an older ProxAI) is priced now, with the prices of
+    the day the request was sent (docs/cost.md)."""
+    meta = _summary(f)
+    if meta is None or "cost" in meta:
+        return meta
+    priced = dict(meta)
+    cost.add_cost(priced, api_url=f.request.pretty_url, at=f.request.timestamp_start)
+    return priced
+
+
+def _summary(f: http.HTTPFlow) -> Mapping[str, Any] | None:
     meta = f.metadata.get("proxai")
     if isinstance(meta, Mapping) and meta.get("outcome"):
         return meta

@@ -5,8 +5,7 @@ Reading the file, the ``--filter`` expression (mitmproxy's own filter language) 
 bodies are mitmproxy's business, so they are here. For each LLM flow: its recorded summary (or one
 observed now from its body, as the text report does), the request sent upstream, the client's
 own request of a translated flow (the copy the router kept), and the answer, observed again from
-the stored response body with content capture on. A summary recorded without a cost (by an older
-ProxAI) is priced now, with the prices of the request's date.
+the stored response body with content capture on.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import orjson
 from mitmproxy import flow as mflow
 from mitmproxy import flowfilter, http
 
-from proxai import cost
 from proxai.errors import ProxaiError
 from proxai.mitm.export import flow_redactor
 from proxai.mitm.flowrows import flow_metadata
@@ -106,8 +104,6 @@ def run_inputs(flows: Sequence[http.HTTPFlow]) -> list[FlowInput]:
         if recorded is None:
             continue
         meta = dict(recorded)
-        if "cost" not in meta:
-            cost.add_cost(meta, api_url=f.request.pretty_url, at=f.request.timestamp_start)
         text, reasoning, args = _answer(f, meta)
         out.append(
             FlowInput(
