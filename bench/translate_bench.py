@@ -64,6 +64,9 @@ def _full_path(make: Callable[[], Any], proto: Protocol, chunks: list[bytes]) ->
     obs = StreamObserver(proto, start=0.0)
     obs.headers(200, 0.0)
     tr = make()
+    attach = getattr(obs, "attach", None)
+    if attach is not None:
+        attach(tr)  # as the carrier does: the observer's one reading feeds the writer
     n = 0
     now = 0.0
     for c in chunks:

@@ -184,6 +184,14 @@ class StreamObserver:
         """How many tool calls have finished so far (the guard judges arguments when it moves)."""
         return self._proto.acc.finished_tools
 
+    def attach(self, translator: object) -> bool:
+        """Let a stream translator of this flow read through this observer's grammar: each event
+        is then read once, for the summary and the translator's writer alike, so both end at the
+        same event. Call it before the first chunk. False when the translator cannot (it then
+        reads the events the observer returns itself)."""
+        bind = getattr(translator, "bind", None)
+        return bool(bind is not None and bind(self._proto))
+
     def open_tool_calls(self) -> list[OpenToolCall]:
         return [
             OpenToolCall(t.id, t.name, t.kind, t.started_at, t.last_progress_at, t.nbytes)

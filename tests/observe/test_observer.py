@@ -10,6 +10,8 @@ from proxai.error_shapes import error_body, error_event
 from proxai.errors import SemanticStreamError, SseLimitError, UpstreamProtocolError
 from proxai.model import ErrorKind, Outcome, Protocol, StopClass
 from proxai.observe import Limits, OpenToolCall, StreamObserver, observe_body
+from proxai.protocols.anthropic import State
+from proxai.protocols.machine import ProtocolStateError
 from proxai.sse import encode_event
 from tests.observe.harness import FIXTURES, bytewise, run_stream
 
@@ -364,8 +366,6 @@ def _violation(protocol: Protocol, data: bytes) -> tuple[Outcome, BaseException 
         ant("content_block_start", index=0, content_block={"type": "text", "text": ""})
         + ant("content_block_stop", index=0)
         + ant("content_block_delta", index=0, delta={"type": "text_delta", "text": "late"}),
-        # index not dense
-        ant("content_block_start", index=1, content_block={"type": "text", "text": ""}),
     ],
 )
 def test_anthropic_semantic_errors(body: bytes) -> None:
@@ -377,8 +377,28 @@ def test_anthropic_semantic_errors(body: bytes) -> None:
 def test_anthropic_event_before_message_start() -> None:
     outcome, failed = _violation(A, ant("content_block_start", index=0, content_block={"type": "text"}))
     assert outcome is Outcome.ERROR
-    assert isinstance(failed, UpstreamProtocolError)
-    assert "WAITING" in str(failed)
+    assert isinstance(failed, ProtocolStateError)
+    assert (failed.event, failed.state) == ("content_block_start", State.WAITING)
+    assert str(failed) == "content_block_start before message_start"
+
+
+def test_anthropic_sparse_block_index_is_a_quirk() -> None:
+    """Block indexes that are not dense are accepted (the SDKs read blocks by the index given):
+    the summary is complete, with a finding and its note."""
+    body = (
+        MSG_START
+        + ant("content_block_start", index=1, content_block={"type": "text", "text": ""})
+        + ant("content_block_delta", index=1, delta={"type": "text_delta", "text": "hi"})
+        + ant("content_block_stop", index=1)
+        + ant("message_stop")
+    )
+    obs = StreamObserver(A, start=0.0)
+    obs.headers(200, 0.0)
+    obs.observe(body, 1.0)
+    s = obs.finish(2.0)
+    assert s.outcome is Outcome.COMPLETED and s.text_bytes == 2 and obs.failed is None
+    assert [(f.rule, f.severity, f.event) for f in obs.findings] == [("anthropic.sparse_index", "quirk", 1)]
+    assert s.extra["notes"] == ["content_block_start index 1, expected 0 (blocks are kept by index)"]
 
 
 def test_anthropic_message_delta_usage_is_cumulative() -> None:

@@ -35,6 +35,7 @@ from proxai.sse import Payloads, SseEvent, SseScanner
 from proxai.translate.stream import PAIRS, make_stream_translator
 from proxai.translate.stream.driver import error_kind_of
 from tests.observe.harness import normalize, status_of
+from tests.observe.test_one_reading import ending
 from tests.observe.test_properties import STREAMS, cut, mutated
 from tests.splits import random_pieces
 from tests.translate_stream.harness import render
@@ -67,7 +68,9 @@ def _carrier(
     reads = [_bytes(c(p)) for p in pieces]
     reads.append(_bytes(c(b"")))
     assert c.summary is not None
-    return reads, c.translate_error, normalize(c.summary, obs.failed)
+    summary = normalize(c.summary, obs.failed)
+    summary["repaired"] = any(f.severity == "repair" for f in obs.findings)
+    return reads, c.translate_error, summary
 
 
 def _scanned(up: Protocol, client: Protocol, pieces: list[bytes]) -> tuple[list[bytes], str | None]:
@@ -105,7 +108,13 @@ def _check(up: Protocol, pieces: list[bytes], status: int = 200) -> None:
     for client in CLIENTS[up]:
         reads, error, summary = _carrier(up, client, pieces, status)
         assert (reads, error) == _scanned(up, client, pieces), f"{up} -> {client}"
-        if error is None:  # a failed translation aborts the observer (the summary says so)
+        repaired = summary.pop("repaired")
+        assert not repaired or client is up  # only normalize mode repairs
+        if repaired:  # the summary records the repaired stream the client received
+            completed = summary["metadata"]["outcome"] == "completed"
+            assert ending(client, b"".join(reads)) == ("success" if completed else "error")
+            assert summary["metadata"]["extra"]["notes"]
+        elif error is None:  # a failed translation aborts the observer (the summary says so)
             assert summary == passthrough, f"{up} -> {client}"
 
 

@@ -144,6 +144,23 @@ def test_anthropic_message_stop_without_message_delta_is_carried(client: Protoco
     assert got.stop is StopClass.TOOL_USE
 
 
+@pytest.mark.parametrize("client", [C, R, A])
+def test_message_stop_without_message_delta_is_a_quirk(client: Protocol) -> None:
+    """The SDKs accept a message that ends without ``message_delta`` (no stop reason, no final
+    usage); the summary says ``completed`` with a note, and so the translation succeeds."""
+    body = (
+        b.a_start()
+        + b.a("content_block_start", index=0, content_block={"type": "text", "text": ""})
+        + b.a_text(0, "hi")
+        + b.a("message_stop")
+    )
+    t = make_stream_translator(A, client, normalize=client is A)
+    out = t.feed(SseScanner().feed(body)) + t.finish()
+    fin = VALIDATORS[client.value](out)
+    assert fin.error is None and fin.text == "hi"
+    assert t.phase.value == "stopped"
+
+
 @pytest.mark.parametrize(("up", "client"), [(A, C), (A, R), (C, A), (R, A), (R, C), (C, R)])
 def test_cache_tokens_kept(up: Protocol, client: Protocol) -> None:
     raw, _ = render(up, "cache_usage")
@@ -511,13 +528,25 @@ def test_responses_redacted_reasoning_roundtrips_to_anthropic() -> None:
 
 
 def test_invalid_json_payload_is_upstream_protocol_error() -> None:
+    """A payload that is not JSON, followed by another event, is a violation (named at that event)."""
     run_raises(
         A,
         C,
-        b.a_start() + b"event: content_block_delta\ndata: {not json\n\n",
+        b.a_start() + b"event: content_block_delta\ndata: {not json\n\n" + b.a("message_stop"),
         UpstreamProtocolError,
-        "not valid JSON",
+        "Anthropic event payload is not JSON",
     )
+
+
+def test_invalid_json_tail_is_tolerated_then_the_stream_is_truncated() -> None:
+    """The same payload as the stream's last event is the tolerated tail: the stream then simply
+    ended before ``message_stop``, a truncation (the client's error has kind ``connection``)."""
+    t = make_stream_translator(A, C)
+    out = t.feed(SseScanner().feed(b.a_start() + b"event: content_block_delta\ndata: {not json\n\n"))
+    out += t.finish()
+    fin = VALIDATORS["openai_chat"](out)
+    assert fin.error is not None and "before message_stop" in str(fin.error)
+    assert b'"code":"connection"' in out
 
 
 def test_ids_agree_between_delta_done_and_terminal_snapshot() -> None:

@@ -141,6 +141,11 @@ class Carrier:
         self.protocol = protocol  # the upstream protocol
         self.decoder = decoder
         self.translator = translator
+        if translator is not None:
+            # One reading of each event: the observer's grammar feeds the translator's writer.
+            attach = getattr(observer, "attach", None)
+            if attach is not None:
+                attach(translator)
         self.clock = clock
         self.flow = flow
         self.state = CarrierState.STREAMING

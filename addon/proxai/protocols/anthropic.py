@@ -1,17 +1,31 @@
-"""Anthropic Messages observer: the protocol state machine, streamed and non-streamed.
+"""Anthropic Messages grammar: the one reading of the protocol, streamed and non-streamed.
 
 The rules (docs/design/protocol-grammars.md, "Anthropic Messages"):
-``message_start`` -> ``content_block_start`` /
-``content_block_delta`` / ``content_block_stop`` -> ``message_delta`` (stop_reason, cumulative
-usage) -> ``message_stop`` (the terminal event: completed). Content blocks are keyed
-by the stream's ``index``; a duplicate start, an orphan delta, a stop without start, or a delta
-whose type does not match its block is a ``SemanticStreamError``. Usage is
-``input_tokens`` / ``output_tokens`` / ``cache_read_input_tokens`` (cache read) /
-``cache_creation_input_tokens`` (cache write); ``message_delta`` usage values are cumulative
-and overwrite earlier ones; total = input + output + cache write + cache read.
+``message_start`` -> content blocks (``content_block_start`` / ``content_block_delta`` /
+``content_block_stop``) -> ``message_delta`` (stop reason, cumulative usage) -> ``message_stop``
+(the terminal event: completed). Content blocks are keyed by their ``index``; a duplicate start,
+a delta or stop for a block that never started or already stopped, and a delta whose type does
+not match its block are violations. Usage is ``input_tokens`` / ``output_tokens`` /
+``cache_read_input_tokens`` (cache read) / ``cache_creation_input_tokens`` (cache write);
+``message_delta`` usage values are cumulative and overwrite earlier ones.
 
-The lifecycle is an Enum and one transition table (``machine.Machine``). ``error`` is
-accepted in every live state (the upstream's own error: outcome error). Unknown event types
+Tolerated quirks (the SDKs accept them; each is a finding with a note): block indexes that are
+not dense, a second ``message_delta``, ``message_stop`` without ``message_delta``, and blocks
+left open at the end of the message (closed there when their arguments are complete JSON).
+
+One reading, several consumers: every event updates the summary's accumulator and, when a stream
+translator is attached (``out``), drives its writer through the neutral ``Sink`` calls. What only a
+translation needs (an id for the message and each tool call, a type for each block and delta) is
+checked only then, and ends the reading at that event, so the summary never says ``completed``
+for a stream whose translation failed. Blocks and deltas the neutral calls do not model (server
+and MCP tool use, their results, a document's ``citations_delta``) reach the writer as opaque
+Anthropic content; a web citation (``citations_delta`` with a ``web_search_result_location``) is
+a ``Citation``. A message that arrives whole in ``message_start`` is read as if its blocks had
+streamed. Normalize mode (``normalize``) repairs deltas that arrive without their lifecycle
+events (a finding of severity ``repair``).
+
+The lifecycle is an Enum and one transition table (``machine.Machine``). ``error`` is accepted in
+every live state (the upstream's own error: outcome error). Unknown event types and delta types
 are ignored (forward compatibility); events after ``message_stop`` are not interpreted.
 """
 
@@ -22,11 +36,14 @@ from typing import Any
 
 import orjson
 
+from proxai.error_kind import classify_error
 from proxai.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.model import Protocol, StopClass
 from proxai.sse import RawName
+from proxai.stream.sink import BlockKind, Citation, Phase, Stop, TokenUsage
+from proxai.translate.stop_reasons import from_anthropic
 
-from .common import Accum, ObserverBase, ToolBuffer, error_fields, nbytes
+from .common import _NOT_JSON, Accum, ObserverBase, ToolBuffer, error_fields, json_valid, nbytes
 from .machine import Machine, as_dict, as_int, as_list, as_str
 
 
@@ -49,10 +66,36 @@ _MACHINE = Machine[State](
             "message_stop": State.DONE,
             "ping": State.MESSAGE,
         },
-        State.STOPPING: {"message_delta": State.STOPPING, "message_stop": State.DONE, "ping": State.STOPPING},
+        State.STOPPING: {
+            # A delta or stop of a block here is judged by its block (stopped at message_delta).
+            "content_block_delta": State.STOPPING,
+            "content_block_stop": State.STOPPING,
+            "message_delta": State.STOPPING,
+            "message_stop": State.DONE,
+            "ping": State.STOPPING,
+        },
     },
     "anthropic: event {event!r} in state {state}",
+    {
+        (State.WAITING, "content_block_start"): "content_block_start before message_start",
+        (State.WAITING, "content_block_delta"): "content_block_delta before message_start",
+        (State.WAITING, "content_block_stop"): "content_block_stop before message_start",
+        (State.WAITING, "message_delta"): "message_delta before message_start",
+        (State.WAITING, "message_stop"): "message_stop before message_start",
+        (State.MESSAGE, "message_start"): "duplicate message_start",
+        (State.STOPPING, "message_start"): "duplicate message_start",
+        (State.STOPPING, "content_block_start"): "content_block_start after message_delta",
+    },
 )
+
+# The grammar's state as a stream translator's phase.
+_PHASES = {
+    State.WAITING: Phase.WAITING,
+    State.MESSAGE: Phase.STREAMING,
+    State.STOPPING: Phase.TERMINAL,
+    State.DONE: Phase.STOPPED,
+    State.ERRORED: Phase.ERRORED,
+}
 
 KNOWN_EVENTS = frozenset(
     {
@@ -75,14 +118,21 @@ STOP_CLASSES: dict[str, StopClass] = {
     "refusal": StopClass.REFUSAL,
     "pause_turn": StopClass.PAUSE_TURN,
 }
-
-# content block type -> (block family, tool kind)
+# content block type -> tool kind
 _TOOL_KINDS: dict[str, str] = {
     "tool_use": "function",
     "server_tool_use": "server_tool",
     "mcp_tool_use": "mcp",
 }
-
+# content block type -> block family (what its deltas may be)
+_FAMILIES: dict[str, str] = {"text": "text", "thinking": "thinking", "redacted_thinking": "redacted"}
+# block family -> the writer's block kind (a family the other protocols cannot carry has none)
+_KINDS: dict[str, BlockKind] = {
+    "text": "text",
+    "thinking": "thinking",
+    "redacted": "redacted_thinking",
+    "tool": "tool",
+}
 # delta type -> the block family it belongs to
 _DELTA_FAMILY: dict[str, str] = {
     "text_delta": "text",
@@ -91,57 +141,118 @@ _DELTA_FAMILY: dict[str, str] = {
     "thinking_delta": "thinking",
     "signature_delta": "thinking",
 }
+# delta type -> (the payload field it carries, the writer's delta kind); citations are not carried
+_DELTA_FIELD: dict[str, tuple[str, Any]] = {
+    "text_delta": ("text", "text"),
+    "input_json_delta": ("partial_json", "args"),
+    "thinking_delta": ("thinking", "thinking"),
+    "signature_delta": ("signature", "signature"),
+}
+_NORMALIZED_ID = "msg_proxai_normalized"
+_A = Protocol.ANTHROPIC_MESSAGES
+# Raw event types (``sse.RawName``) the fast path takes: a named delta, or a data-only event (typed
+# by its payload); and a named ping.
+_DELTA_NAMES: frozenset[object] = frozenset(
+    {None, b"", b"message", "message", b"content_block_delta", "content_block_delta"}
+)
+_PING_NAMES: frozenset[object] = frozenset({b"ping", "ping"})
 
 
 class _Block:
-    __slots__ = ("family", "input", "open", "tool")
+    __slots__ = ("family", "opaque", "open", "tool")
 
-    def __init__(self, family: str, tool: ToolBuffer | None, input: Any = None) -> None:
+    def __init__(self, family: str, tool: ToolBuffer | None, opaque: bool = False) -> None:
         self.family = family
         self.tool = tool
-        self.input = input  # a tool block's ``input`` at its start (kept only when non-empty)
+        self.opaque = opaque  # handed to the writer as Anthropic content (``Sink.opaque_start``)
         self.open = True
+
+
+def usage_into(u: dict[str, Any], into: TokenUsage) -> None:
+    """Anthropic usage (cumulative; input excludes cache) -> the writers' neutral usage
+    (input includes cache), overwriting the fields given."""
+    inp = as_int(u.get("input_tokens"))
+    cr = as_int(u.get("cache_read_input_tokens"))
+    cw = as_int(u.get("cache_creation_input_tokens"))
+    out = as_int(u.get("output_tokens"))
+    if cr is not None:
+        into.cache_read = cr
+    if cw is not None:
+        into.cache_write = cw
+    if inp is not None:
+        into.input = inp + (into.cache_read or 0) + (into.cache_write or 0)
+    if out is not None:
+        into.output = out
 
 
 class AnthropicObserver(ObserverBase):
     protocol = Protocol.ANTHROPIC_MESSAGES
 
-    __slots__ = ("blocks", "state")
+    __slots__ = ("_stop_raw", "_usage", "blocks", "next_index", "state")
 
     def __init__(self, acc: Accum) -> None:
         super().__init__(acc)
         self.state = State.WAITING
-        self.blocks: list[_Block] = []
+        self.blocks: dict[int, _Block] = {}  # every started block by its index (open or stopped)
+        self.next_index = 0  # the index a dense stream starts next
+        self._usage = TokenUsage()  # the writers' usage (only kept while translating)
+        self._stop_raw: str | None = None
 
-    def _transition(self, etype: str) -> None:
-        self.state = _MACHINE.step(self.state, etype)
+    @property
+    def phase(self) -> Phase:
+        return _PHASES[self.state]
 
     def _fail_state(self) -> None:
         self.state = State.ERRORED
 
+    def _not_object(self, name: str, data: str, obj: object) -> None:
+        """A payload that is not a JSON object (``ObserverBase`` decides when it is a tolerated
+        tail), in this protocol's words. The payload of a ``ping``, or of a named event type the
+        SDKs do not read, is never read: whatever it is, it is a quirk. A data-only event is read
+        (its payload's ``type`` names it), so its payload is judged like a known event's."""
+        if name == "ping" or (name not in KNOWN_EVENTS and name not in ("error", "message")):
+            self.acc.finding(
+                "anthropic.unread_payload",
+                "quirk",
+                f"ignored a {name!r} event whose payload is not a JSON object",
+            )
+            return
+        if not data or data.isspace():
+            bad = "Anthropic event with an empty payload before any data"
+            if self.acc.received:
+                bad = f"Anthropic event {name!r} with an empty payload"
+        elif obj is _NOT_JSON:
+            bad = f"Anthropic event payload is not JSON: {data[:80]!r}"
+        else:
+            bad = f"Anthropic event payload is not a JSON object: {data[:80]!r}"
+        if self.acc.received:
+            self.pending_bad = bad
+            self.pending_at = self.acc.event_index
+            return
+        raise UpstreamProtocolError(bad)
+
     # -- streamed -------------------------------------------------------------------------------
 
     def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
-        """``content_block_delta`` of an open block with a matching delta type, and ``ping``:
-        the same effect as ``_event``, without the general checks' cost."""
-        etype = obj.get("type")
-        if etype != "content_block_delta":
-            # Allowed in every live state, changes nothing; before ``message_start`` the general
-            # path takes it (it is then the first JSON object: ``Accum.received``).
-            return etype == "ping" and self.state is not State.WAITING
-        if self.state is not State.MESSAGE:
+        """``content_block_delta`` of an open block with a matching, carried delta type, and
+        ``ping``: the same effect as ``_event``, without the general checks' cost."""
+        if name not in _DELTA_NAMES:
+            # A ping is allowed in every live state and changes nothing; before ``message_start``
+            # the general path takes it (it is then the first JSON object: ``Accum.received``).
+            return name in _PING_NAMES and self.state is not State.WAITING
+        if self.state is not State.MESSAGE or obj.get("type") != "content_block_delta":
             return False
         index = obj.get("index")
         delta = obj.get("delta")
-        blocks = self.blocks
-        if type(index) is not int or type(delta) is not dict or not 0 <= index < len(blocks):
+        if type(index) is not int or type(delta) is not dict:
             return False
-        blk = blocks[index]
-        if not blk.open:
+        blk = self.blocks.get(index)
+        if blk is None or not blk.open:
             return False
         dtype = delta.get("type")
         family = blk.family
         acc = self.acc
+        out = self.out
         if dtype == "text_delta" and family == "text":
             s = delta.get("text")
             if type(s) is not str:
@@ -151,6 +262,8 @@ class AnthropicObserver(ObserverBase):
                 acc.text_bytes += len(s) if s.isascii() else nbytes(s)
                 if acc.cap_text is not None:
                     acc.capture_text(s)
+                if out is not None:
+                    out.delta(index, "text", s)
             return True
         if dtype == "thinking_delta" and family == "thinking":
             s = delta.get("thinking")
@@ -161,151 +274,347 @@ class AnthropicObserver(ObserverBase):
                 acc.reasoning_bytes += len(s) if s.isascii() else nbytes(s)
                 if acc.cap_reasoning is not None:
                     acc.capture_reasoning(s)
+                if out is not None:
+                    out.delta(index, "thinking", s)
             return True
         if dtype == "input_json_delta" and family == "tool":
             s = delta.get("partial_json")
             tb = blk.tool
-            if type(s) is not str or tb is None:
+            if type(s) is not str or tb is None or blk.opaque:
                 return False
-            acc.tool_args(tb, s, now)
+            self._args(blk, index, s, now)
             return True
-        return dtype == "signature_delta" and family == "thinking"
+        if dtype == "signature_delta" and family == "thinking":
+            s = delta.get("signature")
+            if type(s) is not str:
+                return False
+            if s and out is not None:
+                out.delta(index, "signature", s)
+            return True
+        return False
 
     def _event(self, name: str, obj: dict[str, Any], now: float) -> None:
-        etype = obj.get("type")
-        if type(etype) is not str:
-            etype = name
-        if etype == "error" or (etype not in KNOWN_EVENTS and obj.get("error") is not None):
-            msg, errtype = error_fields(obj.get("error"))
-            self.acc.upstream_error(msg, type=errtype)
-            self.upstream_failed()
+        etype = name
+        if etype == "message":  # a data-only event: typed by its payload
+            etype = as_str(obj.get("type")) or ""
+        if etype == "ping":
+            return
+        if etype == "error":
+            self._error(obj)
             return
         if etype not in KNOWN_EVENTS:
+            return  # unknown event types are ignored, as the SDKs do
+        if self.state is State.WAITING and self.normalize and etype == "content_block_start":
+            self._start_normalized()
+        if etype == "content_block_delta":
+            self._block_delta(obj, now)  # judged by its block first, then by the state
             return
-        self._transition(etype)
-        handler = _HANDLERS.get(etype)
-        if handler is not None:
-            handler(self, obj, now)
+        self.state = _MACHINE.step(self.state, etype)
+        _HANDLERS[etype](self, obj, now)
+
+    def _error(self, obj: dict[str, Any]) -> None:
+        msg, errtype = error_fields(obj.get("error"))
+        self.acc.upstream_error(msg, type=errtype)
+        out = self.out
+        if out is not None:
+            err = as_dict(obj.get("error"))
+            message = as_str(err.get("message")) or as_str(obj.get("message"))
+            if message is None:
+                message = "upstream error event: " + orjson.dumps(obj).decode()[:200]
+            kind = classify_error(message, type=as_str(err.get("type")))
+            self.upstream_failed()
+            out.upstream_error(kind, message)
+            return
+        self.upstream_failed()
+
+    def _start_normalized(self) -> None:
+        """Normalize mode: content before ``message_start`` starts a message (a repair)."""
+        self.acc.finding("anthropic.no_message_start", "repair", "content arrived before message_start")
+        self.state = State.MESSAGE
+        if self.out is not None:
+            self.out.start(_NORMALIZED_ID, "", None)
 
     def _message_start(self, obj: dict[str, Any], now: float) -> None:
-        msg = as_dict(obj["message"])
+        msg = as_dict(obj.get("message"))
         acc = self.acc
         acc.id = as_str(msg.get("id"))
         acc.model = as_str(msg.get("model"))
+        usage = as_dict(msg.get("usage"))
+        self._usage_summary(usage)
+        out = self.out
+        if out is not None:
+            mid = acc.id
+            if not mid:
+                raise UpstreamProtocolError("message_start without message.id")
+            usage_into(usage, self._usage)
+            u = self._usage
+            out.start(mid, acc.model or "", TokenUsage(u.input, None, u.cache_read, u.cache_write))
         # A message that arrives whole in ``message_start`` (the continuation of a programmatic
-        # tool call: its content and stop_reason already set, no block events, no
-        # ``message_delta``): its blocks take the first indexes, as the SDK's accumulator counts.
+        # tool call: content and stop_reason set, no block events, often no ``message_delta``):
+        # its blocks take the first indexes, as the SDK's accumulator counts, and are read as if
+        # they had streamed.
         for block in as_list(msg.get("content")):
-            self.blocks.append(self._whole_block(len(self.blocks), as_dict(block)))
+            idx = self.next_index
+            self.next_index = idx + 1
+            blk = self._open(idx, as_dict(block), now)
+            self._close(idx, blk, now)
         reason = as_str(msg.get("stop_reason"))
         if reason is not None:
             acc.stop(reason, STOP_CLASSES)
-        self._usage(as_dict(msg.get("usage")))
+            self._stop_raw = reason
 
-    def _whole_block(self, index: int, b: dict[str, Any]) -> _Block:
-        """A content block given whole (a non-streamed body, or ``message_start`` content)."""
-        acc = self.acc
-        btype = as_str(b.get("type")) or ""
-        kind = _TOOL_KINDS.get(btype)
-        family = "other"
-        if kind is not None:
-            inp = b.get("input")
-            args = orjson_dumps(inp) if inp is not None else "{}"
-            acc.tool_complete(index, as_str(b.get("id")), as_str(b.get("name")), kind, args)
-            family = "tool"
-        elif btype == "text":
-            acc.text(as_str(b.get("text")) or "")
-            family = "text"
-        elif btype == "thinking":
-            acc.reasoning(as_str(b.get("thinking")) or "")
-            family = "thinking"
-        elif btype == "redacted_thinking":
-            acc.extra["redacted_thinking_blocks"] = acc.extra.get("redacted_thinking_blocks", 0) + 1
-            family = "redacted"
-        blk = _Block(family, None)
-        blk.open = False
-        return blk
+    def _index(self, obj: dict[str, Any], what: str) -> int:
+        idx = as_int(obj.get("index"))
+        if idx is None:
+            raise UpstreamProtocolError(f"{what} without an integer index")
+        return idx
 
     def _block_start(self, obj: dict[str, Any], now: float) -> None:
-        index = obj["index"]
-        block = as_dict(obj["content_block"])
-        if type(index) is not int:
-            raise UpstreamProtocolError(f"anthropic: content_block_start index {index!r} is not an integer")
-        if index < len(self.blocks):
-            raise SemanticStreamError(f"anthropic: duplicate content_block_start for index {index}")
-        if index != len(self.blocks):
-            raise SemanticStreamError(
-                f"anthropic: content_block_start index {index}, expected {len(self.blocks)} (dense, in order)"
+        idx = self._index(obj, "content_block_start")
+        if idx in self.blocks:
+            raise SemanticStreamError(f"duplicate content_block_start for index {idx}")
+        if idx != self.next_index:
+            self.acc.finding(
+                "anthropic.sparse_index",
+                "quirk",
+                f"content_block_start index {idx}, expected {self.next_index} (blocks are kept by index)",
             )
+        self.next_index = idx + 1
+        self._open(idx, as_dict(obj.get("content_block")), now)
+
+    def _open(self, idx: int, block: dict[str, Any], now: float) -> _Block:
+        """Block ``idx`` as its start (or a whole message's content) gives it. A block type the
+        neutral calls do not model (server and MCP tool use, their results, ...) reaches a writer
+        as Anthropic content (``opaque_start``); the summary still counts a tool call in it."""
         btype = as_str(block.get("type")) or ""
         acc = self.acc
+        out = self.out
         kind = _TOOL_KINDS.get(btype)
+        family = "tool" if kind is not None else _FAMILIES.get(btype, "other")
+        opaque = False
+        if out is not None:
+            if not btype:
+                raise UpstreamProtocolError(f"content block {idx} without a type")
+            opaque = family == "other" or kind not in (None, "function")
         if kind is not None:
-            tb = acc.tool_start(index, as_str(block.get("id")), as_str(block.get("name")), kind, now)
-            inp = block.get("input")
-            self.blocks.append(_Block("tool", tb, inp if inp else None))
-            return
-        if btype == "text":
-            self.blocks.append(_Block("text", None))
-            acc.text(as_str(block.get("text")) or "")
-        elif btype == "thinking":
-            self.blocks.append(_Block("thinking", None))
-            acc.reasoning(as_str(block.get("thinking")) or "")
-        elif btype == "redacted_thinking":
-            self.blocks.append(_Block("redacted", None))
+            tid = as_str(block.get("id"))
+            name = as_str(block.get("name"))
+            if out is not None and not opaque and (not tid or not name):
+                raise UpstreamProtocolError(f"tool_use block {idx} without id or name")
+            tb = acc.tool_start(idx, tid, name, kind, now)
+            blk = self.blocks[idx] = _Block("tool", tb, opaque)
+            initial = block.get("input")
+            encoded = orjson.dumps(initial).decode() if type(initial) is dict and initial else ""
+            if out is not None:
+                if opaque:
+                    out.opaque_start(idx, _A, btype, block)
+                else:
+                    out.block_start(idx, "tool", id=tid, name=name)
+            if encoded:  # the input given whole in the start: the arguments' first fragment
+                self._args(blk, idx, encoded, now)
+            return blk
+        blk = self.blocks[idx] = _Block(family, None, opaque)
+        if opaque:
+            assert out is not None
+            out.opaque_start(idx, _A, btype, block)
+        elif family == "text":
+            text = as_str(block.get("text")) or ""
+            acc.text(text)
+            if out is not None:
+                out.block_start(idx, "text")
+                if text:
+                    out.delta(idx, "text", text)
+        elif family == "thinking":
+            text = as_str(block.get("thinking")) or ""
+            acc.reasoning(text)
+            if out is not None:
+                out.block_start(idx, "thinking")
+                if text:
+                    out.delta(idx, "thinking", text)
+                if sig := as_str(block.get("signature")):
+                    out.delta(idx, "signature", sig)
+        elif family == "redacted":
             acc.extra["redacted_thinking_blocks"] = acc.extra.get("redacted_thinking_blocks", 0) + 1
-        else:
-            self.blocks.append(_Block("other", None))
-
-    def _block(self, obj: dict[str, Any], what: str) -> _Block:
-        index = obj["index"]
-        if type(index) is not int or not 0 <= index < len(self.blocks):
-            raise SemanticStreamError(f"anthropic: {what} for index {index!r} without content_block_start")
-        blk = self.blocks[index]
-        if not blk.open:
-            raise SemanticStreamError(f"anthropic: {what} for index {index} after its content_block_stop")
+            if out is not None:
+                out.block_start(idx, "redacted_thinking", data=as_str(block.get("data")) or "")
         return blk
 
+    def _args(self, blk: _Block, idx: int, s: str, now: float) -> None:
+        """A fragment of a tool call's arguments (bounded by ``max_tool_args``: past it a
+        translation cannot check the whole, and ends). An opaque block's fragments reach the
+        writer as its events (``opaque_event``), not here."""
+        tb = blk.tool
+        assert tb is not None
+        self.acc.tool_args(tb, s, now)
+        if self.out is not None and s and not blk.opaque:
+            if tb.overflow:
+                raise UpstreamProtocolError(
+                    f"tool call arguments exceed the limit of {self.acc.limits_tool_args} bytes"
+                )
+            self.out.delta(idx, "args", s)
+
     def _block_delta(self, obj: dict[str, Any], now: float) -> None:
-        blk = self._block(obj, "content_block_delta")
-        delta = as_dict(obj["delta"])
+        # Every content_block_delta off the fast path.
+        idx = self._index(obj, "content_block_delta")
+        delta = as_dict(obj.get("delta"))
         dtype = as_str(delta.get("type")) or ""
-        family = _DELTA_FAMILY.get(dtype)
-        if family is None:
-            return  # a delta type we do not know: forward compatible
-        if family != blk.family:
-            raise SemanticStreamError(f"anthropic: {dtype} for a {blk.family} block (index {obj['index']})")
+        out = self.out
+        if not dtype and out is not None:
+            raise UpstreamProtocolError(f"content_block_delta without a delta type (index {idx})")
+        want = _DELTA_FAMILY.get(dtype)
+        state = self.state
+        blk = self.blocks.get(idx)
+        if want is None and state is State.MESSAGE and (blk is None or not blk.open) and out is None:
+            return  # a delta type we do not know, for no open block: forward compatible
+        if blk is None or not blk.open:
+            if state is State.DONE:
+                return
+            if blk is None and self.normalize and state is not State.STOPPING and want is not None:
+                blk = self._open_normalized(idx, want)
+            elif blk is not None:
+                raise SemanticStreamError(f"content_block_delta for stopped block {idx}")
+            else:
+                _MACHINE.step(state, "content_block_delta")  # before message_start: the state's error
+                if state is State.STOPPING:
+                    raise SemanticStreamError("content_block_delta after message_delta")
+                raise SemanticStreamError(
+                    f"orphan content_block_delta for index {idx} (no content_block_start)"
+                )
+        elif state is not State.MESSAGE:
+            raise SemanticStreamError("content_block_delta after message_delta")
+        if blk.opaque or want is None:
+            # A delta of an opaque block, or one the neutral calls do not model in a modelled
+            # block: Anthropic content for the writer. The summary counts an opaque tool call's
+            # arguments; any other delta in a block of a type it does not know is not judged.
+            if want == "tool" and blk.family == "tool":
+                value = delta.get("partial_json")
+                if type(value) is not str:
+                    raise UpstreamProtocolError(f"{dtype} without partial_json (index {idx})")
+                self._args(blk, idx, value, now)
+            elif want is not None and blk.family not in ("other", want):
+                raise SemanticStreamError(
+                    f"{dtype} inside a {_KINDS.get(blk.family, blk.family)} block (index {idx})"
+                )
+            if out is not None:
+                out.opaque_event(idx, _A, delta)
+            return
+        if want != blk.family:
+            raise SemanticStreamError(
+                f"{dtype} inside a {_KINDS.get(blk.family, blk.family)} block (index {idx})"
+            )
+        carried = _DELTA_FIELD.get(dtype)
+        if carried is None:  # citations_delta: a web citation, or another kind (documents)
+            if out is not None:
+                cite = as_dict(delta.get("citation"))
+                url = as_str(cite.get("url"))
+                if cite.get("type") == "web_search_result_location" and url:
+                    title = as_str(cite.get("title"))
+                    cited = as_str(cite.get("cited_text")) or ""
+                    out.citation(idx, Citation(url, title, cited, None, None, _A, delta))
+                else:
+                    out.opaque_event(idx, _A, delta)
+            return
+        field, kind = carried
+        value = delta.get(field)
+        if type(value) is not str:
+            raise UpstreamProtocolError(f"{dtype} without {field} (index {idx})")
         acc = self.acc
-        if dtype == "text_delta":
-            acc.text(delta["text"])
-        elif dtype == "input_json_delta":
-            assert blk.tool is not None
-            acc.tool_args(blk.tool, delta["partial_json"], now)
-        elif dtype == "thinking_delta":
-            acc.reasoning(delta["thinking"])
+        if kind == "text":
+            acc.text(value)
+        elif kind == "thinking":
+            acc.reasoning(value)
+        elif kind == "args":
+            self._args(blk, idx, value, now)
+            return
+        if value and out is not None:
+            out.delta(idx, kind, value)
+
+    def _open_normalized(self, idx: int, family: str) -> _Block:
+        """Normalize mode: a delta for a block that never started opens it (a repair)."""
+        if self.state is State.WAITING:
+            self._start_normalized()
+        if family == "tool":
+            raise SemanticStreamError(
+                f"input_json_delta for tool block {idx} that never started (no id/name)"
+            )
+        self.acc.finding(
+            "anthropic.no_block_start",
+            "repair",
+            f"content_block_delta for index {idx} without content_block_start",
+        )
+        blk = self.blocks[idx] = _Block(family, None)
+        self.next_index = max(self.next_index, idx + 1)
+        if self.out is not None:
+            self.out.block_start(idx, _KINDS[family])
+        return blk
 
     def _block_stop(self, obj: dict[str, Any], now: float) -> None:
-        blk = self._block(obj, "content_block_stop")
+        idx = self._index(obj, "content_block_stop")
+        blk = self.blocks.get(idx)
+        if blk is None:
+            raise SemanticStreamError(f"content_block_stop without content_block_start (index {idx})")
+        if not blk.open:
+            raise SemanticStreamError(f"duplicate content_block_stop for index {idx}")
+        self._close(idx, blk, now)
+
+    def _close(self, idx: int, blk: _Block, now: float) -> None:
         blk.open = False
-        if blk.tool is not None:
-            tb = blk.tool
+        tb = blk.tool
+        if tb is not None:
+            acc = self.acc
             if tb.nbytes == 0 and not tb.overflow:
-                # No input_json_delta at all: the block's input is what its start gave (a
-                # programmatic tool call carries it there), else the empty object.
-                self.acc.tool_set(tb, "{}" if blk.input is None else orjson_dumps(blk.input), now)
-            self.acc.tool_finish(tb)
+                # No input_json_delta at all: the block's input is the empty object.
+                acc.tool_set(tb, "{}", now)
+            acc.tool_finish(tb)
+            if self.out is not None and not tb.valid:
+                raise UpstreamProtocolError(
+                    f"tool_use block {idx}: the streamed arguments are not valid JSON"
+                )
+        if self.out is not None:
+            self.out.block_stop(idx)
+
+    def _close_open(self, now: float) -> None:
+        """The end of the message with blocks still open: a block whose content is complete is
+        closed there (a quirk); a tool call whose arguments are not complete JSON stays open
+        (the summary's ``unfinished_tool``; a translation cannot go on)."""
+        for idx, blk in self.blocks.items():
+            if not blk.open:
+                continue
+            tb = blk.tool
+            if tb is not None and tb.nbytes and (tb.buf is None or not json_valid(tb.buf.getvalue())):
+                if self.out is not None:
+                    raise UpstreamProtocolError(
+                        f"tool_use block {idx}: the streamed arguments are not valid JSON"
+                    )
+                continue
+            self.acc.finding(
+                "anthropic.block_not_stopped",
+                "quirk",
+                f"content block {idx} was not stopped before the message ended",
+            )
+            self._close(idx, blk, now)
 
     def _message_delta(self, obj: dict[str, Any], now: float) -> None:
         delta = as_dict(obj.get("delta"))
         reason = as_str(delta.get("stop_reason"))
         if reason is not None:
             self.acc.stop(reason, STOP_CLASSES)
-        self._usage(as_dict(obj.get("usage")))
+        usage = obj.get("usage")
+        self._usage_summary(as_dict(usage))
+        if self.out is not None:
+            self._stop_raw = as_str(delta.get("stop_reason"))
+            if type(usage) is dict:
+                usage_into(usage, self._usage)  # cumulative totals overwrite
+        self._close_open(now)
 
     def _message_stop(self, obj: dict[str, Any], now: float) -> None:
+        self._close_open(now)
         self.acc.terminal = True
+        out = self.out
+        if out is not None:
+            out.end(Stop(from_anthropic(self._stop_raw), self._stop_raw), self._usage)
 
-    def _usage(self, u: dict[str, Any]) -> None:
+    def _usage_summary(self, u: dict[str, Any]) -> None:
         """Cumulative: every value present overwrites the earlier one."""
         if not u:
             return
@@ -325,6 +634,11 @@ class AnthropicObserver(ObserverBase):
         parts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
         usage.total_tokens = sum(p for p in parts if p is not None)
 
+    def translate_eof(self) -> None:
+        """The upstream ended: a translated stream that did not reach ``message_stop`` fails."""
+        if self.state is not State.DONE:
+            raise UpstreamProtocolError("upstream closed the Anthropic stream before message_stop")
+
     # -- non-streamed ---------------------------------------------------------------------------
 
     def _body(self, obj: dict[str, Any]) -> None:
@@ -334,19 +648,26 @@ class AnthropicObserver(ObserverBase):
         acc.id = as_str(obj.get("id"))
         acc.model = as_str(obj.get("model"))
         for i, block in enumerate(as_list(obj.get("content"))):
-            self._whole_block(i, as_dict(block))
+            b = as_dict(block)
+            btype = as_str(b.get("type")) or ""
+            kind = _TOOL_KINDS.get(btype)
+            if kind is not None:
+                inp = b.get("input")
+                args = orjson.dumps(inp).decode() if inp is not None else "{}"
+                acc.tool_complete(i, as_str(b.get("id")), as_str(b.get("name")), kind, args)
+            elif btype == "text":
+                acc.text(as_str(b.get("text")) or "")
+            elif btype == "thinking":
+                acc.reasoning(as_str(b.get("thinking")) or "")
+            elif btype == "redacted_thinking":
+                acc.extra["redacted_thinking_blocks"] = acc.extra.get("redacted_thinking_blocks", 0) + 1
         acc.stop(as_str(obj.get("stop_reason")), STOP_CLASSES)
-        self._usage(as_dict(obj.get("usage")))
-
-
-def orjson_dumps(v: Any) -> str:
-    return orjson.dumps(v).decode()
+        self._usage_summary(as_dict(obj.get("usage")))
 
 
 _HANDLERS = {
     "message_start": AnthropicObserver._message_start,
     "content_block_start": AnthropicObserver._block_start,
-    "content_block_delta": AnthropicObserver._block_delta,
     "content_block_stop": AnthropicObserver._block_stop,
     "message_delta": AnthropicObserver._message_delta,
     "message_stop": AnthropicObserver._message_stop,

@@ -44,6 +44,7 @@ from proxai.model import (
     Usage,
 )
 from proxai.sse import Payloads, RawName, event_name
+from proxai.stream.sink import Sink
 
 from .machine import Finding, Severity, as_dict, as_int, as_str
 
@@ -497,14 +498,33 @@ class ObserverBase:
 
     Subclasses implement ``_event(name, obj, now)`` (one parsed SSE event), ``_body(obj)`` (a whole
     non-streamed JSON body) and ``_fail_state()`` (enter the protocol's errored state).
+
+    A grammar that drives a stream translator's writer (``out``, a ``Sink``; ``normalize``: the
+    translator's normalize mode) stops reading at the first typed problem, whoever found it: a
+    violation (recorded as the summary's error, and in ``translate_error``) or a problem of the
+    translation alone (a ``TranslationError``, a writer's limit: ``translate_error`` only). The
+    summary and the translated stream therefore end at the same event.
     """
 
     protocol: Protocol
 
-    __slots__ = ("acc", "errored", "events", "failed", "pending_at", "pending_bad")
+    __slots__ = (
+        "acc",
+        "errored",
+        "events",
+        "failed",
+        "normalize",
+        "out",
+        "pending_at",
+        "pending_bad",
+        "translate_error",
+    )
 
     def __init__(self, acc: Accum) -> None:
         self.acc = acc
+        self.out: Sink | None = None
+        self.normalize = False
+        self.translate_error: ProxaiError | None = None
         self.events = 0  # events handed to ``observe`` so far (findings name their index)
         self.pending_at = 0  # the index of the event ``pending_bad`` describes
         self.errored = False
@@ -543,8 +563,11 @@ class ObserverBase:
             try:
                 obj = loads(data)
             except _JSONDecodeError:
-                # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
-                obj = _NOT_JSON if type(data) is str or data.isascii() else _loads_text(data)
+                if type(data) is dict:
+                    obj = data  # parsed already (a translator given an observer's parse)
+                else:
+                    # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
+                    obj = _NOT_JSON if type(data) is str or data.isascii() else _loads_text(data)
             if type(obj) is dict:
                 payloads[i + 1] = obj
                 try:
@@ -552,6 +575,9 @@ class ObserverBase:
                         continue
                 except SHAPE_ERRORS as exc:
                     self._malformed(event_name(raw_name), exc)
+                    return
+                except ProxaiError as exc:  # only while translating: the writer, or its limits
+                    self._stop(exc)
                     return
             self.acc.event_index = base + i // 3
             if self._general(event_name(raw_name), data, obj, now):
@@ -573,7 +599,20 @@ class ObserverBase:
             self.fail(exc)
         except SHAPE_ERRORS as exc:
             self._malformed(name, exc)
+        except ProxaiError as exc:  # only while translating: what the client protocol cannot carry
+            self._stop(exc)
         return self.errored or self.acc.terminal
+
+    def _stop(self, exc: ProxaiError) -> None:
+        """A typed problem while translating: a violation fails the stream; anything else (a
+        ``TranslationError``, a writer's limit) ends the reading for the translation alone."""
+        if isinstance(exc, UpstreamProtocolError):
+            self.fail(exc)
+            return
+        if self.translate_error is None:
+            self.translate_error = exc
+        self.errored = True
+        self._fail_state()
 
     def _malformed(self, name: str, exc: Exception) -> None:
         self.fail(UpstreamProtocolError(f"{self.protocol}: malformed {name!r} event: {exc!r}"))
@@ -618,6 +657,8 @@ class ObserverBase:
     def fail(self, exc: ProxaiError) -> None:
         if self.failed is None:
             self.failed = exc
+        if self.out is not None and self.translate_error is None:
+            self.translate_error = exc
         self.errored = True
         self.acc.own_error(ErrorKind.UPSTREAM_PROTOCOL, str(exc))
         self._fail_state()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal, Protocol
 
-from proxai.errors import UpstreamProtocolError
+from proxai.errors import SemanticStreamError
 
 __all__ = [
     "Finding",
@@ -61,7 +61,7 @@ def as_list(v: Any) -> list[Any]:
 # -- the state machine ---------------------------------------------------------------------------
 
 
-class ProtocolStateError(UpstreamProtocolError):
+class ProtocolStateError(SemanticStreamError):
     """An event the protocol does not allow in the state it arrived in."""
 
     def __init__(self, message: str, *, event: str, state: Enum) -> None:
@@ -74,13 +74,20 @@ class Machine[S: Enum]:
     """One protocol lifecycle: ``table[state][event]`` is the next state.
 
     ``message`` formats the error of an illegal step; its fields are ``event`` (the event as the
-    grammar names it) and ``state`` (the state's ``name``)."""
+    grammar names it) and ``state`` (the state's ``name``). ``messages`` gives the protocol's own
+    words for particular illegal steps (``(state, event) -> text``, e.g. "duplicate message_start")."""
 
-    __slots__ = ("message", "table")
+    __slots__ = ("message", "messages", "table")
 
-    def __init__(self, table: dict[S, dict[str, S]], message: str) -> None:
+    def __init__(
+        self,
+        table: dict[S, dict[str, S]],
+        message: str,
+        messages: dict[tuple[S, str], str] | None = None,
+    ) -> None:
         self.table = table
         self.message = message
+        self.messages = messages or {}
 
     def step(self, state: S, event: str, name: str | None = None) -> S:
         """The state after ``event`` in ``state``; ``ProtocolStateError`` if not allowed.
@@ -89,9 +96,10 @@ class Machine[S: Enum]:
         nxt = None if row is None else row.get(event)
         if nxt is None:
             shown = event if name is None else name
-            raise ProtocolStateError(
-                self.message.format(event=shown, state=state.name), event=shown, state=state
-            )
+            text = self.messages.get((state, event))
+            if text is None:
+                text = self.message.format(event=shown, state=state.name)
+            raise ProtocolStateError(text, event=shown, state=state)
         return nxt
 
     def allows(self, state: S, event: str) -> bool:

@@ -2,10 +2,10 @@
 Responses, and same-protocol normalization (docs/design/translation.md).
 
 Pure and sans-IO: SSE events in (``Payloads`` as the stream observer leaves them, or event
-objects), client bytes out. ``make_stream_translator`` picks the source
-wrapper (``sources/``) for the upstream protocol and the writer (``to_*/``) for the client
-protocol; ``driver.StreamTranslatorImpl`` implements the ``StreamTranslator`` contract below;
-docs/streaming-translation.md describes the design.
+objects), client bytes out. ``make_stream_translator`` picks the reading of the upstream
+protocol (its grammar in ``proxai.protocols``, or a source wrapper in ``sources/``) and the writer
+(``to_*/``) for the client protocol; ``driver.StreamTranslatorImpl`` implements the
+``StreamTranslator`` contract below; docs/streaming-translation.md describes the design.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ class StreamTranslator(TypingProtocol):
     """What the carrier (``proxai.mitm.carrier``) needs of a stream translator."""
 
     client_protocol: Protocol
+
+    def bind(self, grammar: object) -> bool:
+        """Read through the flow observer's grammar (``StreamObserver.attach`` calls it)."""
 
     def feed(self, events: list[SseEvent]) -> bytes:
         """Upstream events -> client bytes (may raise ``ProxaiError``)."""

@@ -1,5 +1,11 @@
-"""The stream translator: one source wrapper driving one target writer (the ``StreamTranslator``
-contract of ``proxai.translate.stream``; docs/design/translation.md).
+"""The stream translator: one reading of the upstream protocol driving one target writer (the
+``StreamTranslator`` contract of ``proxai.translate.stream``; docs/design/translation.md).
+
+The reading is a ``Reader``: the upstream protocol's grammar (``proxai.protocols``) with the
+writer as its ``out`` (``GrammarReader``), or, for a protocol whose grammar does not drive writers
+yet, its source wrapper (``SourceReader``). A ``GrammarReader`` reads the events itself, unless
+the flow's ``StreamObserver`` attached its own grammar (``bind``): then the observer's one reading
+of each event has already fed the writer, and ``feed_payloads`` only collects the bytes.
 
 - ``feed_payloads(payloads)`` returns the client bytes for a batch of upstream events in the
   scanner's ``Payloads`` layout, as the stream observer leaves it (the parse of each JSON-object
@@ -23,9 +29,9 @@ from typing import Protocol as TypingProtocol
 from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
 from proxai.model import ErrorKind, Protocol
 from proxai.sse import EVENT_NAMES, Payloads, SseEvent, event_name
+from proxai.stream.sink import Sink
 
 from .lifecycle import Lifecycle, Phase
-from .sink import Sink
 from .sources.common import PayloadValue
 
 
@@ -35,6 +41,122 @@ class Source(TypingProtocol):
     def event(self, etype: str, value: PayloadValue) -> None: ...
 
     def eof(self) -> None: ...
+
+
+class Reader(TypingProtocol):
+    """The upstream protocol read for a translation."""
+
+    @property
+    def phase(self) -> Phase: ...
+
+    def read(self, payloads: Payloads) -> None:
+        """One batch of events; raises the first typed problem."""
+
+    def eof(self) -> None:
+        """The upstream ended; raises if its stream was not complete."""
+
+    def fail(self) -> None:
+        """The translation failed: read nothing more."""
+
+    def bind(self, grammar: object) -> bool:
+        """Read through ``grammar`` (the flow observer's) instead of reading again."""
+
+
+class TranslatingGrammar(TypingProtocol):
+    """What ``GrammarReader`` needs of a grammar (``proxai.protocols.common.ObserverBase``)."""
+
+    out: Sink | None
+    normalize: bool
+    translate_error: ProxaiError | None
+    events: int
+
+    @property
+    def phase(self) -> Phase: ...
+
+    def observe(self, payloads: Payloads, now: float) -> None: ...
+
+    def translate_eof(self) -> None: ...
+
+
+class GrammarReader:
+    """A protocol grammar as a translation's reader: the grammar feeds the writer (its ``out``)."""
+
+    __slots__ = ("_attached", "_failed", "grammar")
+
+    def __init__(self, grammar: TranslatingGrammar) -> None:
+        self.grammar = grammar
+        self._attached = False
+        self._failed = False
+
+    @property
+    def phase(self) -> Phase:
+        return Phase.ERRORED if self._failed else self.grammar.phase
+
+    def read(self, payloads: Payloads) -> None:
+        g = self.grammar
+        if not self._attached:
+            # A copy: the grammar leaves its parses in the list it reads, and this one is the
+            # caller's. (The core reads no clock; a translation needs no time.)
+            g.observe(payloads[:], 0.0)
+        exc = g.translate_error
+        if exc is not None:
+            g.translate_error = None
+            raise exc
+
+    def eof(self) -> None:
+        self.grammar.translate_eof()
+
+    def fail(self) -> None:
+        self._failed = True
+        self.grammar.out = None
+
+    def bind(self, grammar: object) -> bool:
+        own = self.grammar
+        if type(grammar) is not type(own) or self._attached or own.events:
+            return False
+        g: Any = grammar
+        if g.events or g.out is not None:
+            return False
+        g.out, g.normalize = own.out, own.normalize
+        own.out = None
+        self.grammar = g
+        self._attached = True
+        return True
+
+
+class SourceReader:
+    """A source wrapper as a translation's reader (each event given to ``Source.event``)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+
+    @property
+    def phase(self) -> Phase:
+        return self.source.life.phase
+
+    def read(self, payloads: Payloads) -> None:
+        event = self.source.event
+        life = self.source.life
+        names = EVENT_NAMES
+        for i in range(1, len(payloads), 3):
+            raw: Any = payloads[i]
+            value: Any = payloads[i + 1]
+            # ``event_name(raw)`` without its call for the raw types already seen (never ""
+            # there); a type given as text is the name (and never looked up among bytes).
+            event(raw if type(raw) is str else names.get(raw) or event_name(raw), value)
+            if life.done:
+                return
+
+    def eof(self) -> None:
+        self.source.eof()
+
+    def fail(self) -> None:
+        self.source.life.fail()
+
+    def bind(self, grammar: object) -> bool:
+        return False
 
 
 class Writer(Sink, TypingProtocol):
@@ -64,13 +186,13 @@ class StreamTranslatorImpl:
         "client_protocol",
         "error",
         "normalize",
-        "source",
+        "reader",
         "upstream_protocol",
         "writer",
     )
 
-    def __init__(self, source: Source, writer: Writer, upstream: Protocol, *, normalize: bool) -> None:
-        self.source = source
+    def __init__(self, reader: Reader, writer: Writer, upstream: Protocol, *, normalize: bool) -> None:
+        self.reader = reader
         self.writer = writer
         self.client_protocol = writer.protocol
         self.upstream_protocol = upstream
@@ -81,32 +203,30 @@ class StreamTranslatorImpl:
 
     @property
     def phase(self) -> Phase:
-        return self.source.life.phase
+        return self.reader.phase
 
     @property
     def upstream_error(self) -> bool:
         """True when the upstream itself sent an error event (translated for the client)."""
-        return self.source.life.phase is Phase.ERRORED and self.error is None
+        return self.reader.phase is Phase.ERRORED and self.error is None
+
+    def bind(self, grammar: object) -> bool:
+        """Attach the flow observer's grammar (``StreamObserver.attach``): its one reading of
+        each event feeds this translator's writer, and ``feed_payloads`` reads nothing again.
+        False when the grammar cannot serve (another protocol, or events already read)."""
+        return self.reader.bind(grammar)
 
     def feed_payloads(self, payloads: Payloads) -> bytes:
         """Upstream events (``Payloads``: ``[_, type, value, _, type, value, ..., _]``, a value
         being the observer's parse of a JSON object or the data) -> client bytes."""
         if self._closed:
             return b""
-        source = self.source
-        event = source.event
-        life = source.life
-        names = EVENT_NAMES
+        reader = self.reader
         try:
-            for i in range(1, len(payloads), 3):
-                raw: Any = payloads[i]
-                value: Any = payloads[i + 1]
-                # ``event_name(raw)`` without its call for the raw types already seen (never ""
-                # there); a type given as text is the name (and never looked up among bytes).
-                event(raw if type(raw) is str else names.get(raw) or event_name(raw), value)
-                if life.done:
-                    self._closed = True
-                    break
+            reader.read(payloads)
+            phase = reader.phase
+            if phase is Phase.STOPPED or phase is Phase.ERRORED:
+                self._closed = True
         except ProxaiError as exc:
             self.error = exc
             self._pending = self.writer.take()
@@ -127,7 +247,7 @@ class StreamTranslatorImpl:
         if self.error is not None:
             return self.fail(error_kind_of(self.error), str(self.error))
         try:
-            self.source.eof()
+            self.reader.eof()
         except ProxaiError as exc:
             self.error = exc
             return self._fail_bytes(
@@ -146,7 +266,7 @@ class StreamTranslatorImpl:
 
     def _fail_bytes(self, kind: ErrorKind, message: str) -> bytes:
         self._closed = True
-        self.source.life.fail()
+        self.reader.fail()
         out = self._pending + self.writer.take()
         self._pending = b""
         self.writer.fail(kind, message)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxai.errors import TranslationError
-from proxai.translate.stream.sink import BlockKey, Carried
+from proxai.stream.sink import BlockKey, Carried
 
 
 class Foreign:

@@ -16,14 +16,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from proxai.errors import SemanticStreamError
+from proxai.stream.sink import Phase
 
-
-class Phase(Enum):
-    WAITING = "waiting"  # no semantic source message/chunk yet
-    STREAMING = "streaming"  # source deltas in progress
-    TERMINAL = "terminal"  # the source signalled its end (message_delta / finish_reason), stop pending
-    STOPPED = "stopped"  # the final target output was emitted
-    ERRORED = "errored"  # a client-protocol error was emitted; nothing more is accepted
+__all__ = ["Lifecycle", "Phase", "StreamIdentity"]
 
 
 class Step(Enum):

@@ -1,19 +1,21 @@
-"""The six translated pairs and normalize mode (issue 5). A pair is one source wrapper driving one
-target writer (docs/streaming-translation.md, "Layout"): ``build`` makes both for any pair, and
-each ``<a>_to_<b>`` module documents the facts specific to its direction.
+"""The six translated pairs and normalize mode. A pair is one reading of the upstream protocol
+driving one target writer (docs/streaming-translation.md, "Layout"; docs/design/translation.md):
+``build`` makes both for any pair, and each ``<a>_to_<b>`` module documents the facts specific to
+its direction. The reading is the protocol's grammar (Anthropic) or its source wrapper (Chat,
+Responses).
 
-Normalize mode is the same protocol in and out (seed 001 "Anthropic-compatible normalization" and
-its OpenAI-compatible twin): the lenient source wrapper (lifecycle-free deltas accepted, seed 004;
-Chat usage fallback and EOF after ``finish_reason``) drives the strict writer of the same
-protocol, so the client sees a stream that satisfies CLIENTS.md whatever the provider sent.
+Normalize mode is the same protocol in and out: the lenient reading (lifecycle-free deltas
+accepted; Chat usage fallback and EOF after ``finish_reason``) drives the strict writer of the
+same protocol, so the client sees a stream every SDK accepts whatever the provider sent.
 """
 
 from __future__ import annotations
 
 from proxai.model import Protocol
+from proxai.protocols.anthropic import AnthropicObserver
+from proxai.protocols.common import Accum
 from proxai.translate.call_shapes import CallShapes
-from proxai.translate.stream.driver import Source, StreamTranslatorImpl, Writer
-from proxai.translate.stream.sources.anthropic import AnthropicSource
+from proxai.translate.stream.driver import GrammarReader, Reader, SourceReader, StreamTranslatorImpl, Writer
 from proxai.translate.stream.sources.chat import ChatSource
 from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.translate.stream.sources.responses import ResponsesSource
@@ -71,11 +73,13 @@ def build(
             call_shapes=call_shapes or {},
             strict=strict,
         )
-    source: Source
+    reader: Reader
     if upstream is Protocol.ANTHROPIC_MESSAGES:
-        source = AnthropicSource(writer, lifecycle_free=normalize, max_tool_args=max_tool_args)
+        grammar = AnthropicObserver(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
+        grammar.out, grammar.normalize = writer, normalize
+        reader = GrammarReader(grammar)
     elif upstream is Protocol.OPENAI_CHAT:
-        source = ChatSource(writer, normalize=normalize, max_tool_args=max_tool_args)
+        reader = SourceReader(ChatSource(writer, normalize=normalize, max_tool_args=max_tool_args))
     else:
-        source = ResponsesSource(writer, max_buffer=max_buffer)
-    return StreamTranslatorImpl(source, writer, upstream, normalize=normalize)
+        reader = SourceReader(ResponsesSource(writer, max_buffer=max_buffer))
+    return StreamTranslatorImpl(reader, writer, upstream, normalize=normalize)

@@ -35,9 +35,9 @@ from typing import Any
 from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
 from proxai.model import Protocol
 from proxai.protocols.machine import as_dict, as_int, as_list, as_str
+from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Sink, Stop, TokenUsage
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
-from proxai.translate.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Sink, Stop, TokenUsage
 
 from .common import DEFAULT_MAX_TOOL_ARGS, PayloadValue, ToolArgs, classify, load_object, text_of
 

@@ -28,9 +28,9 @@ import orjson
 from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
 from proxai.model import Protocol
 from proxai.protocols.machine import as_dict, as_int, as_str
+from proxai.stream.sink import BlockKey, Citation, DeltaKind, Sink, Stop, TokenUsage
 from proxai.translate.stream import stops
 from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
-from proxai.translate.stream.sink import BlockKey, Citation, DeltaKind, Sink, Stop, TokenUsage
 from proxai.translate.stream.textparts import keep
 
 from .common import DEFAULT_MAX_BUFFER, PayloadValue, classify, load_object

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from proxai.translate.stream.sink import BlockKind, TokenUsage
+from proxai.stream.sink import BlockKind, TokenUsage
 
 
 def _event(name: bytes, payload: bytes) -> bytes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from proxai.translate.stream.sink import BlockKey
+from proxai.stream.sink import BlockKey
 
 
 @dataclass(slots=True)

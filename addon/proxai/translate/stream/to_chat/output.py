@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from proxai.translate.stream.sink import TokenUsage
+from proxai.stream.sink import TokenUsage
 
 DONE = b"data: [DONE]\n\n"
 

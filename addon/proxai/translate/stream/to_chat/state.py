@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from proxai.translate.stream.sink import BlockKey, BlockKind
+from proxai.stream.sink import BlockKey, BlockKind
 
 
 @dataclass(slots=True)

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
+from proxai.stream.sink import TokenUsage
 from proxai.translate.call_shapes import call_item
-from proxai.translate.stream.sink import TokenUsage
 
 from .state import Item
 

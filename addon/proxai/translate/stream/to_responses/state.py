@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxai.stream.sink import BlockKey, BlockKind, Citation, TokenUsage
 from proxai.translate.ir import CallShape
-from proxai.translate.stream.sink import BlockKey, BlockKind, Citation, TokenUsage
 
 
 class ItemIdAllocator:

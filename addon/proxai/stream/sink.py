@@ -1,11 +1,11 @@
-"""The neutral interface between a source-protocol wrapper and a target writer.
+"""The neutral calls between a protocol's grammar and the consumers of its reading.
 
-A source wrapper (``sources/*``) validates its protocol's event order (duplicate
-start, orphan delta, stop without start, delta/block type mismatch are ``SemanticStreamError``)
-and then calls a ``Sink``: a target writer (``to_*/writer.py``) that turns these calls into the
-client protocol's bytes. A writer may therefore trust the calls: every ``delta`` and
-``block_stop`` names a started, open block of the matching kind, and ``end`` comes once, after
-``start``.
+A grammar (``proxai.protocols.*``) validates its protocol's event order (duplicate start, orphan
+delta, stop without start, delta/block type mismatch are violations) and then calls a ``Sink``:
+a target writer (``proxai.translate.stream.to_*/writer.py``) that turns these calls into the
+client protocol's bytes (docs/design/translation.md). A writer may therefore trust the calls:
+every ``delta`` and ``block_stop`` names a started, open block of the matching kind, and
+``end`` comes once, after ``start``.
 
 Blocks are keyed by the source's own handle (Anthropic index, Chat tool index, Responses item
 id / content part), never by a target index: target ids are synthesized by the writer
@@ -31,6 +31,7 @@ apart.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Literal
 from typing import Protocol as TypingProtocol
 
@@ -39,6 +40,16 @@ from proxai.model import ErrorKind, Protocol, StopClass
 BlockKind = Literal["text", "refusal", "thinking", "redacted_thinking", "tool", "opaque"]
 DeltaKind = Literal["text", "thinking", "signature", "args"]
 BlockKey = int | str | tuple[str, int]
+
+
+class Phase(Enum):
+    """Where a translated stream is: the grammar's state as the writer's lifecycle sees it."""
+
+    WAITING = "waiting"  # no semantic source message/chunk yet
+    STREAMING = "streaming"  # source deltas in progress
+    TERMINAL = "terminal"  # the source signalled its end (message_delta / finish_reason), stop pending
+    STOPPED = "stopped"  # the final target output was emitted
+    ERRORED = "errored"  # a client-protocol error was emitted; nothing more is accepted
 
 
 @dataclass(slots=True)

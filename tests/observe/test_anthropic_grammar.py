@@ -1,0 +1,110 @@
+"""The Anthropic grammar's classification of deviations, each checked on both of its consumers:
+the flow's summary (pass-through) and a translated client's stream (the same reading), so that a
+deviation is a quirk, a repair or a violation for both alike (docs/design/protocol-grammars.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxai.model import Outcome, Protocol
+from proxai.observe import StreamObserver
+from tests.observe.test_one_reading import run
+from tests.translate_stream import build as b
+
+A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
+TEXT0 = b.a("content_block_start", index=0, content_block={"type": "text", "text": ""}) + b.a_text(0, "hi")
+
+
+def _summary(body: bytes) -> tuple[Outcome, list[tuple[str, str]], str | None, int]:
+    obs = StreamObserver(A, start=0.0)
+    obs.headers(200, 0.0)
+    obs.observe(body, 1.0)
+    s = obs.finish(2.0)
+    return s.outcome, [(f.rule, f.severity) for f in obs.findings], s.error and s.error.message, s.text_bytes
+
+
+def _clients(body: bytes) -> set[str]:
+    return {run(A, client, [body])[0] for client in (C, R, A)}
+
+
+def test_a_second_message_delta_is_accepted() -> None:
+    body = b.a_start() + TEXT0 + b.a("content_block_stop", index=0) + b.a_end()[: -0 or None]
+    body = b.a_start() + TEXT0 + b.a("content_block_stop", index=0)
+    body += b.a("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 1}) * 2
+    body += b.a("message_stop")
+    assert _summary(body) == (Outcome.COMPLETED, [], None, 2)
+    assert _clients(body) == {"success"}
+
+
+def test_blocks_left_open_are_closed_at_the_end_of_the_message() -> None:
+    tool = b.a(
+        "content_block_start",
+        index=1,
+        content_block={"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+    )
+    body = b.a_start() + TEXT0 + tool + b.a_args(1, '{"a": 1}') + b.a_end("tool_use")
+    outcome, findings, error, _ = _summary(body)
+    assert (outcome, error) == (Outcome.COMPLETED, None)
+    assert findings == [("anthropic.block_not_stopped", "quirk")] * 2
+    assert _clients(body) == {"success"}
+
+
+def test_a_tool_call_left_open_with_incomplete_arguments_stays_unfinished() -> None:
+    tool = b.a(
+        "content_block_start",
+        index=0,
+        content_block={"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+    )
+    body = b.a_start() + tool + b.a_args(0, '{"a": ') + b.a_end("tool_use")
+    assert _summary(body)[0] is Outcome.UNFINISHED_TOOL
+    for client in (C, R, A):  # a translation cannot carry the call: a violation, at that event
+        assert run(A, client, [body]) == ("error", Outcome.ERROR)
+
+
+def test_an_empty_payload_followed_by_events_is_a_violation() -> None:
+    body = (
+        b.a_start()
+        + TEXT0
+        + b"event: content_block_delta\ndata: \n\n"
+        + b.a("content_block_stop", index=0)
+        + b.a_end()
+    )
+    outcome, _, error, _ = _summary(body)
+    assert (outcome, error) == (Outcome.ERROR, "Anthropic event 'content_block_delta' with an empty payload")
+    assert _clients(body) == {"error"}
+
+
+@pytest.mark.parametrize("name", [b"ping", b"x-unknown"])
+def test_a_payload_the_sdks_never_read_is_a_quirk(name: bytes) -> None:
+    body = (
+        b.a_start()
+        + TEXT0
+        + b"event: "
+        + name
+        + b"\ndata: {not json\n\n"
+        + b.a("content_block_stop", index=0)
+        + b.a_end()
+    )
+    outcome, findings, error, text = _summary(body)
+    assert (outcome, error, text) == (Outcome.COMPLETED, None, 2)
+    assert findings == [("anthropic.unread_payload", "quirk")]
+    assert _clients(body) == {"success"}
+
+
+def test_the_event_is_what_its_event_field_names() -> None:
+    """As in the SDKs: a ``ping`` is a ping whatever its payload says (the delta is not read)."""
+    ping = b"event: ping\ndata: " + b.a_text(0, "lost").split(b"data: ")[1]
+    body = b.a_start() + TEXT0 + ping + b.a("content_block_stop", index=0) + b.a_end()
+    assert _summary(body) == (Outcome.COMPLETED, [], None, 2)
+    for client in (C, R, A):
+        end, outcome = run(A, client, [body])
+        assert (end, outcome) == ("success", Outcome.COMPLETED)
+
+
+def test_normalize_repairs_are_findings_and_the_summary_completes() -> None:
+    body = b.a_text(0, "hi") + b.a_end()  # no message_start, no content_block_start
+    end, outcome = run(A, A, [body])
+    assert (end, outcome) == ("success", Outcome.COMPLETED)
+    assert _summary(body)[0] is Outcome.ERROR  # pass-through: the stream is what it is
+    for client in (C, R):  # a translation does not repair
+        assert run(A, client, [body]) == ("error", Outcome.ERROR)

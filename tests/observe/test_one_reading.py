@@ -1,0 +1,103 @@
+"""One reading per protocol: the flow's summary and the translated stream come from the same
+grammar, so they cannot disagree. A translated stream ends with the client protocol's success
+terminal exactly when the summary's outcome is ``completed``, and otherwise with the client
+protocol's error (docs/design/protocol-grammars.md).
+
+Over every fixture and hypothesis mutations of them, through the real ``Carrier`` (the observer's
+grammar feeds the writer), for every pair and normalize mode from each upstream whose grammar
+drives the writers (Anthropic Messages so far; the Chat and Responses translations still read
+their protocol a second time).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from proxai.mitm.carrier import Carrier
+from proxai.model import Outcome, Protocol
+from proxai.observe import StreamObserver
+from proxai.sse import SseScanner
+from proxai.translate.stream import PAIRS, make_stream_translator
+from tests.observe.harness import status_of
+from tests.observe.test_properties import STREAMS, cut, mutated
+
+ONE_READING = (Protocol.ANTHROPIC_MESSAGES,)
+CLIENTS = {up: [c for u, c in PAIRS if u is up] + [up] for up in ONE_READING}
+SUCCESS = {
+    Protocol.ANTHROPIC_MESSAGES: ("message_stop",),
+    Protocol.OPENAI_CHAT: ("[DONE]",),
+    Protocol.OPENAI_RESPONSES: ("response.completed", "response.incomplete"),
+}
+ERROR = {
+    Protocol.ANTHROPIC_MESSAGES: "error",
+    Protocol.OPENAI_CHAT: "error",
+    Protocol.OPENAI_RESPONSES: "response.failed",
+}
+
+
+def ending(client: Protocol, data: bytes) -> str:
+    """``success`` or ``error``: how the client's stream ends, by its last event (Chat: ``[DONE]``,
+    or a payload with a top-level ``error``); anything else is returned as it is."""
+    events = SseScanner().feed(data)
+    if not events:
+        return "nothing"
+    last = events[-1]
+    if client is Protocol.OPENAI_CHAT:
+        if last.data == "[DONE]":
+            return "success" if not any(e.data.startswith('{"error"') for e in events) else "both"
+        return "error" if last.data.startswith('{"error"') else f"chunk {last.data[:40]}"
+    if last.event in SUCCESS[client]:
+        return "success"
+    return "error" if last.event == ERROR[client] else f"event {last.event}"
+
+
+def run(up: Protocol, client: Protocol, pieces: list[bytes], status: int = 200) -> tuple[str, Outcome]:
+    tick = itertools.count(1)
+    obs = StreamObserver(up, start=0.0)
+    obs.headers(status, 0.0)
+    tr = make_stream_translator(up, client, normalize=up is client, created=1)
+    c = Carrier(obs, protocol=up, decoder=None, translator=tr, clock=lambda: float(next(tick)))
+    out = b"".join(b"".join(r) if isinstance(r, list) else r for r in [*(c(p) for p in pieces), c(b"")])
+    assert c.summary is not None
+    return ending(client, out), c.summary.outcome
+
+
+def check(up: Protocol, pieces: list[bytes], status: int = 200) -> None:
+    for client in CLIENTS[up]:
+        end, outcome = run(up, client, pieces, status)
+        assert end == ("success" if outcome is Outcome.COMPLETED else "error"), (client, outcome, end)
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in STREAMS if Protocol(p.parent.name) in ONE_READING], ids=lambda p: p.name
+)
+def test_client_ending_agrees_with_the_outcome_on_fixtures(path: Path) -> None:
+    raw = path.read_bytes()
+    for pieces in ([raw], [raw[i : i + 9] for i in range(0, len(raw), 9)]):
+        check(Protocol(path.parent.name), pieces, status_of(path))
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
+@given(case=mutated().filter(lambda c: c[0] in ONE_READING), data=st.data())
+def test_client_ending_agrees_with_the_outcome_on_mutated_streams(
+    case: tuple[Protocol, bytes], data: st.DataObject
+) -> None:
+    protocol, raw = case
+    check(protocol, data.draw(cut(raw)))
+
+
+def test_the_check_sees_both_endings() -> None:
+    """The property is not vacuous: the corpus has completed streams and failed ones."""
+    seen = set()
+    for path in STREAMS:
+        up = Protocol(path.parent.name)
+        if up in ONE_READING:
+            seen.add(run(up, Protocol.OPENAI_CHAT, [path.read_bytes()], status_of(path))[0])
+    assert seen == {"success", "error"}
