@@ -135,6 +135,12 @@ def classify_error(message: str, *, status: int | None = None, type: str | None 
     return ErrorKind.UNKNOWN
 
 
+def classify(type_: object, code: object, message: str) -> ErrorKind:
+    """``classify_error`` given the more specific of an error's ``code`` and ``type``."""
+    key = code if isinstance(code, str) and code else type_
+    return classify_error(message, type=key if isinstance(key, str) else None)
+
+
 def error_message(text: str) -> str:
     """An upstream error text made safe for metadata: API-key-like tokens masked, bounded."""
     if len(text) > MAX_ERROR_MESSAGE:

@@ -4,7 +4,7 @@
 counted characters while one Python string was kept per delta: with small deltas (real tokens are
 1-12 characters) memory was about 16x the count (bench: 200 MB of Anthropic deltas translated to
 Responses grew the process by 176 MB and never hit the 64 MiB limit). Now the kept pieces are joined
-as they accumulate and counted in the bytes they really hold (``proxai.translate.stream.textparts``):
+as they accumulate and counted in the bytes they really hold (``proxai.stream.textparts``):
 memory stays within a small multiple of ``max_buffer``, or the stream fails with ``SseLimitError``.
 """
 
@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from proxai.errors import SseLimitError
 from proxai.model import Protocol
 from proxai.sse import SseScanner
-from proxai.translate.stream import make_stream_translator, textparts
-from proxai.translate.stream.textparts import keep
+from proxai.stream import textparts
+from proxai.stream.textparts import keep
+from proxai.translate.stream import make_stream_translator
 
 MAX_BUFFER = 1024 * 1024
 

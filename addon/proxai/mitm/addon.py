@@ -48,9 +48,9 @@ from proxai.mitm.otlp_export import OtlpExport
 from proxai.mitm.routing import Routing, client_stream
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
 from proxai.redact import Redactor, redact_url
+from proxai.stream.limits import DEFAULT_MAX_BUFFER
 from proxai.termsafe import log_safe
 from proxai.translate.stream import StreamTranslator
-from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 

@@ -36,13 +36,13 @@ from proxai.redact import REDACTED_B, Redactor, redact_json_value, register_secr
 from proxai.routes import Route, RouteTable, load_routes
 from proxai.scrub import ScrubbingStream, StreamFn
 from proxai.sse import SseScanner
+from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.translate import ir
 from proxai.translate.errors import is_error_body, is_failed_body, translate_error
 from proxai.translate.headers import credential_free_query, env_key, plan_headers
 from proxai.translate.request import parse_body, translate_request
 from proxai.translate.response import load_json, translate_response
 from proxai.translate.stream import StreamTranslatorImpl, make_stream_translator
-from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 
 logger = logging.getLogger(__name__)
 

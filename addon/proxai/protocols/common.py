@@ -44,6 +44,7 @@ from proxai.model import (
     Usage,
 )
 from proxai.sse import Payloads, RawName, event_name
+from proxai.stream.limits import DEFAULT_MAX_BUFFER
 from proxai.stream.sink import Sink
 
 from .machine import Finding, Severity, as_dict, as_int, as_str
@@ -513,6 +514,7 @@ class ObserverBase:
         "errored",
         "events",
         "failed",
+        "max_buffer",
         "normalize",
         "out",
         "pending_at",
@@ -524,6 +526,7 @@ class ObserverBase:
         self.acc = acc
         self.out: Sink | None = None
         self.normalize = False
+        self.max_buffer = DEFAULT_MAX_BUFFER  # content a writer-facing half may keep (Responses)
         self.translate_error: ProxaiError | None = None
         self.events = 0  # events handed to ``observe`` so far (findings name their index)
         self.pending_at = 0  # the index of the event ``pending_bad`` describes

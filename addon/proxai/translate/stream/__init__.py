@@ -15,12 +15,12 @@ from typing import Protocol as TypingProtocol
 from proxai.errors import ConfigError
 from proxai.model import ErrorKind, Protocol
 from proxai.sse import Payloads, SseEvent
+from proxai.stream.lifecycle import Lifecycle, Phase, StreamIdentity
+from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.translate.call_shapes import CallShapes
 
 from . import pairs
 from .driver import StreamTranslatorImpl
-from .lifecycle import Lifecycle, Phase, StreamIdentity
-from .sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 
 __all__ = [
     "PAIRS",

@@ -29,9 +29,9 @@ from typing import Protocol as TypingProtocol
 from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
 from proxai.model import ErrorKind, Protocol
 from proxai.sse import EVENT_NAMES, Payloads, SseEvent, event_name
+from proxai.stream.lifecycle import Lifecycle, Phase
 from proxai.stream.sink import Sink
 
-from .lifecycle import Lifecycle, Phase
 from .sources.common import PayloadValue
 
 
@@ -67,6 +67,7 @@ class TranslatingGrammar(TypingProtocol):
 
     out: Sink | None
     normalize: bool
+    max_buffer: int
     translate_error: ProxaiError | None
     events: int
 
@@ -117,7 +118,7 @@ class GrammarReader:
         g: Any = grammar
         if g.events or g.out is not None:
             return False
-        g.out, g.normalize = own.out, own.normalize
+        g.out, g.normalize, g.max_buffer = own.out, own.normalize, own.max_buffer
         own.out = None
         self.grammar = g
         self._attached = True

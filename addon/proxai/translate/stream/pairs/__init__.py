@@ -14,11 +14,11 @@ from __future__ import annotations
 from proxai.model import Protocol
 from proxai.protocols.anthropic import AnthropicObserver
 from proxai.protocols.common import Accum
+from proxai.protocols.responses import ResponsesObserver
+from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.translate.call_shapes import CallShapes
 from proxai.translate.stream.driver import GrammarReader, Reader, SourceReader, StreamTranslatorImpl, Writer
 from proxai.translate.stream.sources.chat import ChatSource
-from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
-from proxai.translate.stream.sources.responses import ResponsesSource
 from proxai.translate.stream.to_anthropic.writer import AnthropicWriter
 from proxai.translate.stream.to_chat.writer import ChatWriter
 from proxai.translate.stream.to_responses.writer import ResponsesWriter
@@ -81,5 +81,7 @@ def build(
     elif upstream is Protocol.OPENAI_CHAT:
         reader = SourceReader(ChatSource(writer, normalize=normalize, max_tool_args=max_tool_args))
     else:
-        reader = SourceReader(ResponsesSource(writer, max_buffer=max_buffer))
+        rgrammar = ResponsesObserver(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
+        rgrammar.out, rgrammar.normalize, rgrammar.max_buffer = writer, normalize, max_buffer
+        reader = GrammarReader(rgrammar)
     return StreamTranslatorImpl(reader, writer, upstream, normalize=normalize)

@@ -32,14 +32,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from proxai.error_kind import classify
 from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
 from proxai.model import Protocol
 from proxai.protocols.machine import as_dict, as_int, as_list, as_str
+from proxai.stream import stops
+from proxai.stream.lifecycle import Lifecycle, Phase, StreamIdentity
+from proxai.stream.limits import DEFAULT_MAX_TOOL_ARGS
 from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Sink, Stop, TokenUsage
-from proxai.translate.stream import stops
-from proxai.translate.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 
-from .common import DEFAULT_MAX_TOOL_ARGS, PayloadValue, ToolArgs, classify, load_object, text_of
+from .common import PayloadValue, ToolArgs, load_object, text_of
 
 TEXT_KEY = "text"
 REFUSAL_KEY = "refusal"

@@ -9,10 +9,9 @@ from typing import Any
 
 import orjson
 
-from proxai.error_kind import classify_error
 from proxai.errors import UpstreamProtocolError
-from proxai.model import ErrorKind
-from proxai.translate.stream.textparts import keep
+from proxai.stream.limits import DEFAULT_MAX_TOOL_ARGS
+from proxai.stream.textparts import keep
 
 # One event's payload as a source wrapper gets it: the stream observer's parse of a JSON object
 # (``sse.Payloads`` after observing; ``SseEvent.payload``), or the data as bytes or text.
@@ -20,12 +19,6 @@ type PayloadValue = dict[str, Any] | bytes | str
 
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
-
-
-def classify(type_: object, code: object, message: str) -> ErrorKind:
-    """The shared classifier (``proxai.error_kind``), given the more specific of code / type."""
-    key = code if isinstance(code, str) and code else type_
-    return classify_error(message, type=key if isinstance(key, str) else None)
 
 
 def text_of(value: bytes | str) -> str:
@@ -61,10 +54,6 @@ def load_object(value: PayloadValue, protocol: str) -> dict[str, Any] | None:
     return obj
 
 
-DEFAULT_MAX_TOOL_ARGS = 8 * 1024 * 1024  # per call, as observe.Limits.max_tool_args
-DEFAULT_MAX_BUFFER = 64 * 1024 * 1024  # content a Responses source / target must keep, per stream
-
-
 class ToolArgs:
     """Tool-call argument fragments, kept (bounded) until the call ends, when the whole must be
     valid JSON: seed 003 rejects invalid argument JSON instead of passing it on (or substituting
@@ -86,7 +75,7 @@ class ToolArgs:
         if size > self.max_bytes:
             raise UpstreamProtocolError(f"tool call arguments exceed the limit of {self.max_bytes} bytes")
         self._sizes[key] = size
-        keep(parts, text)  # memory near the count (proxai.translate.stream.textparts)
+        keep(parts, text)  # memory near the count (proxai.stream.textparts)
 
     def close(self, key: object, what: str) -> None:
         parts = self._parts.pop(key, None)

@@ -14,8 +14,8 @@ import orjson
 
 from proxai.error_shapes import error_event
 from proxai.model import ErrorKind, Protocol
+from proxai.stream import stops
 from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage
-from proxai.translate.stream import stops
 from proxai.translate.stream.foreign import Foreign
 
 from . import output

@@ -36,12 +36,12 @@ import orjson
 from proxai.error_shapes import openai_error_object
 from proxai.errors import SseLimitError
 from proxai.model import ErrorKind, Protocol
+from proxai.stream import stops
+from proxai.stream.limits import DEFAULT_MAX_BUFFER
 from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage
+from proxai.stream.textparts import RUN, SLOT, SMALL, join_run, sizeof
 from proxai.translate.call_shapes import CallShapes, freeform_input
-from proxai.translate.stream import stops
 from proxai.translate.stream.foreign import Foreign
-from proxai.translate.stream.sources.common import DEFAULT_MAX_BUFFER
-from proxai.translate.stream.textparts import RUN, SLOT, SMALL, join_run, sizeof
 
 from . import output
 from .state import Item, ItemIdAllocator, ResponsesState
