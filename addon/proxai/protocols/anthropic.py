@@ -225,11 +225,7 @@ class AnthropicObserver(ObserverBase):
             bad = f"Anthropic event payload is not JSON: {data[:80]!r}"
         else:
             bad = f"Anthropic event payload is not a JSON object: {data[:80]!r}"
-        if self.acc.received:
-            self.pending_bad = bad
-            self.pending_at = self.acc.event_index
-            return
-        raise UpstreamProtocolError(bad)
+        self._judge_bad(bad)
 
     # -- streamed -------------------------------------------------------------------------------
 

@@ -643,9 +643,13 @@ class ObserverBase:
         """A payload that is not a JSON object: a tolerated tail candidate after valid data
         (decided at the next event or EOF), a violation before any."""
         if obj is _NOT_JSON:
-            bad = f"{self.protocol}: event {name!r} data is not JSON: {data[:80]!r}"
+            self._judge_bad(f"{self.protocol}: event {name!r} data is not JSON: {data[:80]!r}")
         else:
-            bad = f"{self.protocol}: event {name!r} data is not a JSON object: {data[:80]!r}"
+            self._judge_bad(f"{self.protocol}: event {name!r} data is not a JSON object: {data[:80]!r}")
+
+    def _judge_bad(self, bad: str) -> None:
+        """A bad payload described by ``bad``: pending after valid data (the tolerated tail if
+        nothing follows it), a violation before any."""
         if self.acc.received:
             self.pending_bad = bad
             self.pending_at = self.acc.event_index
