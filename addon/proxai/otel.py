@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from proxai.redact import redact_json_value, redact_text, redact_url
+from proxai.redact import Redactor, redact_json_value, redact_text, redact_url
 
 AttrValue = str | bool | int | float | list[str]
 
@@ -223,10 +223,13 @@ def build_span(
     *,
     content: bool = False,
     captured: Mapping[str, Any] | None = None,
+    redactor: Redactor | None = None,
 ) -> Span:
     """The span of one LLM flow. ``captured``: ``text``, ``reasoning`` and ``tool_arguments`` (a
     list, in the order of ``tool_calls``) as the observer captured them; used only with
-    ``content``."""
+    ``content``. ``redactor``: the flow's redaction engine; every text attribute and the status
+    message go through it last (its echo set: a value the flow carried as a credential, in a header
+    or a secret-named field, is removed wherever else it appears, keys without a known shape too)."""
     body = _map(facts.request_body)
     provider = provider_name(meta)
     attrs: dict[str, AttrValue] = {
@@ -259,6 +262,9 @@ def build_span(
     failed, message = _outcome_attrs(meta, attrs)
     if content:
         _content_attrs(meta, body, captured or {}, attrs)
+    if redactor is not None:
+        attrs = redacted_attributes(attrs, redactor)
+        message = redactor.text(message)
     trace_id, span_id, parent = span_ids(facts.flow_id, facts.traceparent)
     model = attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model")
     return Span(
@@ -272,3 +278,17 @@ def build_span(
         error=failed,
         status_message=message,
     )
+
+
+def redacted_attributes(attrs: Mapping[str, AttrValue], red: Redactor) -> dict[str, AttrValue]:
+    """Every text value (and each text of a list) through ``red.text``; numbers and flags as they are.
+    Attribute names are ours, not secret names (``llm.token_count.prompt`` is a count)."""
+    out: dict[str, AttrValue] = {}
+    for name, value in attrs.items():
+        if isinstance(value, str):
+            out[name] = red.text(value)
+        elif isinstance(value, list):
+            out[name] = [red.text(v) for v in value]
+        else:
+            out[name] = value
+    return out

@@ -256,7 +256,7 @@ def comment_line(meta: Mapping[str, Any]) -> str:
     n = len(_tools(meta))
     if n:
         parts.append(f"{n} tool call{'s' if n != 1 else ''}")
-    return " · ".join(parts)
+    return terminal_safe(" · ".join(parts))  # the whole line, whatever a field holds
 
 
 def _secs(v: float | None) -> str:
@@ -294,4 +294,4 @@ def dump_line(meta: Mapping[str, Any]) -> str:
         parts.append(f"{n} tool call{'s' if n != 1 else ''}")
     parts.append(f"ttft {_secs(_num(timing.get('first_token_s')))}")
     parts.append(_secs(_num(timing.get("total_s"))))
-    return " · ".join(parts)
+    return terminal_safe(" · ".join(parts))  # the whole line, whatever a field holds

@@ -257,3 +257,34 @@ def test_traces_url(endpoint: str, url: str) -> None:
 def test_traces_url_refuses(endpoint: str) -> None:
     with pytest.raises(ValueError):
         otlp.traces_url(endpoint)
+
+
+AZURE = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"  # an Azure key: 32 hex digits, no shape to spot
+
+
+def test_the_flows_redactor_removes_echoes_of_its_credentials_from_every_attribute() -> None:
+    """A key without a known shape, sent in a credential header, is found by echo wherever the
+    span would carry it: the conversation, the output, the error message, a tool name."""
+    from proxai.redact import REDACTED, Redactor
+
+    red = Redactor()
+    red.learn_headers([(b"api-key", AZURE.encode())])
+    body = {**BODY, "messages": [{"role": "user", "content": f"my key is {AZURE}"}]}
+    meta = _meta(
+        outcome="error",
+        error={"kind": "authentication", "message": f"Incorrect API key provided: {AZURE}"},
+        tool_calls=[{"id": "t1", "name": f"tool_{AZURE}", "arguments_complete": True}],
+    )
+    captured = {"text": f"Your key is {AZURE}.", "reasoning": "", "tool_arguments": [f'{{"k": "{AZURE}"}}']}
+    plain = build_span(meta, _facts(request_body=body), content=True, captured=captured)
+    assert AZURE in orjson.dumps(plain.attributes).decode()  # no rule without the flow's echo set
+    span = build_span(meta, _facts(request_body=body), content=True, captured=captured, redactor=red)
+    dumped = orjson.dumps(span.attributes).decode() + span.status_message
+    assert AZURE not in dumped
+    assert span.attributes["proxai.error.message"] == f"Incorrect API key provided: {REDACTED}"
+    assert span.status_message == f"Incorrect API key provided: {REDACTED}"
+    assert span.attributes["proxai.tool_calls"] == [f"tool_{REDACTED}"]
+    # counts and flags are left as they are
+    assert {k: v for k, v in span.attributes.items() if not isinstance(v, (str, list))} == {
+        k: v for k, v in plain.attributes.items() if not isinstance(v, (str, list))
+    }

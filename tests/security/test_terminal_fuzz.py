@@ -9,6 +9,7 @@ of real attack sequences is always included."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import unicodedata
@@ -20,12 +21,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mitmproxy import http
+from mitmproxy.addons.dumper import Dumper
 from mitmproxy.contentviews import Metadata
 from mitmproxy.test import taddons, tflow, tutils
 
 from proxai import cli_export, cli_report, verdict
-from proxai.mitm.commands import Visibility
+from proxai.mitm.addon import ProxAI
 from proxai.mitm.contentview import view
+from proxai.mitm.dumpline import DumpLine
 from proxai.mitm.flowrows import write_flows
 from proxai.termsafe import escape, log_safe
 
@@ -40,7 +43,14 @@ ATTACKS = [
     "\x08\x08\x7f",  # backspaces, DEL
     "line\u2028sep",
 ]
-ONE_LINE = {"log line", "mitmdump line", "flow comment"}
+ONE_LINE = {
+    "log line",
+    "mitmdump line",
+    "flow comment",
+    "flow comment (set by the addon)",
+    "carrier log line",
+    "mitmdump line (printed by DumpLine)",
+}
 _BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
@@ -103,17 +113,28 @@ def _all_outputs(evil: str, tmp: Path, capsys: Any, caplog: Any, *, command: boo
     assert cli_export.main([str(path), str(tmp / "exported.flow")]) == 0
     captured = capsys.readouterr()
     out["export"] = captured.out + captured.err
-    vis = Visibility()
     caplog.clear()
-    if command:  # a mitmproxy master per call (not per hypothesis example: its log handler stays)
-        with taddons.context(vis):
-            vis.response(flows[0])
+    if command:  # one mitmproxy master per call (not per hypothesis example: its log handler stays)
+        a = ProxAI()  # the addon, with its child Visibility (the proxai.report command)
+        out_file = io.StringIO()
+        dumper = Dumper(outfile=out_file)
+        dump_line = DumpLine()
+        with taddons.context(a, dumper, dump_line) as tctx:
+            tctx.configure(a, proxai_diagnostics_dir=str(tmp / "live-diag"))
+            tctx.configure(dumper, flow_detail=1)
+            a.visibility.response(flows[0])
             with caplog.at_level(logging.INFO):
-                from mitmproxy import ctx
-
-                ctx.master.commands.call("proxai.report")
-        out["proxai.report"] = "\n".join(r.getMessage() for r in caplog.records)
-        assert "proxai.report:" in out["proxai.report"]
+                tctx.master.commands.call("proxai.report")
+            out["proxai.report"] = "\n".join(r.getMessage() for r in caplog.records)
+            assert "proxai.report:" in out["proxai.report"]
+            live, logged = _live_flow(a, evil, caplog)
+            out["flow comment (set by the addon)"] = live.comment
+            out["carrier log line"] = logged
+            dump_line.dumper = dumper
+            dump_line.response(live)  # what mitmdump prints for it, through its own Dumper
+        printed = out_file.getvalue()
+        assert printed.strip().startswith("proxai chat")
+        out["mitmdump line (printed by DumpLine)"] = printed.rstrip("\n")
     f = flows[0]
     assert f.response is not None
     out["contentview response"] = view.prettify(
@@ -126,6 +147,35 @@ def _all_outputs(evil: str, tmp: Path, capsys: Any, caplog: Any, *, command: boo
     out["mitmdump line"] = verdict.dump_line(f.metadata["proxai"])
     out["flow comment"] = verdict.comment_line(f.metadata["proxai"])
     return out
+
+
+def _live_flow(a: ProxAI, evil: str, caplog: Any) -> tuple[http.HTTPFlow, str]:
+    """A live streamed flow through the addon whose upstream names the model ``evil`` and whose
+    guard hook fails with ``evil`` in its exception: the comment the addon sets, and the log."""
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    req = tutils.treq(method=b"POST", path=b"/v1/chat/completions", content=orjson.dumps(body))
+    f = tflow.tflow(req=req)
+    f.response = None
+    a.request(f)
+    f.response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"), content=None)
+    a.responseheaders(f)
+    assert f.response is not None and callable(f.response.stream)
+
+    def failing_hook(*_: Any) -> None:
+        raise RuntimeError(f"hook failed on {evil}")
+
+    carrier = a.flows[f].carrier
+    assert carrier is not None
+    carrier.on_chunk.insert(0, failing_hook)
+    chunk = {"model": evil, "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]}
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        f.response.stream(b"data: " + orjson.dumps(chunk) + b"\n\ndata: [DONE]\n\n")
+        f.response.stream(b"")
+        a.response(f)
+    logged = " | ".join(r.getMessage() for r in caplog.records if r.name.startswith("proxai"))
+    assert "hook failed on" in logged
+    return f, logged
 
 
 @pytest.mark.parametrize("evil", ATTACKS)

@@ -41,6 +41,7 @@ from proxai.errors import ConfigError, DecodeError, ProxaiError
 from proxai.mitm.carrier import Carrier, strip_translated_headers
 from proxai.mitm.commands import Visibility
 from proxai.mitm.diagnostics import build_report, write_report
+from proxai.mitm.export import live_redactor
 from proxai.mitm.faults import FaultAddon
 from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.option_errors import checked_options
@@ -620,7 +621,7 @@ class ProxAI:
             try:
                 hook(flow, summary, meta)
             except Exception as exc:
-                logger.warning("proxai: record hook failed: %s: %s", type(exc).__name__, exc)
+                logger.warning("proxai: record hook failed: %s: %s", type(exc).__name__, log_safe(exc))
 
     def write_diagnostics(
         self, flow: http.HTTPFlow, state: FlowState, summary: StreamSummary, red: Redactor | None = None
@@ -643,26 +644,15 @@ class ProxAI:
         try:
             return write_report(self.diagnostics_dir, flow.id, report)
         except OSError as exc:
-            logger.warning("proxai: cannot write diagnostics to %s: %s", self.diagnostics_dir, exc)
+            logger.warning("proxai: cannot write diagnostics to %s: %s", self.diagnostics_dir, log_safe(exc))
             return None
-
-
-def live_redactor(flow: http.HTTPFlow) -> Redactor:
-    """The redaction engine for a live flow's metadata and diagnostics: it knows the credentials of
-    the request (URL and headers) and of the response headers, so their echoes are removed too."""
-    red = Redactor()
-    red.learn_url(flow.request.url)
-    red.learn_headers(flow.request.headers.fields)
-    if flow.response is not None:
-        red.learn_headers(flow.response.headers.fields)
-    return red
 
 
 def _warm_prices() -> None:
     try:
         cost.warm()
     except Exception as exc:  # the first flow then loads the table itself
-        logger.debug("proxai: loading the price table failed: %s", exc)
+        logger.debug("proxai: loading the price table failed: %s", log_safe(exc))
 
 
 def _record_left_out(meta: dict[str, Any], translation: dict[str, Any]) -> None:

@@ -63,6 +63,7 @@ from proxai.error_shapes import error_event
 from proxai.errors import DecodeError, ProxaiError, SseLimitError, TranslationError
 from proxai.model import ErrorKind, Protocol, StreamSummary
 from proxai.sse import Payloads
+from proxai.termsafe import log_safe
 from proxai.translate.stream import StreamTranslator
 
 if TYPE_CHECKING:
@@ -575,7 +576,7 @@ class Carrier:
         exc = sys.exc_info()[1]
         if what not in self._bugs_logged:
             self._bugs_logged.add(what)
-            logger.warning("proxai: %s: %s: %s", what, type(exc).__name__, exc)
+            logger.warning("proxai: %s: %s: %s", what, type(exc).__name__, log_safe(exc))
         logger.debug("proxai: traceback of %s", what, exc_info=True)
 
     def _run_end_hooks(self) -> None:

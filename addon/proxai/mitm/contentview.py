@@ -28,7 +28,7 @@ from proxai.detect import detect_protocol
 from proxai.errors import ProxaiError
 from proxai.mitm.export import flow_redactor
 from proxai.model import Protocol, StreamSummary
-from proxai.termsafe import escape
+from proxai.termsafe import escape, log_safe
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def observe_captured(protocol: Protocol, data: bytes, response: http.Response) -
             capture=True,
         )
     except ProxaiError as exc:
-        logger.debug("proxai contentview: cannot observe the body: %s", exc)
+        logger.debug("proxai contentview: cannot observe the body: %s", log_safe(exc))
         return None
     return summary
 

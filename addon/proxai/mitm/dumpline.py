@@ -20,6 +20,7 @@ from mitmproxy import ctx, http
 from mitmproxy.utils import human
 
 from proxai import verdict
+from proxai.termsafe import log_safe
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class DumpLine:
             style = verdict.DUMP_STYLE.get(str(v), {})
             dumper.echo(" " * _indent(flow) + dumper.style(verdict.dump_line(meta), **style))
         except Exception as exc:  # never break mitmdump's output for a bug of ours
-            logger.warning("proxai: cannot print the flow line: %s: %s", type(exc).__name__, exc)
+            logger.warning("proxai: cannot print the flow line: %s: %s", type(exc).__name__, log_safe(exc))
 
 
 def _indent(flow: http.HTTPFlow) -> int:

@@ -64,6 +64,18 @@ def _decoded(msg: http.Message) -> tuple[bytes | None, str | None]:
         return None, str(exc) or "bad content-encoding"
 
 
+def live_redactor(flow: http.HTTPFlow) -> Redactor:
+    """The redaction engine for a live flow's metadata, diagnostics and telemetry (cheaper than
+    ``flow_redactor``, which also reads the bodies): it knows the credentials of the request (URL
+    and headers) and of the response headers, so their echoes are removed too."""
+    red = Redactor()
+    red.learn_url(flow.request.url)
+    red.learn_headers(flow.request.headers.fields)
+    if flow.response is not None:
+        red.learn_headers(flow.response.headers.fields)
+    return red
+
+
 def flow_redactor(f: http.HTTPFlow, red: Redactor | None = None) -> Redactor:
     """The redaction engine for one flow (or, given ``red``, one more flow of a bundle): it has
     learned every secret the flow's request and response carry by name or by shape, so it removes

@@ -39,6 +39,7 @@ from proxai.mitm.option_errors import checked_options
 from proxai.model import ErrorInfo, ErrorKind, Outcome, StreamSummary
 from proxai.provider_errors import http_error
 from proxai.scrub import ScrubbingStream
+from proxai.termsafe import log_safe
 
 if TYPE_CHECKING:
     from proxai.mitm.addon import FlowState
@@ -81,7 +82,9 @@ class FaultedStream:
             return self._call(chunk)
         except Exception as exc:
             # A bug of ours: the flow goes on unfaulted (what the stage held leaves first).
-            logger.warning("proxai: internal error in the fault stage: %s: %s", type(exc).__name__, exc)
+            logger.warning(
+                "proxai: internal error in the fault stage: %s: %s", type(exc).__name__, log_safe(exc)
+            )
             logger.debug("proxai: traceback", exc_info=True)
             self.broken = True
             self.timer.cancel()
@@ -262,7 +265,9 @@ class FaultAddon:
         flow.response = http.Response.make(fault.status, body, dict(headers))
         # The client's own protocol answered directly: nothing is translated.
         state.protocol, state.client_protocol, state.route = client, None, None
-        logger.info("proxai: fault: %s answered %s (%s)", flow.request.path, fault.status, rule.describe())
+        logger.info(
+            "proxai: fault: %s answered %s (%s)", log_safe(flow.request.path), fault.status, rule.describe()
+        )
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         fault = self.flows.get(flow)

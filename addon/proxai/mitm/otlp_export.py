@@ -29,6 +29,7 @@ import orjson
 from mitmproxy import ctx, exceptions, http
 
 from proxai import otlp
+from proxai.mitm.export import live_redactor
 from proxai.mitm.option_errors import checked_options
 from proxai.model import StreamSummary
 from proxai.otel import AttrValue, FlowFacts, Span, build_span
@@ -349,10 +350,16 @@ class OtlpExport:
         if sender is None or flow in self.exported:
             return
         self.exported.add(flow)
+        red = live_redactor(flow)
+        if self.content:  # the exported conversation: its secret-named fields are echoes too
+            red.learn_body(
+                flow.request.get_content(strict=False) or b"", flow.request.headers.get("content-type")
+            )
         span = build_span(
             meta,
             flow_facts(flow, meta, time.time()),
             content=self.content,
             captured=captured_content(summary) if self.content else None,
+            redactor=red,
         )
         sender.submit(span)
