@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from mitmproxy import http
 from mitmproxy.contentviews import Metadata
@@ -216,3 +217,45 @@ def test_no_planted_secret_in_any_output(
     # report twice and the export's output and three files
     routed = sum(c.routed_env for c in CASES)
     assert len(findings) == 2 * len(CASES) + 2 * routed + len(diag_files) + 7
+
+
+@pytest.fixture(scope="module")
+def phoenix() -> Iterator[Any]:
+    from tests.e2e.phoenix import running_phoenix
+
+    with running_phoenix() as phx:
+        yield phx
+
+
+def test_no_planted_secret_in_telemetry(
+    route_host: Any, origin_plain: Any, phoenix: Any, tmp_path: Path
+) -> None:
+    """The same cases with the OTLP export on, content included (``proxai_otlp_content``), to a real
+    receiver (Arize Phoenix): no planted secret in any span read back, and one span per flow."""
+    routes = tmp_path / "routes.toml"
+    routes.write_text(routes_toml(route_host.url))
+    project = f"proxai-planted-{tag()}"
+    options = {
+        "proxai_routes": str(routes),
+        "proxai_tool_stall": "0.5",
+        "proxai_otlp": phoenix.url,
+        "proxai_otlp_headers": f"x-project-name={project}",
+        "proxai_otlp_content": "true",
+    }
+    with running_mitmdump(
+        origin_plain.url, mode="reverse", workdir=tmp_path / "md", options=options, env=ENV
+    ) as md:
+        tags = {}
+        for case in CASES:
+            t, _received = _send(md, case)
+            tags[t] = case
+        flows = {t: md.wait_flow(t) for t in tags}
+        spans = phoenix.wait_spans(project, len(CASES))
+    by_flow = {s["attributes"]["proxai.flow_id"]: s for s in spans}
+    assert set(by_flow) == {f.id for f in flows.values()}  # one span per flow, no more
+    findings = {
+        case.name: planted.findings(orjson.dumps(by_flow[flows[t].id]).decode()) for t, case in tags.items()
+    }
+    assert {k: v for k, v in findings.items() if v} == {}
+    # the content was exported (the search had something to search)
+    assert all("gen_ai.input.messages" in s["attributes"] for s in spans)
