@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 import orjson
 
@@ -23,16 +22,19 @@ HELP = "print a table of the LLM flows in a .flow file (outcome, stop reason, to
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE.flow", help="a flow file saved with mitmdump -w")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     parser.add_argument(
         "--html",
         metavar="OUT.html",
-        help="write the run report, one self-contained HTML page (timeline, turns, totals), to OUT.html",
+        help="write the run report, one self-contained HTML page (timeline, turns, totals), to OUT.html; "
+        "stdout then gets only what --json, --csv or --turns asks for",
     )
-    parser.add_argument(
+    # what goes to stdout: one of these, or the table
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    out.add_argument(
         "--csv", action="store_true", help="print one CSV row per LLM flow (verdict, tokens, timings, cost)"
     )
-    parser.add_argument(
+    out.add_argument(
         "--turns",
         action="store_true",
         help="print the run's turns as JSON (new messages, answer, tool calls, usage, cost)",
@@ -50,38 +52,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from proxai.html_report import render_html
     from proxai.mitm.flowrows import FlowFileError, read_flows, report_rows
-    from proxai.mitm.runflows import FilterError, select
+    from proxai.mitm.runflows import FilterError, run_inputs, run_redactor, select
     from proxai.report import report_json, table_lines
-    from proxai.termsafe import escape, escape_json
+    from proxai.run import build_run
+    from proxai.run_csv import render_csv
+    from proxai.termsafe import escape
 
     try:
         flows = select(read_flows(args.file), args.filter)
     except (FlowFileError, FilterError) as exc:
         print(f"proxai report: {escape(str(exc), newlines=False)}", file=sys.stderr)
         return 2
-    if args.html or args.csv or args.turns:
-        return _run_report(args, flows)
-    rows = report_rows(flows, load_files=not args.no_diagnostics_files, base_dir=bundle_dir(args.file))
-    # every string below came from the network or from the file: terminal-safe (docs/security.md)
-    if args.json:
-        text = orjson.dumps(report_json(rows), option=orjson.OPT_INDENT_2).decode()
-        sys.stdout.write(escape_json(text) + "\n")
-    else:
-        sys.stdout.write("\n".join(escape(line, newlines=False) for line in table_lines(rows)) + "\n")
-    return 0
-
-
-def _run_report(args: argparse.Namespace, flows: Sequence[Any]) -> int:
-    """The run report: HTML to a file; CSV or the turns' JSON to stdout (terminal-safe)."""
-    from proxai.html_report import render_html
-    from proxai.mitm.runflows import run_inputs, run_redactor
-    from proxai.run import build_run
-    from proxai.run_csv import render_csv
-    from proxai.termsafe import escape, escape_json
-
-    run = build_run(run_inputs(flows), run_redactor(flows))
-    if args.html:
+    # every string printed came from the network or from the file: terminal-safe (docs/security.md)
+    run = build_run(run_inputs(flows), run_redactor(flows)) if args.html or args.csv or args.turns else None
+    if args.html and run is not None:
         title = os.path.basename(args.file) + (f" · filter {args.filter}" if args.filter else "")
         try:
             with open(args.html, "w", encoding="utf-8") as fh:
@@ -94,11 +80,23 @@ def _run_report(args: argparse.Namespace, flows: Sequence[Any]) -> int:
             f"proxai report: {n} LLM flow{'s' if n != 1 else ''} -> {escape(args.html, newlines=False)}",
             file=sys.stderr,
         )
-    if args.csv:
+    if args.csv and run is not None:
         sys.stdout.write(escape(render_csv(run)))
-    elif args.turns:
-        sys.stdout.write(escape_json(orjson.dumps(run.to_json(), option=orjson.OPT_INDENT_2).decode()) + "\n")
+    elif args.turns and run is not None:
+        sys.stdout.write(_json(run.to_json()))
+    elif args.json or not args.html:
+        rows = report_rows(flows, load_files=not args.no_diagnostics_files, base_dir=bundle_dir(args.file))
+        if args.json:
+            sys.stdout.write(_json(report_json(rows)))
+        else:
+            sys.stdout.write("\n".join(escape(line, newlines=False) for line in table_lines(rows)) + "\n")
     return 0
+
+
+def _json(doc: object) -> str:
+    from proxai.termsafe import escape_json
+
+    return escape_json(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()) + "\n"
 
 
 def bundle_dir(path: str) -> str:

@@ -232,3 +232,34 @@ def test_a_flow_file_that_is_not_one_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2 and proc.stderr.startswith(f"proxai report: cannot read {bad}")
     assert not (tmp_path / "o.html").exists()
+
+
+def test_html_goes_with_one_stdout_format(made: MadeRun, tmp_path: Path) -> None:
+    out = tmp_path / "run.html"
+    proc = report(made, "--html", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    doc = orjson.loads(proc.stdout)  # the flow table as JSON, with each flow's cost
+    assert [r["cost"] and r["cost"]["amount"] for r in doc["flows"]] == recorded_costs(made)
+    assert doc["totals"]["cost"]["unpriced_flows"] == 1
+    only = report(made, "--html", str(tmp_path / "only.html"))
+    assert only.returncode == 0 and only.stdout == ""
+    table = report(made).stdout.splitlines()
+    assert table[0].split() == [
+        "#",
+        "protocol",
+        "model",
+        "status",
+        "outcome",
+        "stop",
+        "in",
+        "out",
+        "cost",
+        "tools",
+        "ttft",
+        "total",
+    ]
+    total = cost.format_amount(sum(a for a in recorded_costs(made) if a is not None))
+    assert table[11].endswith(f"· 5 tool calls · cost {total} (1 flow without a price)")
+    both = report(made, "--csv", "--json")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
