@@ -231,3 +231,39 @@ def test_the_web_search_is_offered_where_the_target_searches() -> None:
     with pytest.raises(TranslationError) as err:
         translate_request({**body, "tool_choice": {"type": "tool", "name": "web_search"}}, A, R)
     assert err.value.field == "tool_choice.name"
+
+
+def test_earlier_web_searches_in_the_history_are_left_out_with_a_note() -> None:
+    """A client sends its earlier turns back: the search blocks or items of a web search ran at
+    the provider; the target takes no other provider's search call, the cited answer stays."""
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    body: dict[str, Any] = {
+        "model": "claude-x",
+        "max_tokens": 100,
+        "messages": [
+            {"role": "user", "content": "news?"},
+            {"role": "assistant", "content": [use, result]},
+            {"role": "assistant", "content": [use, result, {"type": "text", "text": "Paris."}]},
+            {"role": "user", "content": "more?"},
+        ],
+    }
+    out = translate_request(body, A, R)
+    assert [i.get("role") for i in out.body["input"]] == ["user", "assistant", "user"]
+    assert out.body["input"][1]["content"] == [{"type": "output_text", "text": "Paris."}]
+    assert out.notes == tuple(
+        f"messages[{i}].content[{j}]: {kind} of an earlier turn left out (a web search)"
+        for i in (1, 2)
+        for j, kind in enumerate(("server_tool_use", "web_search_tool_result"))
+    )
+    codex = {
+        "model": "m",
+        "input": [
+            {"role": "user", "content": "news?"},
+            {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}},
+            {"role": "assistant", "content": [{"type": "output_text", "text": "Paris."}]},
+        ],
+    }
+    back = translate_request(codex, R, A)
+    assert [m["role"] for m in back.body["messages"]] == ["user", "assistant"]
+    assert back.notes == ("input[1]: web_search_call of an earlier turn left out (a web search)",)

@@ -311,14 +311,14 @@ def test_content_without_counterpart_is_left_out_with_a_note_in_extra(tctx: Any,
     a: ProxAI = tctx.addon
     if model.startswith("lenient"):
         tctx.configure(a, proxai_strict_translation=True)  # the route's own false wins
-    f = _streamed(a, model, build.r_searched_answer())
+    f = _streamed(a, model, build.r_searched_answer("code_interpreter_call"))
     final = sdk_anthropic(f.metadata["test_client_bytes"])
     assert [(blk.type, blk.text) for blk in final.content] == [("text", "Paris.")]
     assert final.stop_reason == "end_turn"
     extra = f.metadata["proxai"]["extra"]
-    assert extra["left_out"] == {"web_search_call": 1}
+    assert extra["left_out"] == {"code_interpreter_call": 1}
     assert [n for n in extra["notes"] if n.startswith("left out")] == [
-        "left out (no counterpart in the client protocol): web_search_call x1"
+        "left out (no counterpart in the client protocol): code_interpreter_call x1"
     ]
     assert f.metadata["proxai"]["outcome"] == "completed"
 
@@ -338,12 +338,12 @@ def test_strict_translation_refuses_the_offer_and_errors_on_content(tctx: Any, h
     assert "tools[0]: server tool 'code_execution_20250522' cannot be translated" in err["error"]["message"]
     assert f.metadata["proxai"]["route"]["rejected"]["field"] == "tools[0]"
 
-    f = _streamed(a, model, build.r_searched_answer())
+    f = _streamed(a, model, build.r_searched_answer("code_interpreter_call"))
     events = [blk.split(b"\n") for blk in f.metadata["test_client_bytes"].split(b"\n\n") if blk]
     assert [e[0] for e in events] == [b"event: message_start", b"event: error"]
     assert json.loads(events[1][1].removeprefix(b"data: "))["error"] == {
         "type": "invalid_request_error",
-        "message": "the upstream sent 'web_search_call', which the client's protocol has no "
+        "message": "the upstream sent 'code_interpreter_call', which the client's protocol has no "
         "counterpart for (strict translation)",
     }
     assert f.metadata["proxai"]["translation"]["phase"] == "errored"

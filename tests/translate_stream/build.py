@@ -126,18 +126,18 @@ class R:
         return self.ev("response.completed", response=self.resp("completed", output, usage=u))
 
 
-def r_searched_answer() -> bytes:
-    """A Responses stream with a hosted web search before the answer "Paris." (the done events
-    repeat the whole part, as OpenAI sends it)."""
+def r_searched_answer(hosted: str = "web_search_call") -> bytes:
+    """A Responses stream with a hosted tool's item (a web search by default) before the answer
+    "Paris." (the done events repeat the whole part, as OpenAI sends it)."""
     r = R()
-    ws = {"id": "ws_1", "type": "web_search_call", "status": "completed"}
+    ws = {"id": "ws_1", "type": hosted, "status": "completed"}
     msg = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed"}
     part = {"type": "output_text", "text": "", "annotations": []}
     done = {**part, "text": "Paris."}
     return (
         r.created()
         + r.ev("response.output_item.added", output_index=0, item=ws)
-        + r.ev("response.web_search_call.searching", output_index=0, item_id="ws_1")
+        + r.ev(f"response.{hosted}.searching", output_index=0, item_id="ws_1")
         + r.ev("response.output_item.done", output_index=0, item=ws)
         + r.ev("response.output_item.added", output_index=1, item={**msg, "content": []})
         + r.ev("response.content_part.added", output_index=1, item_id="msg_1", content_index=0, part=part)

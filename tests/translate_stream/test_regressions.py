@@ -514,7 +514,7 @@ def test_responses_hosted_tool_items_are_left_out_and_counted() -> None:
     assert t.error is None
     final = SDKS[C](out)
     assert final.choices[0].message.content == "Paris."
-    assert t.metadata()["left_out"] == {"web_search_call": 1}
+    assert t.metadata()["left_out"] == {"web_search": 1}  # Chat has no search call (its citations come)
 
 
 def test_responses_redacted_reasoning_roundtrips_to_anthropic() -> None:
@@ -744,3 +744,34 @@ def test_responses_url_citation_reaches_anthropic_with_its_cited_text() -> None:
     assert [
         (a.url_citation.url, a.url_citation.start_index, a.url_citation.end_index) for a in chat.annotations
     ] == [("https://w.example/a", 4, 9)]
+
+
+REAL = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "real"
+
+
+def test_a_web_search_is_carried_between_anthropic_and_responses() -> None:
+    """Anthropic's server_tool_use + web_search_tool_result and Responses' web_search_call are
+    the same search: each reaches the other protocol's client with its query and the pages it
+    found (recorded streams); nothing is left out."""
+    claude = (
+        REAL / "anthropic" / "anthropic--pydantic-ai--anthropic-web-search-tool-stream.sse"
+    ).read_bytes()
+    ref = SDKS[A](claude)
+    searches = [blk.input["query"] for blk in ref.content if blk.type == "server_tool_use"]
+    found = [[r.url for r in blk.content] for blk in ref.content if blk.type == "web_search_tool_result"]
+    out, t = translate(A, R, claude)
+    assert "left_out" not in t.metadata()
+    calls = [it for it in SDKS[R](out).output if it.type == "web_search_call"]
+    assert [c.action.query for c in calls] == searches and searches
+    assert [[s.url for s in c.action.sources] for c in calls] == found
+
+    openai_ = (REAL / "responses" / "openai--vercel-ai--openai-web-search-tool-1.rebuilt.sse").read_bytes()
+    ref_r = SDKS[R](openai_)
+    # (an open_page or find action has no query: the search block's query is then empty)
+    queries = [getattr(it.action, "query", None) or "" for it in ref_r.output if it.type == "web_search_call"]
+    back, t = translate(R, A, openai_)
+    assert "left_out" not in t.metadata()
+    final = SDKS[A](back)
+    assert [blk.input["query"] for blk in final.content if blk.type == "server_tool_use"] == queries
+    uses = [blk.id for blk in final.content if blk.type == "server_tool_use"]
+    assert [blk.tool_use_id for blk in final.content if blk.type == "web_search_tool_result"] == uses

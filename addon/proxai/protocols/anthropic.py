@@ -40,7 +40,7 @@ from proxai.error_kind import classify_error
 from proxai.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.model import Protocol, StopClass
 from proxai.sse import RawName
-from proxai.stream.sink import BlockKind, Citation, Phase, Stop, TokenUsage
+from proxai.stream.sink import BlockKind, Citation, Phase, Stop, TokenUsage, WebSearchCall
 from proxai.translate.stop_reasons import from_anthropic
 
 from .common import _NOT_JSON, Accum, ObserverBase, ToolBuffer, error_fields, json_valid, nbytes
@@ -188,7 +188,7 @@ def usage_into(u: dict[str, Any], into: TokenUsage) -> None:
 class AnthropicObserver(ObserverBase):
     protocol = Protocol.ANTHROPIC_MESSAGES
 
-    __slots__ = ("_stop_raw", "_usage", "blocks", "next_index", "state")
+    __slots__ = ("_searches", "_stop_raw", "_usage", "blocks", "next_index", "state")
 
     def __init__(self, acc: Accum) -> None:
         super().__init__(acc)
@@ -197,6 +197,8 @@ class AnthropicObserver(ObserverBase):
         self.next_index = 0  # the index a dense stream starts next
         self._usage = TokenUsage()  # the writers' usage (only kept while translating)
         self._stop_raw: str | None = None
+        # web searches by block index (translating only): the server_tool_use id, its input JSON
+        self._searches: dict[int, tuple[str, list[str]]] = {}
 
     @property
     def phase(self) -> Phase:
@@ -403,7 +405,7 @@ class AnthropicObserver(ObserverBase):
             encoded = orjson.dumps(initial).decode() if type(initial) is dict and initial else ""
             if out is not None:
                 if opaque:
-                    out.opaque_start(idx, _A, btype, block)
+                    self._opaque_start(idx, btype, block)
                 else:
                     out.block_start(idx, "tool", id=tid, name=name)
             if encoded:  # the input given whole in the start: the arguments' first fragment
@@ -411,8 +413,7 @@ class AnthropicObserver(ObserverBase):
             return blk
         blk = self.blocks[idx] = _Block(family, None, opaque)
         if opaque:
-            assert out is not None
-            out.opaque_start(idx, _A, btype, block)
+            self._opaque_start(idx, btype, block)
         elif family == "text":
             text = as_str(block.get("text")) or ""
             acc.text(text)
@@ -434,6 +435,45 @@ class AnthropicObserver(ObserverBase):
             if out is not None:
                 out.block_start(idx, "redacted_thinking", data=as_str(block.get("data")) or "")
         return blk
+
+    def _opaque_start(self, idx: int, btype: str, block: dict[str, Any]) -> None:
+        """An opaque block for the writer; a web search's blocks are also given as one neutral
+        ``WebSearchCall`` (when its result block arrives)."""
+        out = self.out
+        assert out is not None
+        call = self._web_search(idx, btype, block)
+        out.opaque_start(idx, _A, btype, block, neutral=call is not None or idx in self._searches)
+        if call is not None:
+            out.web_search(idx, call)
+
+    def _web_search(self, idx: int, btype: str, block: dict[str, Any]) -> WebSearchCall | None:
+        """A ``server_tool_use`` of ``web_search`` is remembered (its query streams as its input);
+        its ``web_search_tool_result`` completes the search: the neutral call, with the pages
+        found (an error result finds none)."""
+        if btype == "server_tool_use" and block.get("name") == "web_search":
+            sid = as_str(block.get("id")) or f"srvtoolu_{idx}"
+            initial = block.get("input")
+            self._searches[idx] = (
+                sid,
+                [orjson.dumps(initial).decode()] if isinstance(initial, dict) and initial else [],
+            )
+            return None
+        if btype != "web_search_tool_result":
+            return None
+        tid = as_str(block.get("tool_use_id"))
+        found = [(k, v) for k, v in self._searches.items() if v[0] == tid]
+        if not found:
+            return None
+        del self._searches[found[0][0]]
+        query = _query("".join(found[0][1][1]))
+        content = block.get("content")
+        pages = content if isinstance(content, list) else []
+        sources = tuple(
+            (url, as_str(p.get("title")))
+            for p in map(as_dict, pages)
+            if p.get("type") == "web_search_result" and (url := as_str(p.get("url")))
+        )
+        return WebSearchCall(found[0][1][0], query, sources, _A)
 
     def _args(self, blk: _Block, idx: int, s: str, now: float) -> None:
         """A fragment of a tool call's arguments (bounded by ``max_tool_args``: past it a
@@ -492,6 +532,9 @@ class AnthropicObserver(ObserverBase):
                     f"{dtype} inside a {_KINDS.get(blk.family, blk.family)} block (index {idx})"
                 )
             if out is not None:
+                search = self._searches.get(idx)
+                if search is not None and type(delta.get("partial_json")) is str:
+                    search[1].append(delta["partial_json"])
                 out.opaque_event(idx, _A, delta)
             return
         if want != blk.family:
@@ -608,6 +651,9 @@ class AnthropicObserver(ObserverBase):
         self.acc.terminal = True
         out = self.out
         if out is not None:
+            for idx, (sid, parts) in self._searches.items():  # a search whose results never came
+                out.web_search(idx, WebSearchCall(sid, _query("".join(parts)), (), _A))
+            self._searches.clear()
             out.end(Stop(from_anthropic(self._stop_raw), self._stop_raw), self._usage)
 
     def _usage_summary(self, u: dict[str, Any]) -> None:
@@ -668,3 +714,11 @@ _HANDLERS = {
     "message_delta": AnthropicObserver._message_delta,
     "message_stop": AnthropicObserver._message_stop,
 }
+
+
+def _query(input_json: str) -> str | None:
+    """The ``query`` of a web search's input JSON (``None`` when it is not one)."""
+    try:
+        return as_str(as_dict(orjson.loads(input_json or "{}")).get("query"))
+    except orjson.JSONDecodeError:
+        return None

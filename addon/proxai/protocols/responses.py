@@ -43,7 +43,7 @@ from proxai.model import Protocol, StopClass
 from proxai.sse import RawName
 from proxai.stream import stops
 from proxai.stream.lifecycle import Lifecycle, StreamIdentity
-from proxai.stream.sink import BlockKey, Citation, DeltaKind, Phase, Sink, Stop, TokenUsage
+from proxai.stream.sink import BlockKey, Citation, DeltaKind, Phase, Sink, Stop, TokenUsage, WebSearchCall
 from proxai.stream.textparts import keep
 
 from .common import Accum, ObserverBase, ToolBuffer, error_fields, nbytes, openai_usage
@@ -139,7 +139,7 @@ class _Item:
     __slots__ = ("acc", "done", "kind", "started")
 
     def __init__(self, kind: str) -> None:
-        self.kind = kind  # message | reasoning | function_call
+        self.kind = kind  # message | reasoning | function_call | opaque | web_search (an opaque one)
         self.acc: list[str] = []  # function_call arguments / reasoning text, as streamed
         self.started = False  # reasoning: the thinking block was opened
         self.done = False
@@ -248,7 +248,7 @@ class _Translation:
             return
         if obj.get("type") != etype:
             obj = {**obj, "type": etype}  # typed by its event name
-        if item.kind == "opaque":
+        if item.kind in {"opaque", "web_search"}:
             self.sink.opaque_event(item_id, _R, obj)
         elif etype == "response.output_text.annotation.added":
             key = (item_id, as_int(obj.get("content_index")) or 0)
@@ -357,8 +357,8 @@ class _Translation:
         elif itype in {"message", "reasoning"}:
             self._items[item_id] = _Item(itype)
         elif itype:
-            self._items[item_id] = _Item("opaque")
-            self.sink.opaque_start(item_id, _R, itype, item)
+            self._items[item_id] = _Item("web_search" if itype == "web_search_call" else "opaque")
+            self.sink.opaque_start(item_id, _R, itype, item, neutral=itype == "web_search_call")
         else:
             raise UpstreamProtocolError(f"output item {item_id!r} without a type")
 
@@ -526,13 +526,16 @@ class _Translation:
             raise SemanticStreamError(f"response.output_item.done for unknown item {item_id!r}")
         if item.done:
             raise SemanticStreamError(f"duplicate response.output_item.done for item {item_id!r}")
-        if item.kind == "opaque":
+        if item.kind in {"opaque", "web_search"}:
             self.sink.opaque_event(item_id, _R, {**obj, "type": "response.output_item.done"})
         self._finish_item(item_id, item, data)
 
     def _finish_item(self, item_id: str, item: _Item, data: dict[str, Any]) -> None:
         sink = self.sink
-        if item.kind == "opaque":
+        if item.kind == "web_search":
+            sink.web_search(item_id, _web_search_call(item_id, data))
+            sink.block_stop(item_id)
+        elif item.kind == "opaque":
             sink.block_stop(item_id)
         elif item.kind == "message":
             for key in [k for k in self._open_parts if k[0] == item_id]:
@@ -917,3 +920,20 @@ _HANDLERS = {
     "response.mcp_call_arguments.delta": ResponsesObserver._args_delta,
     "response.mcp_call_arguments.done": ResponsesObserver._args_done,
 }
+
+
+def _web_search_call(item_id: str, item: dict[str, Any]) -> WebSearchCall:
+    """A finished ``web_search_call`` in neutral terms: its query (``action.query``, or the
+    first of ``action.queries``) and the pages of ``action.sources`` (present when the request
+    included them)."""
+    action = as_dict(item.get("action"))
+    query = as_str(action.get("query"))
+    if query is None:
+        queries = [q for q in as_list(action.get("queries")) if isinstance(q, str)]
+        query = queries[0] if queries else None
+    sources = tuple(
+        (url, as_str(s.get("title")))
+        for s in map(as_dict, as_list(action.get("sources")))
+        if (url := as_str(s.get("url")))
+    )
+    return WebSearchCall(as_str(item.get("id")) or item_id, query, sources, _R)

@@ -83,6 +83,19 @@ class Citation:
 
 
 @dataclass(frozen=True, slots=True)
+class WebSearchCall:
+    """A server-side web search that ran (Anthropic ``server_tool_use`` ``web_search`` and its
+    ``web_search_tool_result``, a Responses ``web_search_call`` item): its query and the pages
+    it found, ``(url, title)``. ``protocol``: where it came from; that protocol's writer already
+    wrote it as it came (opaque content given in neutral form too)."""
+
+    id: str
+    query: str | None
+    sources: tuple[tuple[str, str | None], ...]
+    protocol: Protocol
+
+
+@dataclass(frozen=True, slots=True)
 class Stop:
     """The source's stop, normalized. ``raw`` is the source's own value (for metadata)."""
 
@@ -122,10 +135,13 @@ class Sink(TypingProtocol):
 
     def block_stop(self, key: BlockKey) -> None: ...
 
-    def opaque_start(self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any]) -> None:
+    def opaque_start(
+        self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any], *, neutral: bool = False
+    ) -> None:
         """A block (Anthropic ``content_block``) or item (Responses ``item``) the neutral
         vocabulary does not model, of type ``what``, as ``protocol`` sent it; ``block_stop``
-        closes it."""
+        closes it. ``neutral``: its content is also given in neutral form (``web_search``), so a
+        writer of another protocol leaves the block out without counting it."""
 
     def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
         """An event of an open opaque block, or an unmodelled delta of a modelled one (a
@@ -133,6 +149,10 @@ class Sink(TypingProtocol):
 
     def citation(self, key: BlockKey, citation: Citation) -> None:
         """A web citation of the open text block ``key``."""
+
+    def web_search(self, key: BlockKey, call: WebSearchCall) -> None:
+        """A server-side web search that ran, once its results are known (``key``: the source's
+        handle of the block or item that completed it)."""
 
     def end(self, stop: Stop, usage: TokenUsage) -> None: ...
 

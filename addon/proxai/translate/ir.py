@@ -235,6 +235,7 @@ class RequestIR:
     ignored: tuple[str, ...] = ()  # client fields that are hints with no target meaning
     left_out: tuple[LeftOut, ...] = ()  # offers left out (hosted tools the target cannot provide)
     web_search: WebSearch | None = None  # the provider's web search, offered to the target's
+    history_notes: tuple[str, ...] = ()  # earlier turns' server-side content the target keeps no form of
 
 
 # ---- responses -------------------------------------------------------------------------

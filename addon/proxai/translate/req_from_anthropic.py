@@ -154,7 +154,8 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         raise TranslationError("top_k has no equivalent in OpenAI APIs", "top_k")
     ignored = tuple(sorted(k for k in body if k not in _HANDLED))
     system = _system(req.system)
-    messages = tuple(_message(m, i) for i, m in enumerate(req.messages))
+    raw_messages, history_notes = _without_searches(req.messages)
+    messages = tuple(_message(m, i) for i, m in enumerate(raw_messages))
     left_out: list[ir.LeftOut] = []
     searches: list[ir.WebSearch] = []
     tools = tuple(
@@ -186,6 +187,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         ignored=ignored,
         left_out=tuple(left_out),
         web_search=searches[0] if searches else None,
+        history_notes=history_notes,
     )
 
 
@@ -319,6 +321,33 @@ def _tool(
         left_out.append(ir.LeftOut(at, f"server tool {t.type!r}", "OpenAI APIs cannot run it", t.name))
         return None
     return ir.ToolDef(t.name, at, t.description, t.input_schema or {"type": "object", "properties": {}})
+
+
+#: Server-side search blocks of earlier turns: the search ran at the provider; its cited text
+#: is in the answer's text blocks, which stay.
+_SEARCH_BLOCKS = frozenset({"server_tool_use", "web_search_tool_result"})
+
+
+def _without_searches(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+    """The messages without the web search blocks of earlier assistant turns (no target takes
+    another provider's search call back), and a note for each one left out."""
+    out: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for i, m in enumerate(messages):
+        content = m.get("content") if isinstance(m, dict) else None
+        if m.get("role") != "assistant" or not isinstance(content, list):
+            out.append(m)
+            continue
+        kept = []
+        for j, b in enumerate(content):
+            if isinstance(b, dict) and b.get("type") in _SEARCH_BLOCKS:
+                notes.append(
+                    f"messages[{i}].content[{j}]: {b['type']} of an earlier turn left out (a web search)"
+                )
+            else:
+                kept.append(b)
+        out.append(m if len(kept) == len(content) else {**m, "content": kept})
+    return out, tuple(notes)
 
 
 def _strings(v: object) -> tuple[str, ...]:

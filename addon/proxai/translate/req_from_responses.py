@@ -180,10 +180,16 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
             continue
         tools.extend(_tool(raw_tool, f"tools[{i}]", left_out))
     messages: list[ir.Message] = []
+    history_notes: list[str] = []
     if isinstance(req.input, str):
         messages.append(ir.Message("user", (ir.TextPart(req.input, "input"),), "input"))
     else:
         for i, raw in enumerate(req.input):
+            if raw.get("type") == "web_search_call":  # the search ran; its cited text stays
+                history_notes.append(
+                    f"input[{i}]: web_search_call of an earlier turn left out (a web search)"
+                )
+                continue
             _item(raw, f"input[{i}]", system, messages, tools)
     ignored = {k for k in body if k not in _HANDLED and k not in _REJECT_IF_SET}
     if req.text is not None and req.text.get("verbosity") is not None:
@@ -220,6 +226,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         ignored=tuple(sorted(ignored)),
         left_out=tuple(left_out),
         web_search=search,
+        history_notes=tuple(history_notes),
     )
 
 

@@ -88,7 +88,7 @@ def translate_request(
         model,
         dropped,
         parsed.ignored,
-        tuple(x.note for x in parsed.left_out) + search_notes + cap_notes,
+        tuple(x.note for x in parsed.left_out) + search_notes + parsed.history_notes + cap_notes,
         shapes_of(parsed.tools),
     )
 

@@ -21,8 +21,11 @@ class Foreign:
         self.carried = Carried({})
         self.strict = strict
 
-    def start(self, key: BlockKey, what: str) -> None:
-        self._leave_out(what)
+    def start(self, key: BlockKey, what: str, *, counted: bool = True) -> None:
+        """An opaque block left out; ``counted=False`` when its content comes in neutral form
+        too (a web search), so nothing is lost."""
+        if counted:
+            self._leave_out(what)
         self.keys.add(key)
 
     def event(self, key: BlockKey, payload: dict[str, Any]) -> None:
@@ -31,6 +34,10 @@ class Foreign:
         if key not in self.keys:
             what = payload.get("type")
             self._leave_out(what if isinstance(what, str) else "event")
+
+    def leave_out(self, what: str) -> None:
+        """Content given in neutral form that the client's protocol has no counterpart for."""
+        self._leave_out(what)
 
     def _leave_out(self, what: str) -> None:
         if self.strict:

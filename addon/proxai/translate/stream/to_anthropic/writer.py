@@ -17,7 +17,7 @@ import orjson
 from proxai.error_shapes import error_event
 from proxai.model import ErrorKind, Protocol
 from proxai.stream import stops
-from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage
+from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
 from proxai.translate.stream.foreign import Foreign
 
 from . import output
@@ -63,9 +63,11 @@ class AnthropicWriter:
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
         self.out.append(self.frames[key][kind] + _dumps(text) + _DELTA_TAIL)
 
-    def opaque_start(self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any]) -> None:
+    def opaque_start(
+        self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any], *, neutral: bool = False
+    ) -> None:
         if protocol is not Protocol.ANTHROPIC_MESSAGES:
-            self.foreign.start(key, what)
+            self.foreign.start(key, what, counted=not neutral)
             return
         self.out.append(output.raw_block_start(self.st.open_block(key), payload))
 
@@ -89,6 +91,35 @@ class AnthropicWriter:
             }
             delta = {"type": "citations_delta", "citation": location}
         self.out.append(output.raw_block_delta(self.st.index_of[key], delta))
+
+    def web_search(self, key: BlockKey, call: WebSearchCall) -> None:
+        """Another protocol's web search as Anthropic's: a ``server_tool_use`` block (its query
+        as input) and a ``web_search_tool_result`` block with the pages found (their
+        ``encrypted_content`` exists only at Anthropic)."""
+        if call.protocol is Protocol.ANTHROPIC_MESSAGES:
+            return  # written as it came
+        use = {
+            "type": "server_tool_use",
+            "id": call.id,
+            "name": "web_search",
+            "input": {"query": call.query or ""},
+        }
+        pages = [
+            {
+                "type": "web_search_result",
+                "url": url,
+                "title": title or "",
+                "encrypted_content": "",
+                "page_age": None,
+            }
+            for url, title in call.sources
+        ]
+        result = {"type": "web_search_tool_result", "tool_use_id": call.id, "content": pages}
+        blocks: tuple[dict[str, Any], ...] = (use, result)
+        for part, block in enumerate(blocks):
+            handle = (call.id, part)
+            self.out.append(output.raw_block_start(self.st.open_block(handle), block))
+            self.out.append(output.block_stop(self.st.close_block(handle)))
 
     def block_stop(self, key: BlockKey) -> None:
         if self.foreign.stop(key):

@@ -15,7 +15,7 @@ import orjson
 from proxai.error_shapes import error_event
 from proxai.model import ErrorKind, Protocol
 from proxai.stream import stops
-from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage
+from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
 from proxai.translate.stream.foreign import Foreign
 
 from . import output
@@ -97,8 +97,10 @@ class ChatWriter:
         else:  # a thinking block's signature: Chat has no slot for it
             self.st.dropped.signature_chars += len(text)
 
-    def opaque_start(self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any]) -> None:
-        self.foreign.start(key, what)  # no Chat stream carries another protocol's blocks
+    def opaque_start(
+        self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any], *, neutral: bool = False
+    ) -> None:
+        self.foreign.start(key, what, counted=not neutral)  # no Chat stream carries another protocol's blocks
 
     def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
         if protocol is Protocol.OPENAI_CHAT:
@@ -115,6 +117,9 @@ class ChatWriter:
 
     def citation(self, key: BlockKey, citation: Citation) -> None:
         self.citations.append((key, citation))
+
+    def web_search(self, key: BlockKey, call: WebSearchCall) -> None:
+        self.foreign.leave_out("web_search")  # Chat streams no search call (its citations do come)
 
     def _annotations(self) -> list[dict[str, Any]]:
         """The citations as Chat ``url_citation`` annotations, their spans in ``content``."""

@@ -38,7 +38,7 @@ from proxai.errors import SseLimitError
 from proxai.model import ErrorKind, Protocol
 from proxai.stream import stops
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
-from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage
+from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
 from proxai.stream.textparts import RUN, SLOT, SMALL, join_run, sizeof
 from proxai.translate.call_shapes import CallShapes, freeform_input
 from proxai.translate.stream.foreign import Foreign
@@ -171,9 +171,11 @@ class ResponsesWriter:
         st.seq = seq + 1  # ``st.next_seq()`` without its call (per delta)
         self.out.append(item.delta_format % (seq, _dumps(text)))
 
-    def opaque_start(self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any]) -> None:
+    def opaque_start(
+        self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any], *, neutral: bool = False
+    ) -> None:
         if protocol is not Protocol.OPENAI_RESPONSES:
-            self.foreign.start(key, what)
+            self.foreign.start(key, what, counted=not neutral)
             return
         item = self.st.add(key, "opaque", str(payload.get("id") or key), None, None)
         item.raw = payload
@@ -199,6 +201,23 @@ class ResponsesWriter:
             fields["annotation_index"] = len(item.annotations)
             item.annotations.append(fields.get("annotation"))
         self._emit(etype, **fields)
+
+    def web_search(self, key: BlockKey, call: WebSearchCall) -> None:
+        """Another protocol's web search as a ``web_search_call`` item: added, its progress
+        events, done with the query and the pages found (``action.sources``)."""
+        if call.protocol is Protocol.OPENAI_RESPONSES:
+            return  # written as it came
+        action: dict[str, Any] = {"type": "search", "query": call.query or ""}
+        running = {"id": call.id, "type": "web_search_call", "status": "in_progress", "action": action}
+        item = self.st.add(f"web_search {call.id}", "opaque", call.id, None, None)
+        self._emit("response.output_item.added", output_index=item.output_index, item=running)
+        loc = {"output_index": item.output_index, "item_id": call.id}
+        for step in ("in_progress", "searching", "completed"):
+            self._emit(f"response.web_search_call.{step}", **loc)
+        sources = [{"type": "url", "url": url} for url, _ in call.sources]
+        item.raw = {**running, "status": "completed", "action": {**action, "sources": sources}}
+        item.done = True
+        self._emit("response.output_item.done", output_index=item.output_index, item=item.raw)
 
     def citation(self, key: BlockKey, citation: Citation) -> None:
         """A ``url_citation`` of the text part: as it came from Responses; from another protocol
