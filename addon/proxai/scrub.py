@@ -102,7 +102,7 @@ class ScrubbingStream:
     ``content-encoding`` header, since the client gets the decoded bytes. When that decoding fails
     the rest of the stream is not sent (what cannot be read cannot be scrubbed)."""
 
-    __slots__ = ("decoder", "failed", "inner", "scrub")
+    __slots__ = ("decoder", "failed", "inner", "scrub", "sent")
 
     def __init__(
         self, inner: StreamFn, secret: bytes, replacement: bytes, decoder: Decoder | None = None
@@ -111,6 +111,7 @@ class ScrubbingStream:
         self.scrub = KeyScrub(secret, replacement)
         self.decoder = decoder
         self.failed: str | None = None
+        self.sent = 0  # bytes the client got (a replaced key, a decoded reply: not the carrier's count)
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         out = self.inner(chunk)
@@ -128,7 +129,9 @@ class ScrubbingStream:
                 except DecodeError as exc:
                     self.failed = str(exc)
             sent.append(scrub.flush())
-        return [p for p in sent if p]  # never b"" mid-stream
+        out = [p for p in sent if p]  # never b"" mid-stream
+        self.sent += sum(len(p) for p in out)
+        return out
 
     def _decode(self, piece: bytes) -> bytes:
         assert self.decoder is not None

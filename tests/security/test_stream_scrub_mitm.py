@@ -132,6 +132,7 @@ def test_env_route_stream_is_scrubbed_under_the_keeper_and_beside_the_guard(tctx
     assert got == WIRE.replace(KEY.encode(), REDACTED_B)
     assert f.response.raw_content == got  # kept: what the client got
     meta = f.metadata["proxai"]
+    assert meta["carrier"]["client_bytes"] == len(got) < meta["carrier"]["upstream_bytes"] == len(WIRE)
     assert meta["outcome"] == "error" and meta["error"]["kind"] == "authentication"
     assert KEY not in repr(meta) + f.comment
 
@@ -145,6 +146,7 @@ def test_env_route_compressed_stream_is_decoded_scrubbed_and_sent_plain(tctx: An
     got = _drive(a, f, gzip.compress(WIRE), 9)
     assert got == WIRE.replace(KEY.encode(), REDACTED_B)
     assert f.response is not None and "content-encoding" not in f.response.headers
+    assert f.metadata["proxai"]["carrier"]["client_bytes"] == len(got)
 
 
 @pytest.mark.parametrize("size", [1, 7, 10_000])
@@ -161,6 +163,7 @@ def test_a_flow_without_env_key_has_no_wrapper_and_gets_the_upstream_bytes(tctx:
     got = _drive(a, f, WIRE, size)
     assert got == WIRE  # exactly the upstream bytes
     assert f.response.raw_content == WIRE
+    assert f.metadata["proxai"]["carrier"]["client_bytes"] == len(WIRE)
 
 
 def test_a_fault_goes_under_the_scrub_on_an_env_route(tctx: Any) -> None:

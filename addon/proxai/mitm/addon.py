@@ -49,6 +49,7 @@ from proxai.mitm.otlp_export import OtlpExport
 from proxai.mitm.routing import Routing, client_stream
 from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
 from proxai.redact import Redactor, redact_url
+from proxai.scrub import ScrubbingStream
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
 from proxai.termsafe import log_safe
 from proxai.translate.stream import StreamTranslator
@@ -429,6 +430,8 @@ class ProxAI:
         # On a route that injects an env key the key is scrubbed from what the client gets; every
         # other flow gets the carrier itself. The keeper keeps what the client got.
         stream = client_stream(flow.response, state.extra.get("operator_key"), carrier, self.max_decoded)
+        if isinstance(stream, ScrubbingStream):
+            state.extra["scrub"] = stream  # what the client got is counted there
         if self.keep_body:
             state.kept = keep.KeptBody(self.keep_budget)
             flow.response.stream = keep.KeepingStream(stream, state.kept)
@@ -580,10 +583,11 @@ class ProxAI:
             meta["body_not_kept"] = state.extra["body_not_kept"]
         carrier = state.carrier
         if carrier is not None:
+            scrub = state.extra.get("scrub")
             observe_error = observe_error or carrier.observe_error
             meta["carrier"] = {
                 "upstream_bytes": carrier.upstream_bytes,
-                "client_bytes": carrier.client_bytes,
+                "client_bytes": scrub.sent if isinstance(scrub, ScrubbingStream) else carrier.client_bytes,
                 "translated": carrier.translator is not None,
                 "closed": None
                 if carrier.closed is None
