@@ -32,7 +32,7 @@ from proxai.translate.stream import PAIRS, make_stream_translator
 from tests.observe.harness import status_of
 from tests.observe.test_properties import STREAMS, cut, mutated
 
-ONE_READING = (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES)
+ONE_READING = tuple(Protocol)
 CLIENTS = {up: [c for u, c in PAIRS if u is up] + [up] for up in ONE_READING}
 SUCCESS = {
     Protocol.ANTHROPIC_MESSAGES: ("message_stop",),
@@ -116,3 +116,20 @@ def test_the_check_sees_both_endings() -> None:
         if up in ONE_READING:
             seen.add(run(up, Protocol.OPENAI_CHAT, [path.read_bytes()], status_of(path))[0])
     assert seen == {"success", "error"}
+
+
+def test_chat_normalize_ends_after_finish_without_done_as_a_repair() -> None:
+    """A Chat stream that ends after its ``finish_reason`` without ``[DONE]`` (and an empty
+    tail): normalize mode ends the client's stream there, and the summary says so, a repair;
+    a translation to another protocol, which repairs nothing, ends with the client's error
+    and the summary's ``closed``."""
+    C = Protocol.OPENAI_CHAT
+    raw = (Path(__file__).parent.parent / "fixtures" / "openai_chat" / "empty_json_tail.sse").read_bytes()
+    assert b"[DONE]" not in raw
+    end, summary = run_summary(C, C, [raw])
+    assert (end, summary.outcome, summary.stop_reason) == ("success", Outcome.COMPLETED, "stop")
+    notes = summary.to_metadata()["extra"]["notes"]
+    assert "the stream ended after finish_reason without [DONE]" in notes
+    for client in (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES):
+        end, summary = run_summary(C, client, [raw])
+        assert (end, summary.outcome) == ("error", Outcome.CLOSED)

@@ -1,13 +1,12 @@
-"""The protocol-independent lifecycle of one translated stream (seed 001 "Translation stream lifecycle").
+"""The protocol-independent lifecycle of one translated stream (docs/design/translation.md).
 
 ``WAITING -> STREAMING -> TERMINAL -> STOPPED`` (plus ``ERRORED``, where an object stays after a
 failure, as in h11's ``_state.py``). One table, one ``_transition()``; an illegal step raises a
 ``SemanticStreamError`` naming the step and the phase.
 
-Stream identity (seed 001 "Stream identity ownership") lives here, outside the phases: Anthropic
-sets it once at ``message_start``; Chat sets it from the first chunk and every later chunk must
-match it. The source-protocol wrappers (``sources/*``) decide when to set or check it and keep
-their own, more specific error texts; this module is the last line of defence.
+Stream identity lives here, outside the phases: the grammars' writer-facing halves set it once
+(Anthropic at ``message_start``, Chat from the first chunk, Responses at ``response.created``)
+and keep their own, more specific error texts; this module is the last line of defence.
 """
 
 from __future__ import annotations

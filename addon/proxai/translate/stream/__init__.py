@@ -3,7 +3,7 @@ Responses, and same-protocol normalization (docs/design/translation.md).
 
 Pure and sans-IO: SSE events in (``Payloads`` as the stream observer leaves them, or event
 objects), client bytes out. ``make_stream_translator`` picks the reading of the upstream
-protocol (its grammar in ``proxai.protocols``, or a source wrapper in ``sources/``) and the writer
+protocol (its grammar in ``proxai.protocols``) and the writer
 (``to_*/``) for the client protocol; ``driver.StreamTranslatorImpl`` implements the
 ``StreamTranslator`` contract below; docs/streaming-translation.md describes the design.
 """

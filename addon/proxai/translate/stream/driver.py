@@ -2,8 +2,7 @@
 ``StreamTranslator`` contract of ``proxai.translate.stream``; docs/design/translation.md).
 
 The reading is a ``Reader``: the upstream protocol's grammar (``proxai.protocols``) with the
-writer as its ``out`` (``GrammarReader``), or, for a protocol whose grammar does not drive writers
-yet, its source wrapper (``SourceReader``). A ``GrammarReader`` reads the events itself, unless
+writer as its ``out`` (``GrammarReader``). A ``GrammarReader`` reads the events itself, unless
 the flow's ``StreamObserver`` attached its own grammar (``bind``): then the observer's one reading
 of each event has already fed the writer, and ``feed_payloads`` only collects the bytes.
 
@@ -28,19 +27,9 @@ from typing import Protocol as TypingProtocol
 
 from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
 from proxai.model import ErrorKind, Protocol
-from proxai.sse import EVENT_NAMES, Payloads, SseEvent, event_name
-from proxai.stream.lifecycle import Lifecycle, Phase
+from proxai.sse import Payloads, SseEvent
+from proxai.stream.lifecycle import Phase
 from proxai.stream.sink import Sink
-
-from .sources.common import PayloadValue
-
-
-class Source(TypingProtocol):
-    life: Lifecycle
-
-    def event(self, etype: str, value: PayloadValue) -> None: ...
-
-    def eof(self) -> None: ...
 
 
 class Reader(TypingProtocol):
@@ -125,41 +114,6 @@ class GrammarReader:
         return True
 
 
-class SourceReader:
-    """A source wrapper as a translation's reader (each event given to ``Source.event``)."""
-
-    __slots__ = ("source",)
-
-    def __init__(self, source: Source) -> None:
-        self.source = source
-
-    @property
-    def phase(self) -> Phase:
-        return self.source.life.phase
-
-    def read(self, payloads: Payloads) -> None:
-        event = self.source.event
-        life = self.source.life
-        names = EVENT_NAMES
-        for i in range(1, len(payloads), 3):
-            raw: Any = payloads[i]
-            value: Any = payloads[i + 1]
-            # ``event_name(raw)`` without its call for the raw types already seen (never ""
-            # there); a type given as text is the name (and never looked up among bytes).
-            event(raw if type(raw) is str else names.get(raw) or event_name(raw), value)
-            if life.done:
-                return
-
-    def eof(self) -> None:
-        self.source.eof()
-
-    def fail(self) -> None:
-        self.source.life.fail()
-
-    def bind(self, grammar: object) -> bool:
-        return False
-
-
 class Writer(Sink, TypingProtocol):
     protocol: Protocol
 
@@ -179,7 +133,7 @@ def error_kind_of(exc: ProxaiError) -> ErrorKind:
 
 
 class StreamTranslatorImpl:
-    """``feed`` / ``finish`` / ``fail`` over a source wrapper and a target writer."""
+    """``feed`` / ``finish`` / ``fail`` over a reader (the upstream's grammar) and a target writer."""
 
     __slots__ = (
         "_closed",

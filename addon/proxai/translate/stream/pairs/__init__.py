@@ -1,8 +1,7 @@
 """The six translated pairs and normalize mode. A pair is one reading of the upstream protocol
 driving one target writer (docs/streaming-translation.md, "Layout"; docs/design/translation.md):
 ``build`` makes both for any pair, and each ``<a>_to_<b>`` module documents the facts specific to
-its direction. The reading is the protocol's grammar (Anthropic) or its source wrapper (Chat,
-Responses).
+its direction. The reading is the upstream protocol's grammar (``proxai.protocols``).
 
 Normalize mode is the same protocol in and out: the lenient reading (lifecycle-free deltas
 accepted; Chat usage fallback and EOF after ``finish_reason``) drives the strict writer of the
@@ -13,12 +12,12 @@ from __future__ import annotations
 
 from proxai.model import Protocol
 from proxai.protocols.anthropic import AnthropicObserver
+from proxai.protocols.chat import ChatObserver
 from proxai.protocols.common import Accum
 from proxai.protocols.responses import ResponsesObserver
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.translate.call_shapes import CallShapes
-from proxai.translate.stream.driver import GrammarReader, Reader, SourceReader, StreamTranslatorImpl, Writer
-from proxai.translate.stream.sources.chat import ChatSource
+from proxai.translate.stream.driver import GrammarReader, Reader, StreamTranslatorImpl, Writer
 from proxai.translate.stream.to_anthropic.writer import AnthropicWriter
 from proxai.translate.stream.to_chat.writer import ChatWriter
 from proxai.translate.stream.to_responses.writer import ResponsesWriter
@@ -79,7 +78,9 @@ def build(
         grammar.out, grammar.normalize = writer, normalize
         reader = GrammarReader(grammar)
     elif upstream is Protocol.OPENAI_CHAT:
-        reader = SourceReader(ChatSource(writer, normalize=normalize, max_tool_args=max_tool_args))
+        cgrammar = ChatObserver(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
+        cgrammar.out, cgrammar.normalize = writer, normalize
+        reader = GrammarReader(cgrammar)
     else:
         rgrammar = ResponsesObserver(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
         rgrammar.out, rgrammar.normalize, rgrammar.max_buffer = writer, normalize, max_buffer
