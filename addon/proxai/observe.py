@@ -220,12 +220,15 @@ class StreamObserver:
         except SseLimitError as exc:
             events = exc.events
             self._limit(exc)
+        base = self._events
         if events:
             payloads = payloads_of(events)
             self._observe(len(events), now, payloads=payloads)
             for ev, value in zip(events, payloads[2::3], strict=True):
                 if type(value) is dict:
                     set_payload(ev, value)
+        if self._scanner.dataless:
+            self._dataless(base)
         return events
 
     def observe(self, chunk: bytes, now: float) -> int:
@@ -248,18 +251,25 @@ class StreamObserver:
             payloads = payloads_of(exc.events)
             self._limit(exc)
         n = len(payloads) // 3
+        base = self._events
         if not n:
+            if self._scanner.dataless:
+                self._dataless(base)
             return payloads
         if self._warm:
             # The hot path: what ``_observe`` does, without its once-per-stream checks.
-            self._events += n
+            self._events = base + n
             proto = self._proto
             proto.observe(payloads, now)
             if proto.failed is not None:
                 self.failed = proto.failed
                 self._warm = False
+            if self._scanner.dataless:
+                self._dataless(base)
             return payloads
         self._observe(n, now, payloads=payloads)
+        if self._scanner.dataless:
+            self._dataless(base)
         return payloads
 
     def end_payloads(self, now: float) -> Payloads:
@@ -276,10 +286,19 @@ class StreamObserver:
         except SseLimitError as exc:
             payloads = payloads_of(exc.events)
             self._limit(exc)
-        if len(payloads) < 4:
-            return []
-        self._observe(len(payloads) // 3, now, payloads=payloads)
-        return payloads
+        base = self._events
+        if len(payloads) >= 4:
+            self._observe(len(payloads) // 3, now, payloads=payloads)
+        if self._scanner.dataless:
+            self._dataless(base)
+        return payloads if len(payloads) >= 4 else []
+
+    def _dataless(self, base: int) -> None:
+        """The scanner marked data-less blocks an SDK dispatches (``base``: the stream's events
+        before the batch they came in): the protocol grammar judges them."""
+        marks = self._scanner.dataless
+        self._proto.dataless([(base + i, named) for i, named in marks])
+        marks.clear()
 
     def finish(self, now: float) -> StreamSummary:
         """Upstream EOF. Idempotent: a second call returns the first summary."""

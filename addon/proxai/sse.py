@@ -15,7 +15,10 @@ Spec notes (https://html.spec.whatwg.org/multipage/server-sent-events.html#parsi
   line equals decoding the whole stream);
 - ``:`` starts a comment; a line without a colon is a field with an empty value;
 - one leading space is removed from a value;
-- ``data`` lines are joined with ``\\n``; a block without data is not dispatched;
+- ``data`` lines are joined with ``\\n``; a block without data is not dispatched; the OpenAI SDKs
+  do dispatch one that has an ``event``, ``id`` or ``retry`` line, or any blank line once an ``id``
+  came, and fail to parse its empty data: ``dataless`` marks where such blocks were
+  (docs/design/conformance.md);
 - the event type resets after each dispatch; the last event ID persists across events;
 - an ``id`` containing NUL is ignored; ``retry`` takes ASCII digits only;
 - an unfinished block at EOF is not dispatched.
@@ -55,6 +58,7 @@ _PLAIN_BLOCK = re.compile(rb"(?:event: ([^\n]*)\n)?data: ([^\n]*)\n\n")
 # general rules, which never re-join a long line's pieces per read).
 LEAN_MAX = 1024 * 1024
 _MAX_NAMES = 256
+MAX_DATALESS = 64
 
 
 @dataclass(slots=True, frozen=True)
@@ -164,6 +168,8 @@ class SseScanner:
         "_line_size",
         "_raw_parts",
         "_rest",
+        "_retry_block",
+        "dataless",
         "max_event",
         "max_line",
         "retry",
@@ -183,6 +189,11 @@ class SseScanner:
         self._data_size = 0
         self._event_type = ""
         self._last_id = ""
+        self._retry_block = False  # the current block has a valid ``retry`` line
+        # Data-less blocks an SDK dispatches (``_mark_dataless``): (index of the event that follows
+        # in the list the call returns, whether the block had an ``event`` line). The reader
+        # empties it; at most ``MAX_DATALESS`` are kept between two reads.
+        self.dataless: list[tuple[int, bool]] = []
         self._errored: SseLimitError | None = None
         # The fast path (``feed_payloads``) holds the unfinished block unscanned: in ``_rest``,
         # or, once it spans reads that end no block, in pieces (``_held``, joined once when the
@@ -296,6 +307,7 @@ class SseScanner:
         self._data.clear()
         self._line_size = self._block_size = self._data_size = 0
         self._event_type = ""
+        self._retry_block = False
         return out
 
     @property
@@ -358,6 +370,7 @@ class SseScanner:
         self._data.clear()
         self._line_size = self._block_size = self._data_size = 0
         self._event_type = ""
+        self._retry_block = False  # the block's lines are read again
         self._rest = raw
         self._general = False
         return out
@@ -432,8 +445,12 @@ class SseScanner:
                     d.clear()
                     self._data_size = 0
                     out.append(_new_event(self._event_type or "message", text, self._last_id, raw))
+                    if self._retry_block:
+                        self._retry_block = False
                 else:
                     self._raw_parts.clear()
+                    if self._event_type or self._last_id or self._retry_block:
+                        self._mark_dataless(len(out))
                 self._event_type = ""
                 self._block_size = 0
                 raw_start = pos
@@ -518,6 +535,7 @@ class SseScanner:
                 self._last_id = value.decode("utf-8", "replace")
         elif field == b"retry" and value and value.isdigit() and value.isascii():
             self.retry = int(value)
+            self._retry_block = True
         # any other field is ignored
 
     def _dispatch(self, out: list[SseEvent]) -> None:
@@ -525,6 +543,8 @@ class SseScanner:
         self._raw_parts.clear()
         self._block_size = 0
         if not self._data:
+            if self._event_type or self._last_id or self._retry_block:
+                self._mark_dataless(len(out))
             self._event_type = ""
             return
         data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
@@ -532,6 +552,13 @@ class SseScanner:
         self._data_size = 0
         out.append(_new_event(self._event_type or "message", data, self._last_id, raw))
         self._event_type = ""
+        self._retry_block = False
+
+    def _mark_dataless(self, index: int) -> None:
+        """A block ends without data but with what makes an SDK dispatch it anyway."""
+        if len(self.dataless) < MAX_DATALESS:
+            self.dataless.append((index, self._event_type != ""))
+        self._retry_block = False
 
 
 def encode_event(data: str | bytes, event: str | None = None, id: str | None = None) -> bytes:

@@ -295,6 +295,8 @@ class AnthropicObserver(ObserverBase):
         etype = name
         if etype == "message":  # a data-only event: typed by its payload
             etype = as_str(obj.get("type")) or ""
+            if etype != "ping":
+                self._unnamed(etype)  # the SDKs skip an event without an ``event:`` line
         if etype == "ping":
             return
         if etype == "error":
@@ -331,6 +333,18 @@ class AnthropicObserver(ObserverBase):
         self.state = State.MESSAGE
         if self.out is not None:
             self.out.start(_NORMALIZED_ID, "", None)
+
+    def _unnamed(self, etype: str) -> None:
+        """An event without an ``event:`` line: both SDKs skip it (docs/design/conformance.md)."""
+        if etype == "message_start":
+            self.conform("anthropic_messages.unnamed_start", "message_start has no event: line")
+        else:
+            self.conform("anthropic_messages.unnamed_event", f"{etype} has no event: line")
+
+    def _ended_early(self) -> None:
+        if self.state is not State.WAITING:
+            self.acc.event_index = self.events
+            self.conform("anthropic_messages.no_message_stop", "the stream ended before message_stop")
 
     def _message_start(self, obj: dict[str, Any], now: float) -> None:
         msg = as_dict(obj.get("message"))
@@ -639,6 +653,8 @@ class AnthropicObserver(ObserverBase):
         if reason is not None:
             self.acc.stop(reason, STOP_CLASSES)
         usage = obj.get("usage")
+        if type(usage) is not dict:
+            self.conform("anthropic_messages.message_delta_usage", "message_delta without usage")
         self._usage_summary(as_dict(usage))
         if self.out is not None:
             self._stop_raw = as_str(delta.get("stop_reason"))

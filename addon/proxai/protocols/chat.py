@@ -502,12 +502,13 @@ class _Translation:
 class ChatObserver(ObserverBase):
     protocol = Protocol.OPENAI_CHAT
 
-    __slots__ = ("_tx", "finished_choices", "state")
+    __slots__ = ("_tx", "choices", "finished_choices", "state")
 
     def __init__(self, acc: Accum) -> None:
         super().__init__(acc)
         self.state = State.WAITING
         self.finished_choices: set[int] = set()
+        self.choices: set[int] = set()  # the choice indexes seen
         self._tx: _Translation | None = None  # the writer-facing half, while translating
 
     def _translation(self, out: Sink) -> _Translation:
@@ -669,6 +670,11 @@ class ChatObserver(ObserverBase):
         """One choice of a chunk; True when it carries a finish_reason."""
         acc = self.acc
         cidx = as_int(choice.get("index")) or 0
+        if cidx not in self.choices:
+            if cidx != len(self.choices):
+                expected = len(self.choices)
+                self.conform("openai_chat.choice_index", f"choice {cidx} came before choice {expected}")
+            self.choices.add(cidx)
         delta = as_dict(choice.get("delta"))
         if delta:
             if cidx in self.finished_choices and (delta.get("content") or delta.get("tool_calls")):
@@ -743,6 +749,10 @@ class ChatObserver(ObserverBase):
             fn = as_dict(tc.get("function"))
             args = fn.get("arguments")
         if tb is None:
+            if idx is not None:
+                n = sum(1 for k in acc.tools if k[0] == cidx)
+                if idx != n:
+                    self.conform("openai_chat.tool_call_index", f"tool call {idx} came before tool call {n}")
             kind = "custom" if ttype == "custom" else "function"
             tb = acc.tool_start(key, as_str(tc.get("id")), as_str(fn.get("name")), kind, now)
         else:
@@ -762,8 +772,18 @@ class ChatObserver(ObserverBase):
         else:
             tb.last_progress_at = now
 
+    def _unfinished_choices(self) -> None:
+        missing = sorted(self.choices - self.finished_choices)
+        if missing:
+            self.conform("openai_chat.no_finish_reason", f"choice {missing[0]} got no finish_reason")
+
+    def _ended_early(self) -> None:
+        self.acc.event_index = self.events
+        self._unfinished_choices()
+
     def _done(self) -> None:
         acc = self.acc
+        self._unfinished_choices()
         acc.terminal = True
         for tb in acc.tool_order:
             if not tb.finished:

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from proxai import conformance
 from proxai.error_kind import classify_error, error_message
 from proxai.errors import ProxaiError, UpstreamProtocolError
 from proxai.model import (
@@ -432,6 +433,10 @@ class Accum:
         extra: dict[str, Any] = dict(self.extra)
         if self.notes:
             extra["notes"] = list(self.notes)
+        if self.findings:
+            found = conformance.metadata(self.findings)
+            if found:
+                extra["conformance"] = found
         return StreamSummary(
             protocol=protocol,
             streaming=streaming,
@@ -511,6 +516,7 @@ class ObserverBase:
 
     __slots__ = (
         "acc",
+        "broken",
         "errored",
         "events",
         "failed",
@@ -533,6 +539,7 @@ class ObserverBase:
         self.errored = False
         self.failed: ProxaiError | None = None
         self.pending_bad: str | None = None
+        self.broken: set[str] | None = None  # the conformance rules found so far (``conform``)
 
     # -- streamed -------------------------------------------------------------------------------
 
@@ -638,6 +645,40 @@ class ObserverBase:
                 "ignored an empty or unparsable JSON tail after valid data",
             )
             acc.extra["tolerated_tail"] = True
+        if not self.errored and not self.acc.terminal:
+            self._ended_early()
+
+    def _ended_early(self) -> None:
+        """EOF before the terminal event, and not errored: the grammar's findings for it."""
+
+    def dataless(self, marks: list[tuple[int, bool]]) -> None:
+        """Data-less SSE blocks that an official SDK dispatches (``SseScanner.dataless``): at the
+        index of the event that followed each, whether it had an ``event:`` line. A finding for
+        the protocols whose SDKs parse their empty data (docs/design/conformance.md), up to the
+        event the grammar stopped at (the Chat SDKs stop reading at ``[DONE]``)."""
+        rules = conformance.DATALESS_RULES.get(self.protocol)
+        if rules is None:
+            return
+        acc = self.acc
+        stop = acc.event_index if self.errored or (acc.terminal and rules[2]) else None
+        for at, named in marks:
+            if stop is not None and at > stop:
+                continue
+            acc.event_index = at
+            if named:
+                self.conform(rules[0], "an SSE block with an event: line and no data")
+            else:
+                self.conform(rules[1], "an SSE block without data that the OpenAI Python SDK reads")
+
+    def conform(self, rule: str, detail: str) -> None:
+        """The stream breaks a requirement of the official SDKs (``proxai.conformance.RULES``) at
+        the current event: a quirk finding, the first time only (one note per rule)."""
+        broken = self.broken
+        if broken is None:
+            broken = self.broken = set()
+        if rule not in broken:
+            broken.add(rule)
+            self.acc.finding(rule, "quirk", detail)
 
     def _not_object(self, name: str, data: str, obj: object) -> None:
         """A payload that is not a JSON object: a tolerated tail candidate after valid data

@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from proxai.conformance import NODE_RESPONSES_EVENTS
 from proxai.error_kind import classify
 from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
 from proxai.model import Protocol, StopClass
@@ -675,6 +676,8 @@ class ResponsesObserver(ObserverBase):
         etype = obj.get("type")
         if type(etype) is not str or not etype:
             etype = name  # typed by its payload's ``type``, else by the SSE event name
+        if etype not in NODE_RESPONSES_EVENTS:
+            self.conform("openai_responses.unknown_event", f"event type {etype!r} is unknown to the Node SDK")
         if etype == "error" or (obj.get("error") is not None and not etype.startswith("response.")):
             err = obj.get("error")
             msg, code = error_fields(err if err is not None else obj)
@@ -684,6 +687,8 @@ class ResponsesObserver(ObserverBase):
                 self._translation(out).error(obj)
             self.upstream_failed()
             return
+        if self.state is State.WAITING and etype != "response.created":
+            self.conform("openai_responses.created_first", f"{etype} came before response.created")
         out = self.out
         if out is not None:
             # The writer's half first: a problem it finds ends the reading at this event, before
@@ -694,6 +699,11 @@ class ResponsesObserver(ObserverBase):
             self._identity(as_dict(obj.get("response")))
         elif etype in _TERMINAL:
             self._transition("terminal", etype)
+            resp = as_dict(obj.get("response"))
+            if etype != "response.completed":
+                self.conform("openai_responses.not_completed", f"the stream ended with {etype}")
+            elif type(resp.get("output")) is not list:
+                self.conform("openai_responses.completed_output", "response.completed has no response.output")
             self._snapshot(as_dict(obj.get("response")), streamed=True, now=now)
             acc.terminal = True
         elif etype.startswith("response."):
@@ -702,6 +712,11 @@ class ResponsesObserver(ObserverBase):
             if handler is not None:
                 handler(self, obj, now)
         # anything else: an unknown event type, ignored (forward compatible)
+
+    def _ended_early(self) -> None:
+        if self.state is State.ACTIVE:
+            self.acc.event_index = self.events
+            self.conform("openai_responses.no_terminal", "the stream ended before response.completed")
 
     def _identity(self, resp: dict[str, Any]) -> None:
         acc = self.acc

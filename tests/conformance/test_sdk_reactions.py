@@ -1,0 +1,445 @@
+"""Every conformance rule (proxai.conformance.RULES): a stream that breaks it is found by the grammar at
+the event the finding names, and the real SDKs react to that stream exactly as the finding says: the
+Python SDKs in the venv, the Node SDKs that .ci/install-node-sdks pins (all streams in one node run).
+A clean stream of each protocol: no finding, and every SDK returns the whole object."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from proxai import conformance
+from proxai.conformance import RULES, SDK_VERSIONS, Reaction
+from proxai.model import Protocol
+from proxai.observe import StreamObserver
+
+from . import sdks
+
+KINDS = {
+    "anthropic": Protocol.ANTHROPIC_MESSAGES,
+    "chat": Protocol.OPENAI_CHAT,
+    "responses": Protocol.OPENAI_RESPONSES,
+}
+
+# -- Anthropic Messages -----------------------------------------------------------------------------
+
+
+def _a(etype: str, body: dict[str, Any], named: bool = True) -> bytes:
+    data = json.dumps({"type": etype, **body}, separators=(",", ":")).encode()
+    return (f"event: {etype}\n".encode() if named else b"") + b"data: " + data + b"\n\n"
+
+
+_A_START = {
+    "message": {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    }
+}
+_A_DELTA_END = {"delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 2}}
+
+
+def anthropic_stream(
+    *, unnamed: frozenset[int] = frozenset(), usage: bool = True, stop: bool = True
+) -> bytes:
+    """message_start, a text block "Hi" + " there", message_delta, message_stop (events 0..6)."""
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", _A_START),
+        ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+        ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": " there"}}),
+        ("content_block_stop", {"index": 0}),
+        ("message_delta", _A_DELTA_END if usage else {"delta": _A_DELTA_END["delta"]}),
+        ("message_stop", {}),
+    ]
+    if not stop:
+        events.pop()
+    return b"".join(_a(t, b, i not in unnamed) for i, (t, b) in enumerate(events))
+
+
+def a_text(final: dict[str, Any]) -> str:
+    return "".join(b.get("text", "") for b in final["content"])
+
+
+# -- OpenAI Chat Completions ------------------------------------------------------------------------
+
+
+def _c(delta: dict[str, Any], finish: str | None = None, index: int = 0) -> bytes:
+    chunk = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
+
+
+C_HI = _c({"role": "assistant", "content": "Hi"})
+C_STOP = _c({}, "stop")
+C_DONE = b"data: [DONE]\n\n"
+
+
+def _tool(i: int, call_id: str, name: str) -> bytes:
+    call = {"index": i, "id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+    return _c({"tool_calls": [call]})
+
+
+def c_message(final: dict[str, Any]) -> tuple[str | None, str | None]:
+    choice = final["choices"][0]
+    return choice["message"]["content"], choice["finish_reason"]
+
+
+# -- OpenAI Responses -------------------------------------------------------------------------------
+
+
+def _r(etype: str, seq: int, **body: Any) -> bytes:
+    data = json.dumps({"type": etype, "sequence_number": seq, **body}, separators=(",", ":"))
+    return f"event: {etype}\ndata: {data}\n\n".encode()
+
+
+def _resp(status: str, output: list[Any] | None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "status": status,
+        "model": "m",
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+        "usage": None,
+    }
+    if output is not None:
+        doc["output"] = output
+    return doc
+
+
+_MSG = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "status": "completed",
+    "content": [{"type": "output_text", "text": "Hi", "annotations": []}],
+}
+R_CREATED = _r("response.created", 0, response=_resp("in_progress", []))
+R_ITEM = [
+    _r(
+        "response.output_item.added", 1, output_index=0, item={**_MSG, "status": "in_progress", "content": []}
+    ),
+    _r(
+        "response.content_part.added",
+        2,
+        item_id="msg_1",
+        output_index=0,
+        content_index=0,
+        part={"type": "output_text", "text": "", "annotations": []},
+    ),
+    _r("response.output_text.delta", 3, item_id="msg_1", output_index=0, content_index=0, delta="Hi"),
+    _r("response.output_text.done", 4, item_id="msg_1", output_index=0, content_index=0, text="Hi"),
+    _r("response.output_item.done", 5, output_index=0, item=_MSG),
+]
+R_COMPLETED = _r("response.completed", 6, response=_resp("completed", [_MSG]))
+
+
+def r_text(final: dict[str, Any]) -> str:
+    return "".join(p["text"] for item in final["output"] for p in item.get("content", []))
+
+
+# -- the cases --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    kind: str
+    stream: bytes
+    found: list[tuple[str, int]]  # (rule, event index) the grammar reports, in order
+    python: Callable[[dict[str, Any]], None] | None = None  # the final object's check (no raise)
+    node: Callable[[dict[str, Any]], None] | None = None
+    rule: str | None = field(default=None)  # the rule whose reactions the SDKs must show
+
+    @property
+    def tested(self) -> str | None:
+        return self.rule or (self.found[0][0] if self.found else None)
+
+
+def _text_is(read: Callable[[dict[str, Any]], Any], value: Any) -> Callable[[dict[str, Any]], None]:
+    def check(final: dict[str, Any]) -> None:
+        assert read(final) == value
+
+    return check
+
+
+CASES = [
+    Case(
+        "anthropic clean",
+        "anthropic",
+        anthropic_stream(),
+        [],
+        _text_is(a_text, "Hi there"),
+        _text_is(a_text, "Hi there"),
+    ),
+    Case(
+        "anthropic no event lines",
+        "anthropic",
+        anthropic_stream(unnamed=frozenset(range(7))),
+        [("anthropic_messages.unnamed_start", 0), ("anthropic_messages.unnamed_event", 1)],
+    ),
+    Case(
+        "anthropic one delta without its event line",
+        "anthropic",
+        anthropic_stream(unnamed=frozenset({3})),
+        [("anthropic_messages.unnamed_event", 3)],
+        _text_is(a_text, "Hi"),  # " there" is lost
+        _text_is(a_text, "Hi"),
+    ),
+    Case(
+        "anthropic message_delta without usage",
+        "anthropic",
+        anthropic_stream(usage=False),
+        [("anthropic_messages.message_delta_usage", 5)],
+    ),
+    Case(
+        "anthropic no message_stop",
+        "anthropic",
+        anthropic_stream(stop=False),
+        [("anthropic_messages.no_message_stop", 6)],
+        _text_is(lambda f: (a_text(f), f["stop_reason"]), ("Hi there", "end_turn")),
+    ),
+    Case(
+        "anthropic cut after the first delta",
+        "anthropic",
+        b"event: content_block_delta".join(anthropic_stream().split(b"event: content_block_delta")[:2]),
+        [("anthropic_messages.no_message_stop", 3)],
+        _text_is(lambda f: (a_text(f), f["stop_reason"]), ("Hi", None)),
+    ),
+    Case(
+        "chat clean",
+        "chat",
+        C_HI + C_STOP + C_DONE,
+        [],
+        _text_is(c_message, ("Hi", "stop")),
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "chat first choice index 1",
+        "chat",
+        _c({"role": "assistant", "content": "Hi"}, index=1) + _c({}, "stop", index=1) + C_DONE,
+        [("openai_chat.choice_index", 0)],
+    ),
+    Case(
+        "chat tool call 1 before tool call 0",
+        "chat",
+        _c({"role": "assistant", "content": None})
+        + _tool(1, "call_b", "f")
+        + _tool(0, "call_a", "g")
+        + _c({}, "tool_calls")
+        + C_DONE,
+        [("openai_chat.tool_call_index", 1)],
+        None,
+        _text_is(
+            lambda f: [(t["id"], t["function"]["name"]) for t in f["choices"][0]["message"]["tool_calls"]],
+            [("call_a", "g"), ("call_b", "f")],
+        ),
+    ),
+    Case(
+        "chat no finish_reason",
+        "chat",
+        C_HI + C_DONE,
+        [("openai_chat.no_finish_reason", 1)],
+        _text_is(c_message, ("Hi", None)),
+    ),
+    Case(
+        "chat cut after the first chunk (no finish_reason, no [DONE])",
+        "chat",
+        C_HI,
+        [("openai_chat.no_finish_reason", 1)],
+        _text_is(c_message, ("Hi", None)),
+    ),
+    Case(
+        "chat event line without data",
+        "chat",
+        C_HI + b"event: ping\n\n" + C_STOP + C_DONE,
+        [("openai_chat.dataless_event", 1)],
+    ),
+    Case(
+        "chat id line alone",
+        "chat",
+        C_HI + b"id: 7\n\n" + C_STOP + C_DONE,
+        [("openai_chat.dataless_block", 1)],
+        None,
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "chat retry line alone",
+        "chat",
+        C_HI + b"retry: 100\n\n" + C_STOP + C_DONE,
+        [("openai_chat.dataless_block", 1)],
+        None,
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "chat a keepalive comment once an id came",
+        "chat",
+        b"id: 1\n" + C_HI + b": keepalive\n\n" + C_STOP + C_DONE,
+        [("openai_chat.dataless_block", 1)],
+        None,
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "chat event line without data after [DONE] (the SDKs stop reading there)",
+        "chat",
+        C_HI + C_STOP + C_DONE + b"event: ping\n\n",
+        [],
+        _text_is(c_message, ("Hi", "stop")),
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "responses clean",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED,
+        [],
+        _text_is(r_text, "Hi"),
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses no response.created",
+        "responses",
+        b"".join(R_ITEM) + R_COMPLETED,
+        [("openai_responses.created_first", 0)],
+    ),
+    Case(
+        "responses ends with response.incomplete",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + _r("response.incomplete", 6, response=_resp("incomplete", [_MSG])),
+        [("openai_responses.not_completed", 6)],
+        None,
+        _text_is(lambda f: (r_text(f), f["status"]), ("Hi", "incomplete")),
+    ),
+    Case(
+        "responses no terminal event",
+        "responses",
+        R_CREATED + b"".join(R_ITEM),
+        [("openai_responses.no_terminal", 6)],
+        None,
+        _text_is(lambda f: (r_text(f), f["status"]), ("Hi", "in_progress")),
+    ),
+    Case(
+        "responses an event type the Node SDK does not know",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:2])
+        + _r("response.future_thing", 9)
+        + b"".join(R_ITEM[2:])
+        + R_COMPLETED,
+        [("openai_responses.unknown_event", 3)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses response.completed without output",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + _r("response.completed", 6, response=_resp("completed", None)),
+        [("openai_responses.completed_output", 6)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses event line without data",
+        "responses",
+        R_CREATED + R_ITEM[0] + b"event: keepalive\n\n" + b"".join(R_ITEM[1:]) + R_COMPLETED,
+        [("openai_responses.dataless_event", 2)],
+    ),
+    Case(
+        "responses event line without data after response.completed (the SDKs read on)",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED + b"event: keepalive\n\n",
+        [("openai_responses.dataless_event", 7)],
+    ),
+    Case(
+        "responses id line alone",
+        "responses",
+        R_CREATED + R_ITEM[0] + b"id: 7\n\n" + b"".join(R_ITEM[1:]) + R_COMPLETED,
+        [("openai_responses.dataless_block", 2)],
+        None,
+        _text_is(r_text, "Hi"),
+    ),
+]
+
+IDS = [c.name for c in CASES]
+
+
+def test_every_rule_has_a_case() -> None:
+    assert {c.tested for c in CASES if c.tested} | {r for c in CASES for r, _ in c.found} == set(RULES)
+
+
+def _found(case: Case, chunks: list[bytes]) -> list[tuple[str, int]]:
+    obs = StreamObserver(KINDS[case.kind], start=0.0)
+    obs.headers(200, 0.0)
+    for chunk in chunks:
+        obs.observe(chunk, 0.0)
+    summary = obs.finish(0.0)
+    return [(f["rule"], f["event_index"]) for f in summary.extra.get("conformance", [])]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_grammar_finds_the_rule_at_its_event(case: Case) -> None:
+    data = case.stream
+    assert _found(case, [data]) == case.found
+    assert _found(case, [data[i : i + 1] for i in range(len(data))]) == case.found  # byte by byte
+    assert _found(case, [data[i : i + 7] for i in range(0, len(data), 7)]) == case.found
+
+
+def _check(case: Case, sdk: str, got: sdks.Reaction, check: Callable[[dict[str, Any]], None] | None) -> None:
+    rule = RULES.get(case.tested or "")
+    reaction: Reaction = Reaction("tolerates")
+    if rule is not None:
+        reaction = rule.python if sdk.endswith("python") else rule.node
+    if reaction.does == "raises":
+        assert not got.ok, f"{sdk} returned {got.final!r}"
+        assert got.error == reaction.error, got
+        assert got.message.startswith(reaction.message), got
+        return
+    assert got.ok, got
+    assert check is not None, f"{case.name}: say what {sdk}'s final object holds ({reaction.text()})"
+    check(got.final)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_python_sdk_reacts_as_the_finding_says(case: Case) -> None:
+    py_sdk = conformance.SDKS[KINDS[case.kind]][0]
+    _check(case, py_sdk, sdks.python(case.kind, case.stream), case.python)
+
+
+@pytest.fixture(scope="module")
+def node_reactions() -> dict[str, sdks.Reaction]:
+    return dict(zip(IDS, sdks.node([(c.kind, c.stream) for c in CASES]), strict=True))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_node_sdk_reacts_as_the_finding_says(
+    case: Case, node_reactions: dict[str, sdks.Reaction]
+) -> None:
+    node_sdk = conformance.SDKS[KINDS[case.kind]][1]
+    _check(case, node_sdk, node_reactions[case.name], case.node)
+
+
+def test_the_pinned_sdk_versions_are_the_ones_measured() -> None:
+    import anthropic
+    import openai
+
+    assert anthropic.__version__ == SDK_VERSIONS["anthropic-python"]
+    assert openai.__version__ == SDK_VERSIONS["openai-python"]
+    for pkg, key in (("openai", "openai-node"), ("@anthropic-ai/sdk", "anthropic-node")):
+        meta = json.loads((sdks.NODE_SDKS / "node_modules" / pkg / "package.json").read_text())
+        assert meta["version"] == SDK_VERSIONS[key], pkg
