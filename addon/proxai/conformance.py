@@ -269,21 +269,22 @@ NODE_RESPONSES_EVENTS = frozenset(
 def metadata(findings: Iterable[Finding]) -> list[dict[str, Any]]:
     """``conformance`` in the summary: one entry per rule broken (the catalogue's rules only), in
     the order of the first event that broke it: that event's index (0-based, in the stream; for a
-    data-less block the event after it, for the end of the stream the number of events), and each
-    SDK's reaction at its version."""
-    first: dict[str, int] = {}
+    data-less block the event after it, for the end of the stream the number of events), what the
+    grammar saw there, and each SDK's reaction at its version."""
+    first: dict[str, Finding] = {}
     for f in findings:
-        if f.rule in RULES:
-            first[f.rule] = min(first.get(f.rule, f.event), f.event)
+        if f.rule in RULES and (f.rule not in first or f.event < first[f.rule].event):
+            first[f.rule] = f
     out: list[dict[str, Any]] = []
-    for rule_id, at in sorted(first.items(), key=lambda kv: kv[1]):
+    for rule_id, found in sorted(first.items(), key=lambda kv: kv[1].event):
         rule = RULES[rule_id]
         py, node = SDKS[rule.protocol]
         out.append(
             {
                 "rule": rule.id,
                 "requires": rule.requires,
-                "event_index": at,
+                "event_index": found.event,
+                "detail": found.detail,
                 "raises": rule.raises,
                 "sdks": {
                     f"{py} {SDK_VERSIONS[py]}": rule.python.text(),

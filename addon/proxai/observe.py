@@ -220,15 +220,14 @@ class StreamObserver:
         except SseLimitError as exc:
             events = exc.events
             self._limit(exc)
-        base = self._events
         if events:
             payloads = payloads_of(events)
             self._observe(len(events), now, payloads=payloads)
             for ev, value in zip(events, payloads[2::3], strict=True):
                 if type(value) is dict:
                     set_payload(ev, value)
-        if self._scanner.dataless:
-            self._dataless(base)
+        elif self._scanner.dataless:
+            self._observe_marked([b""], now)
         return events
 
     def observe(self, chunk: bytes, now: float) -> int:
@@ -251,25 +250,20 @@ class StreamObserver:
             payloads = payloads_of(exc.events)
             self._limit(exc)
         n = len(payloads) // 3
-        base = self._events
         if not n:
             if self._scanner.dataless:
-                self._dataless(base)
+                self._observe_marked(payloads, now)
             return payloads
-        if self._warm:
+        if self._warm and not self._scanner.dataless:
             # The hot path: what ``_observe`` does, without its once-per-stream checks.
-            self._events = base + n
+            self._events += n
             proto = self._proto
             proto.observe(payloads, now)
             if proto.failed is not None:
                 self.failed = proto.failed
                 self._warm = False
-            if self._scanner.dataless:
-                self._dataless(base)
             return payloads
         self._observe(n, now, payloads=payloads)
-        if self._scanner.dataless:
-            self._dataless(base)
         return payloads
 
     def end_payloads(self, now: float) -> Payloads:
@@ -286,19 +280,33 @@ class StreamObserver:
         except SseLimitError as exc:
             payloads = payloads_of(exc.events)
             self._limit(exc)
-        base = self._events
         if len(payloads) >= 4:
             self._observe(len(payloads) // 3, now, payloads=payloads)
+            return payloads
         if self._scanner.dataless:
-            self._dataless(base)
-        return payloads if len(payloads) >= 4 else []
+            self._observe_marked(payloads, now)
+        return []
 
-    def _dataless(self, base: int) -> None:
-        """The scanner marked data-less blocks an SDK dispatches (``base``: the stream's events
-        before the batch they came in): the protocol grammar judges them."""
+    def _observe_marked(self, payloads: Payloads, now: float) -> None:
+        """The grammar reads the batch with the data-less blocks the scanner marked in it
+        (``SseScanner.dataless``) at their places among its events, so that what it finds does not
+        depend on how the stream was cut into reads. The parses the grammar leaves in the list stay
+        there (a stream translator reads the same list)."""
+        proto = self._proto
         marks = self._scanner.dataless
-        self._proto.dataless([(base + i, named) for i, named in marks])
+        start = 0
+        for i, named in marks:
+            if i > start:
+                piece = payloads[3 * start : 3 * i + 1]
+                proto.observe(piece, now)
+                payloads[3 * start : 3 * i + 1] = piece
+                start = i
+            proto.dataless(proto.events, named)
         marks.clear()
+        if 3 * start + 1 < len(payloads):
+            piece = payloads[3 * start :]
+            proto.observe(piece, now)
+            payloads[3 * start :] = piece
 
     def finish(self, now: float) -> StreamSummary:
         """Upstream EOF. Idempotent: a second call returns the first summary."""
@@ -398,7 +406,10 @@ class StreamObserver:
         if self._first_event_at is None:
             self._first_event_at = now
         proto = self._proto
-        proto.observe(payloads, now)
+        if self._scanner.dataless:
+            self._observe_marked(payloads, now)
+        else:
+            proto.observe(payloads, now)
         if self.failed is None and proto.failed is not None:
             self.failed = proto.failed
         if self._first_token_at is None and proto.acc.content_seen:

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from proxai import cost
+from proxai import conformance, cost
 from proxai.errors import ProxaiError
 from proxai.model import StreamSummary
 from proxai.sse import SseScanner
@@ -268,6 +268,34 @@ def _interesting(key: str, value: Any) -> bool:
     return not (key == "detected_by" and value == "path")
 
 
+_OWN_SECTIONS = frozenset({"guard", "conformance"})  # extra keys with a section of their own
+
+
+def conformance_lines(meta: Mapping[str, Any]) -> list[str]:
+    """What the official SDKs do with this stream, one entry per rule it broke
+    (docs/design/conformance.md): the rule, the event, what the SDKs require, each SDK's reaction."""
+    found = conformance.findings_of(meta)
+    if not found:
+        return []
+    lines = [_section("official SDKs")]
+    for f in found:
+        lines.append(terminal_safe(f"{f.get('rule')} at event {f.get('event_index')}: {f.get('detail')}"))
+        lines.append(terminal_safe(f"  requires {f.get('requires')}"))
+        sdks = f.get("sdks")
+        for name, text in sorted(sdks.items()) if isinstance(sdks, Mapping) else ():
+            lines.append(terminal_safe(f"  {name}: {text}"))
+    return lines
+
+
+def _without_finding_notes(extra: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``extra`` without the notes that the official SDKs' section already says."""
+    said = {f.get("detail") for f in conformance.findings_of({"extra": extra})}
+    notes = extra.get("notes")
+    if not said or not isinstance(notes, list):
+        return extra
+    return {**extra, "notes": [n for n in notes if n not in said]}
+
+
 def details_lines(meta: Mapping[str, Any]) -> list[str]:
     """What else the metadata holds that a reader may need (diagnostics file, notes, observe and
     translation errors, what the translation dropped ...), one per line; nothing when there is none."""
@@ -276,7 +304,10 @@ def details_lines(meta: Mapping[str, Any]) -> list[str]:
         items["detected_by"] = meta["detected_by"]
     extra = meta.get("extra")
     if isinstance(extra, Mapping):
-        items.update({f"extra.{k}": v for k, v in extra.items() if k != "guard" and _interesting(k, v)})
+        extra = _without_finding_notes(extra)
+        items.update(
+            {f"extra.{k}": v for k, v in extra.items() if k not in _OWN_SECTIONS and _interesting(k, v)}
+        )
     tr = meta.get("translation")
     if isinstance(tr, Mapping):
         items.update(
@@ -480,6 +511,7 @@ def response_lines(
         lines.append("(the answer is not shown: the body was not stored)")
     lines.extend(tool_call_lines(_tool_list(meta), captured, content=content))
     lines.extend(error_lines(meta))
+    lines.extend(conformance_lines(meta))
     lines.extend(guard_lines(meta))
     lines.extend(last_event_lines(meta, body))
     lines.extend(usage_lines(meta))

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxai import cost
+from proxai import conformance, cost
 from proxai.model import Outcome
 from proxai.redact import redact_text, redact_url
 from proxai.verdict import protocol_label
@@ -56,6 +56,8 @@ class ReportRow:
     diagnostics: Diagnostics | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     cost: dict[str, Any] | None = None  # the summary's ``cost`` (docs/cost.md), None unpriced
+    # The official SDKs' requirements the stream broke (``extra.conformance`` of the summary).
+    conformance: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +82,7 @@ class ReportRow:
             "timing": {"first_token_s": self.first_token_s, "total_s": self.total_s},
             "diagnostics": None if self.diagnostics is None else self.diagnostics.to_json(),
             "cost": self.cost,
+            "conformance": self.conformance,
         }
 
 
@@ -159,6 +162,7 @@ def make_row(
         total_s=_float(timing.get("total_s")),
         diagnostics=diagnostics,
         cost=dict(meta["cost"]) if cost.amount(meta) is not None else None,
+        conformance=[dict(f) for f in conformance.findings_of(meta)],
     )
 
 
@@ -244,6 +248,21 @@ def table_lines(rows: Sequence[ReportRow]) -> list[str]:
         f"tokens {t['input_tokens']} in / {t['output_tokens']} out · {t['tool_calls']} tool calls · "
         f"cost {cost.total_text([_amount(r) for r in rows])}"
     )
+    for r in rows:
+        if r.conformance:
+            lines.append("")
+            raising = sum(1 for f in r.conformance if f.get("raises"))
+            lines.append(
+                f"flow {r.index} ({r.protocol}): {len(r.conformance)} conformance finding"
+                f"{'s' if len(r.conformance) != 1 else ''}"
+                + (f", an official SDK raises on {raising}" if raising else "")
+            )
+            for f in r.conformance:
+                lines.append(f"  {f.get('rule')} at event {f.get('event_index')}: {f.get('detail')}")
+                lines.append(f"    requires {f.get('requires')}")
+                sdks = f.get("sdks")
+                for name, text in sorted(sdks.items()) if isinstance(sdks, Mapping) else ():
+                    lines.append(f"    {name}: {text}")
     for r in rows:
         if r.diagnostics is None:
             continue

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from proxai import cost
+from proxai import conformance, cost
 from proxai.model import Outcome, Protocol, StopClass
 from proxai.termsafe import escape
 from proxai.translate import stop_reasons
@@ -43,6 +43,9 @@ MARKERS: dict[str, str] = {
 }
 GUARD_MARKER = ":hourglass:"  # an error the guard injected (idle timeout): the upstream went silent
 GUARD_KINDS = frozenset({"tool_stall", "idle_timeout"})
+# A flow whose stream an official SDK raises on (a conformance finding, docs/design/conformance.md)
+# that no verdict marker already flags: typically one that ProxAI saw complete.
+SDK_MARKER = ":boom:"
 # What each marker means, for the docs and the legend of the view.
 LEGEND: tuple[tuple[str, str], ...] = (
     ("(none)", "completed: the protocol's terminal event arrived"),
@@ -50,6 +53,7 @@ LEGEND: tuple[tuple[str, str], ...] = (
     (":warning:", "closed: the stream ended before its terminal event"),
     (":red_circle:", "error: the upstream reported an error, or the stream broke"),
     (":hourglass:", "unfinished_tool, or the guard ended a stalled / silent stream"),
+    (":boom:", "an official SDK raises on this stream (a conformance finding), though it may have completed"),
 )
 
 # Raw stop reasons that mean "cut by the token limit", whatever their class says.
@@ -174,7 +178,10 @@ def marker_for(meta: Mapping[str, Any]) -> str:
     err = meta.get("error")
     if v is Verdict.ERROR and isinstance(err, Mapping) and err.get("kind") in GUARD_KINDS:
         return GUARD_MARKER
-    return MARKERS[v]
+    marker = MARKERS[v]
+    if not marker and conformance.raising(meta):
+        return SDK_MARKER
+    return marker
 
 
 def _tools(meta: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -237,14 +244,37 @@ def price_text(meta: Mapping[str, Any]) -> str | None:
     return None if amount is None else cost.format_amount(amount)
 
 
+def sdk_label(meta: Mapping[str, Any]) -> str:
+    """``SDK: openai-python raises IndexError, openai-node raises OpenAIError (openai_chat.choice_index)``
+    for the first conformance finding on which an official SDK raises (``+N more`` findings of that
+    kind); "" when no SDK raises on the stream."""
+    found = [f for f in conformance.findings_of(meta) if f.get("raises")]
+    if not found:
+        return ""
+    first = found[0]
+    sdks = first.get("sdks")
+    says = []
+    for name, text in sdks.items() if isinstance(sdks, Mapping) else ():
+        reaction = str(text)
+        if reaction.startswith("raises "):
+            says.append(f"{str(name).split(' ', 1)[0]} {reaction.split(':', 1)[0]}")
+    label = "SDK: " + ", ".join(says) + f" ({first.get('rule')})"
+    if len(found) > 1:
+        label += f" +{len(found) - 1} more"
+    return terminal_safe(label)
+
+
 def comment_line(meta: Mapping[str, Any]) -> str:
     """The one-line ``flow.comment``, verdict first (a narrow comment column still shows it):
     ``truncated (max_tokens) · anthropic claude-sonnet-4-5 · 25 in/8 out · $0.000195``; an injected
-    fault is named right after the verdict."""
+    fault is named right after the verdict, then an official SDK that raises on the stream."""
     parts = [verdict_text(meta)]
     fault = fault_label(meta)
     if fault:
         parts.append(fault)
+    sdk = sdk_label(meta)
+    if sdk:
+        parts.append(sdk)
     model = _str(meta.get("model"))
     parts.append(protocol_label(meta) + (f" {model}" if model else ""))
     tokens = _tokens(meta)
@@ -285,7 +315,7 @@ def dump_line(meta: Mapping[str, Any]) -> str:
         text = word.upper() + sep + rest
     timing = meta.get("timing") if isinstance(meta.get("timing"), Mapping) else {}
     assert isinstance(timing, Mapping)
-    parts = [head, text, *filter(None, [fault_label(meta)]), _tokens(meta) or "- tokens"]
+    parts = [head, text, *filter(None, [fault_label(meta), sdk_label(meta)]), _tokens(meta) or "- tokens"]
     price = price_text(meta)
     if price:
         parts.append(price)

@@ -268,10 +268,12 @@ DUMP_LINES = [
     "proxai anthropic claude-sonnet-4-5 · TRUNCATED (max_tokens) · 25 in/8 out · $0.000195"
     " · ttft 1.50s · 1.50s",
     "proxai responses gpt-5 · TRUNCATED (max_output_tokens) · 25 in/8 out · ttft - · 1.50s",
-    "proxai chat gpt-4.1 · CLOSED: no [DONE] · - tokens · ttft 1.50s · 1.50s",
+    "proxai chat gpt-4.1 · CLOSED: no [DONE] · SDK: openai-node raises OpenAIError"
+    " (openai_chat.no_finish_reason) · - tokens · ttft 1.50s · 1.50s",
     "proxai responses gpt-5 · ERROR: overloaded · - tokens · ttft 1.50s · 1.50s",
     "proxai anthropic · ERROR: rate_limited (HTTP 429) · - tokens · ttft - · 1.50s",
-    "proxai chat gpt-4.1 · UNFINISHED_TOOL in get_weather · - tokens · 2 tool calls · ttft 1.50s · 1.50s",
+    "proxai chat gpt-4.1 · UNFINISHED_TOOL in get_weather · SDK: openai-node raises OpenAIError"
+    " (openai_chat.no_finish_reason) · - tokens · 2 tool calls · ttft 1.50s · 1.50s",
 ]
 ADDON = Path(__file__).resolve().parents[2] / "addon" / "proxai.py"
 

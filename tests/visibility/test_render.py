@@ -140,9 +140,13 @@ def test_markers(outcome: str | None, kind: str | None, marker: str) -> None:
 def test_markers_are_mitmproxy_emoji() -> None:
     from mitmproxy.utils import emoji
 
-    for m in [*verdict.MARKERS.values(), verdict.GUARD_MARKER]:
+    for m in [*verdict.MARKERS.values(), verdict.GUARD_MARKER, verdict.SDK_MARKER]:
         assert m == "" or m in emoji.emoji
-    assert [m for m, _ in verdict.LEGEND] == ["(none)", *[m for m in verdict.MARKERS.values() if m]]
+    assert [m for m, _ in verdict.LEGEND] == [
+        "(none)",
+        *[m for m in verdict.MARKERS.values() if m],
+        verdict.SDK_MARKER,
+    ]
 
 
 def test_wrap_keeps_every_character() -> None:

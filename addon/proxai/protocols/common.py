@@ -651,24 +651,19 @@ class ObserverBase:
     def _ended_early(self) -> None:
         """EOF before the terminal event, and not errored: the grammar's findings for it."""
 
-    def dataless(self, marks: list[tuple[int, bool]]) -> None:
-        """Data-less SSE blocks that an official SDK dispatches (``SseScanner.dataless``): at the
-        index of the event that followed each, whether it had an ``event:`` line. A finding for
-        the protocols whose SDKs parse their empty data (docs/design/conformance.md), up to the
-        event the grammar stopped at (the Chat SDKs stop reading at ``[DONE]``)."""
+    def dataless(self, index: int, named: bool) -> None:
+        """A data-less SSE block that an official SDK dispatches (``SseScanner.dataless``), before
+        the event at ``index``; ``named``: it had an ``event:`` line. A finding for the protocols
+        whose SDKs parse its empty data (docs/design/conformance.md), unless the grammar stopped
+        reading (errored, or the terminal event came and the SDK stops there: Chat's ``[DONE]``)."""
         rules = conformance.DATALESS_RULES.get(self.protocol)
-        if rules is None:
+        if rules is None or self.errored or (self.acc.terminal and rules[2]):
             return
-        acc = self.acc
-        stop = acc.event_index if self.errored or (acc.terminal and rules[2]) else None
-        for at, named in marks:
-            if stop is not None and at > stop:
-                continue
-            acc.event_index = at
-            if named:
-                self.conform(rules[0], "an SSE block with an event: line and no data")
-            else:
-                self.conform(rules[1], "an SSE block without data that the OpenAI Python SDK reads")
+        self.acc.event_index = index
+        if named:
+            self.conform(rules[0], "an SSE block with an event: line and no data")
+        else:
+            self.conform(rules[1], "an SSE block without data that the OpenAI Python SDK reads")
 
     def conform(self, rule: str, detail: str) -> None:
         """The stream breaks a requirement of the official SDKs (``proxai.conformance.RULES``) at

@@ -1,0 +1,93 @@
+"""Conformance findings on real recorded streams (tests/fixtures/real, SOURCES.md): the streams of the
+corpus that break a rule, the rule the grammar reports, and the real SDKs' reaction to those exact
+bytes, as the catalogue says (a Node SDK that raises on a stream OpenAI itself sent, for one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proxai.conformance import RULES
+from proxai.model import Protocol
+from proxai.observe import StreamObserver
+
+from . import sdks
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+KINDS = {
+    "anthropic": Protocol.ANTHROPIC_MESSAGES,
+    "chat": Protocol.OPENAI_CHAT,
+    "responses": Protocol.OPENAI_RESPONSES,
+}
+
+# (file, the rules found with their event index)
+FOUND: dict[str, list[tuple[str, int]]] = {
+    "chat/snowflake--pydantic-ai--snowflake-model-streaming.sse": [("openai_chat.no_finish_reason", 3)],
+    "chat/snowflake--pydantic-ai--snowflake-thinking-streaming.sse": [("openai_chat.no_finish_reason", 16)],
+    "responses/openai--pydantic-ai--background-mode-streaming-starting-after-vcr-2.sse": [
+        ("openai_responses.created_first", 0)
+    ],
+    "responses/openai--vercel-ai--openai-apply-patch-tool-1.rebuilt.sse": [
+        ("openai_responses.unknown_event", 3)
+    ],
+    "responses/openai--vercel-ai--openai-shell-skills-1.rebuilt.sse": [("openai_responses.unknown_event", 3)],
+    "responses/openai--vercel-ai--openai-shell-tool-1.rebuilt.sse": [("openai_responses.unknown_event", 3)],
+}
+COMPLETED = b"event: response.completed\n"
+
+
+def first_response(data: bytes) -> bytes:
+    """The recording up to the end of its first response: openai-shell-tool-1 holds two responses
+    back to back (two requests of one test), which the SDK reads as one stream whose identity
+    changes (RuntimeError "Lifecycle response identity changed."), unlike any real stream."""
+    at = data.find(COMPLETED)
+    return data if at < 0 else data[: data.index(b"\n\n", at) + 2]
+
+
+def _summary(kind: str, data: bytes) -> Any:
+    obs = StreamObserver(KINDS[kind], start=0.0)
+    obs.headers(200, 0.0)
+    obs.observe(data, 0.0)
+    return obs.finish(0.0)
+
+
+def test_the_corpus_breaks_exactly_these_rules() -> None:
+    found: dict[str, list[tuple[str, int]]] = {}
+    for kind in KINDS:
+        for f in sorted((REAL / kind).glob("*.sse")):
+            rules = [
+                (c["rule"], c["event_index"])
+                for c in _summary(kind, f.read_bytes()).extra.get("conformance", [])
+            ]
+            if rules:
+                found[f"{kind}/{f.name}"] = rules
+    assert found == FOUND
+
+
+@pytest.fixture(scope="module")
+def node_reactions() -> dict[str, sdks.Reaction]:
+    names = sorted(FOUND)
+    got = sdks.node([(n.split("/")[0], first_response((REAL / n).read_bytes())) for n in names])
+    return dict(zip(names, got, strict=True))
+
+
+def _expect(got: sdks.Reaction, does: str, error: str | None, message: str) -> None:
+    if does == "raises":
+        assert not got.ok and got.error == error and got.message.startswith(message), got
+    else:
+        assert got.ok, got
+
+
+@pytest.mark.parametrize("name", sorted(FOUND))
+def test_the_sdks_react_to_the_real_stream_as_the_finding_says(
+    name: str, node_reactions: dict[str, sdks.Reaction]
+) -> None:
+    kind = name.split("/", maxsplit=1)[0]
+    rule = RULES[FOUND[name][0][0]]
+    py = sdks.python(kind, first_response((REAL / name).read_bytes()))
+    _expect(py, rule.python.does, rule.python.error, rule.python.message)
+    _expect(node_reactions[name], rule.node.does, rule.node.error, rule.node.message)
+    if rule.id == "openai_chat.no_finish_reason":
+        assert py.final["choices"][0]["finish_reason"] is None  # what the Python SDK loses
