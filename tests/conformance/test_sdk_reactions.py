@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -443,3 +444,12 @@ def test_the_pinned_sdk_versions_are_the_ones_measured() -> None:
     for pkg, key in (("openai", "openai-node"), ("@anthropic-ai/sdk", "anthropic-node")):
         meta = json.loads((sdks.NODE_SDKS / "node_modules" / pkg / "package.json").read_text())
         assert meta["version"] == SDK_VERSIONS[key], pkg
+
+
+def test_the_docs_tables_are_the_catalogue() -> None:
+    root = Path(__file__).resolve().parents[2] / "docs"
+    for page in (root / "conformance.md", root / "design" / "conformance.md"):
+        rows = [line for line in page.read_text().splitlines() if line.startswith("| `")]
+        assert rows == [
+            f"| `{r.id}` | {r.requires} | {r.python.text()} | {r.node.text()} |" for r in RULES.values()
+        ], page
