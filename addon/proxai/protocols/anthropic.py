@@ -156,6 +156,8 @@ _DELTA_NAMES: frozenset[object] = frozenset(
     {None, b"", b"message", "message", b"content_block_delta", "content_block_delta"}
 )
 _PING_NAMES: frozenset[object] = frozenset({b"ping", "ping"})
+_DATA_ONLY: frozenset[object] = frozenset({None, b"", b"message", "message"})  # no ``event:`` line
+_UNNAMED = "anthropic_messages.unnamed_event"
 
 
 class _Block:
@@ -240,6 +242,8 @@ class AnthropicObserver(ObserverBase):
             return name in _PING_NAMES and self.state is not State.WAITING
         if self.state is not State.MESSAGE or obj.get("type") != "content_block_delta":
             return False
+        if name in _DATA_ONLY and (self.broken is None or _UNNAMED not in self.broken):
+            return False  # the first event without an ``event:`` line: ``_event`` finds it
         index = obj.get("index")
         delta = obj.get("delta")
         if type(index) is not int or type(delta) is not dict:
@@ -339,7 +343,7 @@ class AnthropicObserver(ObserverBase):
         if etype == "message_start":
             self.conform("anthropic_messages.unnamed_start", "message_start has no event: line")
         else:
-            self.conform("anthropic_messages.unnamed_event", f"{etype} has no event: line")
+            self.conform(_UNNAMED, f"{etype} has no event: line")
 
     def _ended_early(self) -> None:
         if self.state is not State.WAITING:
