@@ -264,7 +264,7 @@ class _Translation:
         reasoning = delta.get(field)
         if reasoning:
             # OpenAI-compatible providers (vLLM, DeepSeek, ...) stream reasoning here; a target
-            # that has a slot gets it as thinking instead of losing it silently (seed 003)
+            # that has a slot gets it as thinking instead of losing it silently
             if not isinstance(reasoning, str):
                 raise TranslationError(
                     "non-string delta reasoning cannot be translated", f"choices[0].delta.{field}"

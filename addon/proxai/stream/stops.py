@@ -1,5 +1,5 @@
 """Stop-reason mapping for streams: a thin adapter over the shared table
-``proxai.translate.stop_reasons`` (one table for JSON and streams, issue 4 / seed 003), so a
+``proxai.translate.stop_reasons`` (one table for JSON and streams, docs/translation.md), so a
 streamed and a non-streamed reply of the same upstream end with the same client-side reason.
 
 Refusal: an Anthropic ``refusal`` stop (a classifier stopped the model) becomes Chat

@@ -1,6 +1,7 @@
-"""Streamed text kept as pieces, with memory counted as it really is (issue 7, "memory bounded").
+"""Streamed text kept as pieces, with memory counted as it really is (docs/design/translation.md:
+memory is bounded on untrusted input).
 
-Seed 001 ("内存有界"): a translator that must keep streamed content (the Responses snapshot for
+A translator that must keep streamed content (the Responses snapshot for
 ``response.completed``, the text checked against ``.done`` events, tool arguments checked as JSON)
 bounds it. One Python string per delta costs about 50 bytes of object header plus a list slot, so
 small deltas (1-12 characters, real tokens) kept one by one use about 16x their characters; a

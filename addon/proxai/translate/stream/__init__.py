@@ -19,7 +19,7 @@ from proxai.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.translate.call_shapes import CallShapes
 
-from . import pairs
+from . import build as _build
 from .driver import StreamTranslatorImpl
 
 __all__ = [
@@ -58,8 +58,8 @@ class StreamTranslator(TypingProtocol):
         """JSON-able counters for ``flow.metadata`` (dropped thinking, phase, error)."""
 
 
-#: The six translated pairs (upstream, client), one module each in ``pairs/``.
-PAIRS: tuple[tuple[Protocol, Protocol], ...] = pairs.PAIRS
+#: The six translated pairs (upstream, client).
+PAIRS: tuple[tuple[Protocol, Protocol], ...] = _build.PAIRS
 
 
 def make_stream_translator(
@@ -93,7 +93,7 @@ def make_stream_translator(
         if normalize:
             raise ConfigError("normalize needs the same protocol on both sides")
         raise ConfigError(f"same protocol on both sides ({upstream}) needs normalize = true")
-    return pairs.build(
+    return _build.build(
         upstream,
         client,
         created=created,

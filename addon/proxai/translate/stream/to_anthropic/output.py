@@ -50,7 +50,7 @@ def block_start(index: int, kind: BlockKind, id: str | None, name: str | None, d
         block = {"type": "thinking", "thinking": "", "signature": ""}
     elif kind == "redacted_thinking":
         block = {"type": "redacted_thinking", "data": data or ""}
-    else:  # text and refusal text: seed 003 keeps visible refusal words as a text block
+    else:  # text and refusal text: visible refusal words are kept as a text block
         block = {"type": "text", "text": ""}
     return _event(
         b"content_block_start",

@@ -1,5 +1,5 @@
-"""Accumulating state of a Chat Completions target (seed 000 "per-block state": Chat keeps only
-the block kind and the chat tool index; content is emitted at once, never kept).
+"""Accumulating state of a Chat Completions target (docs/streaming-translation.md): Chat keeps
+only the block kind and the chat tool index; content is emitted at once, never kept.
 
 ``next_tool_call_index`` hands out ``tool_calls[].index`` in first-appearance order, unrelated
 to the source's own index. Thinking text travels as ``reasoning_content``; Chat has no slot for a

@@ -1,9 +1,9 @@
 """The Chat Completions target writer: a ``Sink`` that emits Chat chunks as the source streams.
 
-Terminal semantics (seed 000 / seed 003): nothing terminal is emitted before the source's own
-stop; then the finish chunk (``finish_reason``), the usage-only chunk (``choices: []``, when the
-client asked for usage) and ``data: [DONE]``. A failure emits a top-level ``"error"`` payload
-(the SDKs raise ``APIError``) and no ``[DONE]``.
+Terminal semantics (docs/design/translation.md, "Ending a translated stream"): nothing terminal
+is emitted before the source's own stop; then the finish chunk (``finish_reason``), the
+usage-only chunk (``choices: []``, when the client asked for usage) and ``data: [DONE]``. A
+failure emits a top-level ``"error"`` payload (the SDKs raise ``APIError``) and no ``[DONE]``.
 """
 
 from __future__ import annotations

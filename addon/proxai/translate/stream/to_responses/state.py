@@ -1,11 +1,11 @@
-"""Accumulating state of an OpenAI Responses target (seed 000 "per-block state": Responses keeps
-item ids, names and the accumulated content, because every item must be finalized twice - in
-``response.output_item.done`` and in the terminal snapshot's ``output``).
+"""Accumulating state of an OpenAI Responses target (docs/streaming-translation.md): Responses
+keeps item ids, names and the accumulated content, because every item must be finalized twice -
+in ``response.output_item.done`` and in the terminal snapshot's ``output``.
 
-``ItemIdAllocator`` synthesizes stable item ids from the response id (seed 000
-``OutputItemIdAllocator``); tool calls whose source gives an id keep it. Output indexes are dense
+``ItemIdAllocator`` synthesizes stable item ids from the response id; tool calls whose source
+gives an id keep it. Output indexes are dense
 in ``output_item.added`` order; every item has one content part, so ``content_index`` is 0. The
-id a client sees in a delta, in ``*.done`` and in the terminal snapshot is the same (seed 004).
+id a client sees in a delta, in ``*.done`` and in the terminal snapshot is the same.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class ResponsesState:
     ) -> Item:
         if kind in {"tool", "opaque"}:
             assert call_id is not None
-            # seed 000: a source tool id is passed through as the item id; an opaque item keeps
+            # a source tool id is passed through as the item id; an opaque item keeps
             # its own id (a client answer may quote it: mcp_approval_request)
             item_id = call_id
         elif kind in {"thinking", "redacted_thinking"}:

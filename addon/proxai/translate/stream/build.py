@@ -1,7 +1,7 @@
-"""The six translated pairs and normalize mode. A pair is one reading of the upstream protocol
-driving one target writer (docs/streaming-translation.md, "Layout"; docs/design/translation.md):
-``build`` makes both for any pair, and each ``<a>_to_<b>`` module documents the facts specific to
-its direction. The reading is the upstream protocol's grammar (``proxai.protocols``).
+"""The translator of one pair, or of normalize mode: the upstream protocol's grammar
+(``proxai.protocols``) with the client protocol's writer (``to_*/writer.py``) as its ``out``
+(docs/streaming-translation.md, "Layout"; docs/design/translation.md). The six directions'
+mapping facts are in docs/streaming-translation.md, "The six directions".
 
 Normalize mode is the same protocol in and out: the lenient reading (lifecycle-free deltas
 accepted; Chat usage fallback and EOF after ``finish_reason``) drives the strict writer of the
@@ -22,27 +22,10 @@ from proxai.translate.stream.to_anthropic.writer import AnthropicWriter
 from proxai.translate.stream.to_chat.writer import ChatWriter
 from proxai.translate.stream.to_responses.writer import ResponsesWriter
 
-from . import (
-    anthropic_to_chat,
-    anthropic_to_responses,
-    chat_to_anthropic,
-    chat_to_responses,
-    responses_to_anthropic,
-    responses_to_chat,
-)
+_A, _C, _R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
 
 #: The six translated pairs (upstream, client).
-PAIRS: tuple[tuple[Protocol, Protocol], ...] = tuple(
-    (m.SOURCE, m.TARGET)
-    for m in (
-        anthropic_to_chat,
-        anthropic_to_responses,
-        chat_to_anthropic,
-        chat_to_responses,
-        responses_to_anthropic,
-        responses_to_chat,
-    )
-)
+PAIRS: tuple[tuple[Protocol, Protocol], ...] = ((_A, _C), (_A, _R), (_C, _A), (_C, _R), (_R, _A), (_R, _C))
 
 
 def build(
