@@ -560,11 +560,9 @@ class ChatObserver(ObserverBase):
     def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
         """A mid-stream chunk of one choice (index 0) whose delta is only ``content`` (or only
         one tool call's argument fragment), with the stream's id and model, no finish_reason,
-        no usage, no error: the same effect as ``_event`` without the general checks (not taken
-        while translating: the writer's half reads every chunk through ``_event``)."""
-        if self.state is not State.STREAMING or self.out is not None:
-            return False
-        if name is not None and event_name(name) == "error":
+        no usage, no error: the same effect as ``_event`` without the general checks (the writer's
+        half, when translating, gets the chunk as ``_event`` would give it, before the summary)."""
+        if self.state is not State.STREAMING or (name is not None and event_name(name) == "error"):
             return False  # (a finished choice 0 moved the state to FINISHED)
         acc = self.acc
         choices = obj.get("choices")
@@ -585,6 +583,9 @@ class ChatObserver(ObserverBase):
             return False
         s = delta.get("content")
         if type(s) is str:
+            out = self.out
+            if out is not None:
+                self._translation(out).chunk(obj)
             if s:
                 acc.content_seen = True
                 acc.text_bytes += len(s) if s.isascii() else nbytes(s)
@@ -607,6 +608,9 @@ class ChatObserver(ObserverBase):
         args = fn.get("arguments")
         if type(args) is not str:
             return False
+        out = self.out
+        if out is not None:
+            self._translation(out).chunk(obj)
         if args:
             acc.tool_args(tb, args, now)
         else:

@@ -584,9 +584,11 @@ class ObserverBase:
                     if fast(raw_name, obj, now):
                         continue
                 except SHAPE_ERRORS as exc:
+                    self.acc.event_index = base + i // 3
                     self._malformed(event_name(raw_name), exc)
                     return
                 except ProxaiError as exc:  # only while translating: the writer, or its limits
+                    self.acc.event_index = base + i // 3
                     self._stop(exc)
                     return
             self.acc.event_index = base + i // 3

@@ -619,12 +619,14 @@ class ResponsesObserver(ObserverBase):
 
     def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
         """A text / reasoning / refusal / argument delta for a known item, with the next
-        sequence number: the same effect as ``_event`` without the general checks (not taken
-        while translating: the writer's half reads every event through ``_event``)."""
-        if self.state is not State.ACTIVE or self.out is not None:
+        sequence number: the same effect as ``_event`` without the general checks (the writer's
+        half, when translating, gets the event as ``_event`` would give it, before the summary)."""
+        if self.state is not State.ACTIVE:
             return False
         etype = obj.get("type")
-        kind = _FAST_DELTAS.get(etype) if type(etype) is str else None  # (a list is unhashable)
+        if type(etype) is not str:  # (a list is unhashable)
+            return False
+        kind = _FAST_DELTAS.get(etype)
         if kind is None:
             return False
         seq = obj.get("sequence_number")
@@ -642,10 +644,13 @@ class ResponsesObserver(ObserverBase):
         ):
             return False
         acc = self.acc
-        if kind == "args":
-            tb = acc.tools.get(iid)
-            if tb is None or not tb.has_args or tb.finished:
-                return False
+        tb = acc.tools.get(iid) if kind == "args" else None
+        if kind == "args" and (tb is None or not tb.has_args or tb.finished):
+            return False
+        out = self.out
+        if out is not None:
+            self._translation(out).event(etype, obj)
+        if tb is not None:
             acc.tool_args(tb, s, now)
         elif s:
             acc.content_seen = True
