@@ -133,3 +133,80 @@ def test_chat_normalize_ends_after_finish_without_done_as_a_repair() -> None:
     for client in (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES):
         end, summary = run_summary(C, client, [raw])
         assert (end, summary.outcome) == ("error", Outcome.CLOSED)
+
+
+def _responses_call(args_done: str) -> bytes:
+    from tests.translate_stream.build import R
+
+    r = R()
+    item = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "get_weather",
+        "arguments": "",
+    }
+    done = {**item, "arguments": args_done, "status": "completed"}
+    return (
+        r.created()
+        + r.ev("response.output_item.added", output_index=0, item=item)
+        + r.ev("response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta='{"city":')
+        + r.ev("response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta='"Paris"}')
+        + r.ev("response.output_item.done", output_index=0, item=done)
+        + r.completed([done])
+    )
+
+
+def test_a_responses_done_event_contradicting_the_deltas_ends_both_at_that_event() -> None:
+    """Translated, a ``.done`` whose arguments contradict the streamed deltas is a violation; the
+    summary used to say ``completed`` (its own reading took the snapshot) while the client got an
+    error. Now both say error, with the same text; observed only, the snapshot still wins."""
+    R_ = Protocol.OPENAI_RESPONSES
+    good, bad = _responses_call('{"city":"Paris"}'), _responses_call('{"city":"Rome"}')
+    for client in (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, R_):
+        assert run(R_, client, [good]) == ("success", Outcome.COMPLETED)
+        end, summary = run_summary(R_, client, [bad])
+        assert (end, summary.outcome) == ("error", Outcome.ERROR)
+        assert summary.error is not None
+        assert summary.error.message == "response.output_item.done contradicts the streamed deltas"
+    assert _observed(R_, bad) is Outcome.COMPLETED
+
+
+def _observed(up: Protocol, body: bytes) -> Outcome:
+    """The outcome of ``body`` observed only (no translator)."""
+    tick = itertools.count(1)
+    obs = StreamObserver(up, start=0.0)
+    obs.headers(200, 0.0)
+    c = Carrier(obs, protocol=up, decoder=None, translator=None, clock=lambda: float(next(tick)))
+    c(body)
+    c(b"")
+    assert c.summary is not None
+    return c.summary.outcome
+
+
+def test_a_chat_empty_payload_followed_by_chunks_is_a_violation_for_both() -> None:
+    """An empty ``data:`` is tolerated only as the stream's last payload. The Chat translation
+    used to skip one anywhere (the client succeeded while the summary said error); now both end
+    there with an error."""
+    from tests.translate_stream import build as cb
+
+    C = Protocol.OPENAI_CHAT
+    body = cb.c({"role": "assistant", "content": "Hi"}) + b"data: \n\n" + cb.c({}, "stop") + cb.DONE
+    for client in (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES, C):
+        end, summary = run_summary(C, client, [body])
+        assert (end, summary.outcome) == ("error", Outcome.ERROR)
+
+
+def test_an_unparsable_last_payload_is_the_tolerated_tail_and_the_client_is_told_of_a_truncation() -> None:
+    """A Chat stream whose last payload does not parse (and no ``[DONE]``): the tolerated tail, so
+    the summary says ``closed`` (the stream ended early) and the translated client gets an error
+    of kind ``connection``, not a protocol violation."""
+    from tests.translate_stream import build as cb
+
+    C = Protocol.OPENAI_CHAT
+    body = cb.c({"role": "assistant", "content": "Hi"}) + b'data: {"id":"chatcmpl-1","obj\n\n'
+    assert _observed(C, body) is Outcome.CLOSED
+    for client in (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES):
+        end, summary = run_summary(C, client, [body])
+        assert (end, summary.outcome) == ("error", Outcome.CLOSED)
+        assert summary.error is None
