@@ -298,3 +298,30 @@ def test_response_translation_raises_only_typed_errors(
     except ProxaiError:
         return
     orjson.dumps(out.body)
+
+
+@pytest.mark.parametrize(
+    ("client", "body"),
+    [
+        # a tool or block type that is not a string (found by the fuzz test above)
+        (Protocol.OPENAI_RESPONSES, {"model": "m", "input": "hi", "tools": [{"type": ["web_search"]}]}),
+        (
+            Protocol.ANTHROPIC_MESSAGES,
+            {
+                "model": "m",
+                "max_tokens": 5,
+                "messages": [{"role": "assistant", "content": [{"type": ["server_tool_use"]}]}],
+            },
+        ),
+        (Protocol.ANTHROPIC_MESSAGES, {"model": "m", "max_tokens": 5, "messages": ["not a message"]}),
+    ],
+    ids=["responses-tool-type-list", "anthropic-block-type-list", "anthropic-message-not-object"],
+)
+@pytest.mark.parametrize(
+    "target", [Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES]
+)
+def test_non_string_types_are_typed_errors(client: Protocol, body: dict[str, Any], target: Protocol) -> None:
+    if client is target:
+        return
+    with pytest.raises(ProxaiError):
+        translate_request(body, client, target)

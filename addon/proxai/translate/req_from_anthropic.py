@@ -335,12 +335,12 @@ def _without_searches(messages: list[dict[str, Any]]) -> tuple[list[dict[str, An
     notes: list[str] = []
     for i, m in enumerate(messages):
         content = m.get("content") if isinstance(m, dict) else None
-        if m.get("role") != "assistant" or not isinstance(content, list):
+        if not isinstance(m, dict) or m.get("role") != "assistant" or not isinstance(content, list):
             out.append(m)
             continue
         kept = []
         for j, b in enumerate(content):
-            if isinstance(b, dict) and b.get("type") in _SEARCH_BLOCKS:
+            if isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in _SEARCH_BLOCKS:
                 notes.append(
                     f"messages[{i}].content[{j}]: {b['type']} of an earlier turn left out (a web search)"
                 )

@@ -175,7 +175,8 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
     tools: list[ir.ToolDef] = []
     search: ir.WebSearch | None = None
     for i, raw_tool in enumerate(req.tools or []):
-        if search is None and raw_tool.get("type") in WEB_SEARCH_TYPES:
+        kind = raw_tool.get("type")
+        if search is None and isinstance(kind, str) and kind in WEB_SEARCH_TYPES:
             search = _web_search(raw_tool, f"tools[{i}]")
             continue
         tools.extend(_tool(raw_tool, f"tools[{i}]", left_out))
