@@ -42,6 +42,8 @@ def _run(path: Path) -> tuple[str, dict[str, Any]]:
         if is_response:
             r = translate_response(body, frm, to, created=CREATED)
             out: dict[str, Any] = {"body": r.body, "dropped": r.dropped, "stop": str(r.stop)}
+            if r.left_out:
+                out["left_out"] = r.left_out
         else:
             t = translate_request(body, frm, to)
             out = {"body": t.body, "dropped": t.dropped, "ignored": list(t.ignored), "stream": t.stream}

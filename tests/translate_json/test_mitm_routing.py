@@ -352,3 +352,57 @@ def test_strict_translation_refuses_the_offer_and_errors_on_content(tctx: Any, h
 
 def test_strict_translation_option_is_off_by_default(tctx: Any) -> None:
     assert tctx.options.proxai_strict_translation is False
+
+
+HOSTED_ANSWER: dict[str, Any] = {
+    "id": "resp_9",
+    "object": "response",
+    "created_at": 1,
+    "status": "completed",
+    "model": "gpt-5",
+    "output": [
+        {"id": "ci_1", "type": "code_interpreter_call", "status": "completed", "code": "1+1"},
+        {
+            "id": "msg_1",
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Paris.", "annotations": []}],
+        },
+    ],
+    "usage": {"input_tokens": 9, "output_tokens": 2, "total_tokens": 11},
+}
+
+
+@pytest.mark.parametrize(("model", "strict"), [("via-responses-1", False), ("strict-1", True)])
+def test_json_reply_carries_the_rest_and_counts_what_has_no_counterpart(
+    tctx: Any, model: str, strict: bool
+) -> None:
+    """A buffered Responses answer with a hosted tool's item: the client gets the rest of the
+    answer and the flow says what was left out; strict translation makes it an error instead."""
+    a: ProxAI = tctx.addon
+    f = _flow(
+        "/v1/messages", {"model": model, "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    a.request(f)
+    f.response = tutils.tresp(
+        status_code=200,
+        headers=http.Headers(content_type="application/json"),
+        content=orjson.dumps(HOSTED_ANSWER),
+    )
+    a.response(f)
+    body = json.loads(f.response.content or b"")
+    if strict:
+        assert f.response.status_code == 502
+        assert body["error"]["message"] == (
+            "proxai strict translation: the upstream's answer holds code_interpreter_call x1, which "
+            "anthropic_messages cannot carry"
+        )
+        assert "left_out" not in f.metadata["proxai"].get("extra", {})
+        return
+    assert f.response.status_code == 200
+    assert [(b["type"], b["text"]) for b in body["content"]] == [("text", "Paris.")]
+    assert body["stop_reason"] == "end_turn"
+    extra = f.metadata["proxai"]["extra"]
+    assert extra["left_out"] == {"code_interpreter_call": 1}
+    assert "left out (no counterpart in the client protocol): code_interpreter_call x1" in extra["notes"]

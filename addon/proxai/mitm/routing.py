@@ -287,6 +287,24 @@ class Routing:
             return
         if out.dropped:
             info["response_dropped"] = dict(out.dropped)
+        if out.left_out:
+            kinds = ", ".join(f"{k} x{n}" for k, n in sorted(out.left_out.items()))
+            if self.strict(route):  # strict translation: content without counterpart is an error
+                message = (
+                    f"proxai strict translation: the upstream's answer holds {kinds}, which {client} "
+                    "cannot carry"
+                )
+                info["response_error"] = message
+                self._replace(resp, 502, error_body(client, ErrorKind.UPSTREAM_PROTOCOL, message))
+                return
+            meta = flow.metadata["proxai"]
+            extra = dict(meta.get("extra") or {})
+            extra["left_out"] = {**extra.get("left_out", {}), **out.left_out}
+            extra["notes"] = [
+                *extra.get("notes", ()),
+                f"left out (no counterpart in the client protocol): {kinds}",
+            ]
+            meta["extra"] = extra
         self._replace(resp, resp.status_code, out.to_bytes())
 
     def _error(

@@ -262,6 +262,7 @@ class ResponseIR:
     stop_sequence: str | None = None
     created: int | None = None
     dropped: dict[str, int] = field(default_factory=dict)
+    left_out: dict[str, int] = field(default_factory=dict)  # upstream items the client cannot hold
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
     if not isinstance(output, list):
         raise UpstreamProtocolError("a Responses response without an output list")
     parts: list[ir.Part] = []
+    left_out: dict[str, int] = {}
     for i, item in enumerate(output):
         at = f"output[{i}]"
         kind = item.get("type") if isinstance(item, dict) else None
@@ -60,8 +61,12 @@ def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
                     str(item.get("call_id")), str(item.get("name")), text, text, at, kind="custom"
                 )
             )
+        elif isinstance(kind, str):
+            # a hosted tool's item (web_search_call, code_interpreter_call, mcp_call, ...): the
+            # client's protocol has no form for it; the rest of the answer is carried, this counted
+            left_out[kind] = left_out.get(kind, 0) + 1
         else:
-            raise TranslationError(f"output item {kind!r} has no equivalent in the client's API", at)
+            raise UpstreamProtocolError(f"an output item without a type at {at}")
     status = body.get("status")
     details = body.get("incomplete_details")
     reason = details.get("reason") if isinstance(details, dict) else None
@@ -81,4 +86,5 @@ def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
         stop=stop,
         usage=openai_usage(body.get("usage"), "input_tokens", "output_tokens"),
         created=int(created) if isinstance(created, int | float) else None,
+        left_out=left_out,
     )

@@ -48,6 +48,7 @@ class TranslatedResponse:
     body: dict[str, Any]
     stop: StopClass
     dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"thinking_blocks": 1, ...}
+    left_out: dict[str, int] = field(default_factory=dict)  # e.g. {"web_search_call": 1}
 
     def to_bytes(self) -> bytes:
         return orjson.dumps(self.body)
@@ -75,7 +76,7 @@ def render_response(
         body = resp_to_responses.render_response(resp, created, call_shapes)
     else:
         body = _RENDERERS[client](resp, created)
-    return TranslatedResponse(body, resp.stop, dict(resp.dropped))
+    return TranslatedResponse(body, resp.stop, dict(resp.dropped), dict(resp.left_out))
 
 
 def translate_response(
