@@ -406,3 +406,32 @@ def test_json_reply_carries_the_rest_and_counts_what_has_no_counterpart(
     extra = f.metadata["proxai"]["extra"]
     assert extra["left_out"] == {"code_interpreter_call": 1}
     assert "left out (no counterpart in the client protocol): code_interpreter_call x1" in extra["notes"]
+
+
+def test_a_pause_turn_reaching_an_openai_client_says_so(tctx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Anthropic's pause_turn has no counterpart in Chat: the client gets a normal end, and the flow
+    notes that (never silently)."""
+    monkeypatch.setenv("PROXAI_TEST_MITM_KEY", "sk-ant-from-env")
+    a: ProxAI = tctx.addon
+    f = _flow("/v1/chat/completions", {"model": "gpt", "messages": [{"role": "user", "content": "hi"}]})
+    a.request(f)
+    reply = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Searching..."}],
+        "stop_reason": "pause_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 5, "output_tokens": 2},
+    }
+    f.response = tutils.tresp(
+        status_code=200, headers=http.Headers(content_type="application/json"), content=orjson.dumps(reply)
+    )
+    a.responseheaders(f)
+    a.response(f)
+    body = json.loads(f.response.content or b"")
+    assert body["choices"][0]["finish_reason"] == "stop"
+    assert f.metadata["proxai"]["extra"]["notes"] == [
+        "stop pause_turn has no counterpart in openai_chat: the client got a normal end of the turn"
+    ]

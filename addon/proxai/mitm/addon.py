@@ -47,7 +47,7 @@ from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.option_errors import checked_options
 from proxai.mitm.otlp_export import OtlpExport
 from proxai.mitm.routing import Routing, client_stream
-from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
+from proxai.model import ErrorKind, Outcome, Protocol, StopClass, StreamSummary
 from proxai.redact import Redactor, redact_url
 from proxai.scrub import ScrubbingStream
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
@@ -605,6 +605,7 @@ class ProxAI:
                 _record_left_out(meta, translation)
         if observe_error:
             meta["observe_error"] = observe_error
+        _note_lossy_stop(meta, summary, state.client_protocol, state.protocol)
         if summary.outcome is Outcome.CLOSED and carrier is not None:
             # What came last before the stream ended without its terminal event (names only): the
             # view shows it when the body was not kept, and for the upstream side of a translation.
@@ -657,6 +658,24 @@ def _warm_prices() -> None:
         cost.warm()
     except Exception as exc:  # the first flow then loads the table itself
         logger.debug("proxai: loading the price table failed: %s", log_safe(exc))
+
+
+def _note_lossy_stop(
+    meta: dict[str, Any], summary: StreamSummary, client: Protocol | None, upstream: Protocol
+) -> None:
+    """An Anthropic ``pause_turn`` (the upstream paused a long server-tool turn, for the client to
+    send back to continue it) has no counterpart in the OpenAI protocols: their client got a
+    normal end (docs/translation.md, "Stop reasons"). The flow says so, so it is not silent."""
+    if (
+        summary.stop_class is StopClass.PAUSE_TURN
+        and client is not None
+        and client is not upstream
+        and client is not Protocol.ANTHROPIC_MESSAGES
+    ):
+        extra = dict(meta.get("extra") or {})
+        note = f"stop pause_turn has no counterpart in {client}: the client got a normal end of the turn"
+        extra["notes"] = [*extra.get("notes", ()), note]
+        meta["extra"] = extra
 
 
 def _record_left_out(meta: dict[str, Any], translation: dict[str, Any]) -> None:
