@@ -1,6 +1,6 @@
 """Accumulating state of an Anthropic Messages target.
 
-Block indexes are dense, in start order (CLIENTS.md: the SDKs append blocks in arrival order),
+Block indexes are dense, in start order (docs/design/clients.md: the SDKs append blocks in arrival order),
 whatever the source's own handles were: this is also the normalize-mode repair of non-dense
 indexes. Only the open set is kept; content is emitted at once.
 """

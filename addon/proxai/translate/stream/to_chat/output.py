@@ -1,4 +1,4 @@
-"""Pure builders of Chat Completions stream chunks (no state). CLIENTS.md: every chunk carries
+"""Pure builders of Chat Completions stream chunks (no state). docs/design/clients.md: every chunk carries
 ``"object": "chat.completion.chunk"``; ``role``/``id``/``name``/``type`` appear once per call;
 every tool-call delta carries ``function``; usage rides only on the final ``choices: []`` chunk,
 then ``data: [DONE]``."""
@@ -44,7 +44,7 @@ def content_frame(prefix: bytes, field: bytes) -> bytes:
 
 def args_frame(prefix: bytes, index: int) -> bytes:
     """The constant head of tool call ``index``'s argument fragments (``function`` on every tool
-    delta, CLIENTS.md): a chunk is ``frame + json(fragment) + ARGS_TAIL``."""
+    delta, docs/design/clients.md): a chunk is ``frame + json(fragment) + ARGS_TAIL``."""
     return b'data: %b"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":' % (
         prefix,
         index,

@@ -1,6 +1,6 @@
 """Pure builders of OpenAI Responses SSE events and items (no state).
 
-CLIENTS.md: ``response.created`` first; ``output_item.added`` and ``content_part.added`` before
+docs/design/clients.md: ``response.created`` first; ``output_item.added`` and ``content_part.added`` before
 any delta; dense unique ``output_index``; the same ids in added, done and the terminal snapshot;
 the terminal event (``response.completed`` / ``response.incomplete`` / ``response.failed``)
 carries the full output; no ``[DONE]``.

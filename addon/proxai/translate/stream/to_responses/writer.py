@@ -1,12 +1,12 @@
 """The OpenAI Responses target writer: a ``Sink`` that emits typed Responses events.
 
-Seed 000's mapping table (Anthropic -> Responses) generalized to any source: a block start is
-``output_item.added`` (+ ``content_part.added`` for message / reasoning text), a delta is the
-matching ``*.delta`` on the item id with ``content_index`` 0, a block stop emits the ``*.done``
-events and ``output_item.done``. Stop reason and usage are held until the source's stop (the
-Anthropic ``message_delta`` emits nothing here); then every pending ``*.done`` is emitted and the
-terminal ``response.completed`` / ``response.incomplete`` carries the full output. A failure
-emits ``error`` + ``response.failed`` (error_shapes); never ``[DONE]``.
+The Anthropic -> Responses mapping generalized to any source (docs/streaming-translation.md, "Event
+mappings"): a block start is ``output_item.added`` (+ ``content_part.added`` for message / reasoning
+text), a delta is the matching ``*.delta`` on the item id with ``content_index`` 0, a block stop
+emits the ``*.done`` events and ``output_item.done``. Stop reason and usage are held until the
+source's stop (the Anthropic ``message_delta`` emits nothing here); then every pending ``*.done`` is
+emitted and the terminal ``response.completed`` / ``response.incomplete`` carries the full output. A
+failure emits ``error`` + ``response.failed`` (error_shapes); never ``[DONE]``.
 
 Reasoning from another protocol (``reasoning_summary=True``: Anthropic thinking, Chat
 ``reasoning_content``) is written as the reasoning item's summary (``reasoning_summary_part.added``,
