@@ -26,6 +26,9 @@ class _Message(Loose):
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     refusal: str | None = None
+    # an OpenAI-compatible server's reasoning, sent back in the history (vLLM, DeepSeek, OpenRouter)
+    reasoning_content: Any = None
+    reasoning: Any = None
 
 
 class _Part(Loose):
@@ -262,6 +265,12 @@ def _user_part(raw: dict[str, Any], at: str) -> ir.TextPart | ir.ImagePart | ir.
 
 def _assistant_parts(m: _Message, at: str) -> tuple[ir.Part, ...]:
     parts: list[ir.Part] = []
+    for field in ("reasoning_content", "reasoning"):
+        text = getattr(m, field)
+        if isinstance(text, str) and text:
+            # thinking without a signature: a target that needs one drops it and counts it
+            parts.append(ir.ThinkingPart(text, None, f"{at}.{field}"))
+            break
     if isinstance(m.content, str):
         if m.content:
             parts.append(ir.TextPart(m.content, f"{at}.content"))
