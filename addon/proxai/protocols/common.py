@@ -81,8 +81,9 @@ def nbytes(s: str) -> int:
 
 
 def openai_usage(u: dict[str, Any], inp_key: str, out_key: str) -> Usage:
-    """Seed 002's usage table for both OpenAI APIs (Chat names ``prompt``/``completion``, Responses
-    ``input``/``output``): input, output, the API total (or their sum), cached input -> cache read."""
+    """The usage rule for both OpenAI APIs (docs/metadata.md, "Usage normalization"; Chat names
+    ``prompt``/``completion``, Responses ``input``/``output``): input, output, the API total (or
+    their sum), cached input -> cache read."""
     inp = as_int(u.get(f"{inp_key}_tokens"))
     out = as_int(u.get(f"{out_key}_tokens"))
     total = as_int(u.get("total_tokens"))

@@ -1,5 +1,5 @@
 """Pure builders of Anthropic Messages SSE events. Every event has its ``event:`` line (data-only
-events are dropped by the SDKs, CLIENTS.md) and its payload's ``type`` equals it."""
+events are dropped by the SDKs, docs/design/clients.md) and its payload's ``type`` equals it."""
 
 from __future__ import annotations
 
