@@ -442,7 +442,9 @@ def test_the_pinned_sdk_versions_are_the_ones_measured() -> None:
     assert anthropic.__version__ == SDK_VERSIONS["anthropic-python"]
     assert openai.__version__ == SDK_VERSIONS["openai-python"]
     for pkg, key in (("openai", "openai-node"), ("@anthropic-ai/sdk", "anthropic-node")):
-        meta = json.loads((sdks.NODE_SDKS / "node_modules" / pkg / "package.json").read_text())
+        installed = sdks.NODE_SDKS / "node_modules" / pkg / "package.json"
+        assert installed.is_file(), f"{pkg} for node is needed: run .ci/install-node-sdks"
+        meta = json.loads(installed.read_text())
         assert meta["version"] == SDK_VERSIONS[key], pkg
 
 
