@@ -61,13 +61,22 @@ def _message(protocol: str, exc: Exception) -> str:
 
 
 @pytest.mark.parametrize("protocol", ["anthropic", "chat", "responses"])
-def test_no_response_headers_gets_an_error_response(
-    protocol: str, g_reverse: Mitmdump, g_upstream: Any
+@pytest.mark.parametrize(
+    "silence",
+    [("idle_stall", WAIT_RE, "headers"), ("body_stall", BODY_RE, "body")],
+    ids=["no-headers", "headers-then-half-a-body"],
+)
+def test_a_silent_upstream_gets_an_error_response(
+    protocol: str, silence: tuple[str, re.Pattern[str], str], g_reverse: Mitmdump, g_upstream: Any
 ) -> None:
+    """``idle_stall``: no response headers within the limit. ``body_stall``: the headers and half
+    the JSON body, then silence; the whole body is not there within the limit, counted from the
+    headers."""
+    model, said, phase = silence
     t = tag()
     before = g_upstream.closed_early
-    message = _message(protocol, _call(protocol, g_reverse, t))
-    m = WAIT_RE.fullmatch(message)
+    message = _message(protocol, _call(protocol, g_reverse, t, model))
+    m = said.fullmatch(message)
     assert m is not None, message
     assert IDLE_TIMEOUT <= float(m["s"]) < 30
     meta = proxai_meta(g_reverse.wait_flow(t))
@@ -77,7 +86,7 @@ def test_no_response_headers_gets_an_error_response(
     assert guard == {
         "kind": "idle_timeout",
         "message": message,
-        "phase": "headers",
+        "phase": phase,
         "idle_s": guard["idle_s"],
         "threshold_s": IDLE_TIMEOUT,
         "injected": True,
@@ -85,36 +94,6 @@ def test_no_response_headers_gets_an_error_response(
         "streamed": False,
     }
     assert IDLE_TIMEOUT <= guard["idle_s"] < 30
-    wait_closed_early(g_upstream, before)
-    no_tracebacks(g_reverse)
-
-
-@pytest.mark.parametrize("protocol", ["anthropic", "chat", "responses"])
-def test_headers_then_no_complete_body_gets_an_error_response(
-    protocol: str, g_reverse: Mitmdump, g_upstream: Any
-) -> None:
-    """The upstream sends its headers and half the JSON body, then goes silent (``body_stall``):
-    the whole body is not there within the limit, counted from the headers."""
-    t = tag()
-    before = g_upstream.closed_early
-    message = _message(protocol, _call(protocol, g_reverse, t, "body_stall"))
-    m = BODY_RE.fullmatch(message)
-    assert m is not None, message
-    assert IDLE_TIMEOUT <= float(m["s"]) < 30
-    meta = proxai_meta(g_reverse.wait_flow(t))
-    assert meta["outcome"] == "error"
-    assert meta["error"] == {"kind": "idle_timeout", "message": message, "source": "proxy"}
-    guard = meta["extra"]["guard"]
-    assert guard == {
-        "kind": "idle_timeout",
-        "message": message,
-        "phase": "body",
-        "idle_s": guard["idle_s"],
-        "threshold_s": IDLE_TIMEOUT,
-        "injected": True,
-        "path": "timer",
-        "streamed": False,
-    }
     wait_closed_early(g_upstream, before)
     no_tracebacks(g_reverse)
 
