@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "addon")]
 import anthropic  # noqa: E402
 import openai  # noqa: E402
 from tests.e2e.harness import free_port  # noqa: E402
-from tests.visibility.test_mitm_tools import TOKEN, mitmweb_process, web_flows  # noqa: E402
+from tests.visibility.test_mitm_tools import TOKEN, addon_mitmweb, web_flows  # noqa: E402
 from tests.visibility.ui import Chromium, Tmux, chromium, poll, tmux_session  # noqa: E402
 
 from proxai.upstream import FakeUpstream  # noqa: E402
@@ -104,21 +104,7 @@ TRAFFIC: list[tuple[Callable[[int, str], None], str]] = [
 
 
 def mitmweb_shots(up: FakeUpstream, browser: Chromium, workdir: Path) -> list[Path]:
-    routes = workdir / "routes.toml"
-    routes.write_text(ROUTES.format(upstream=up.url))
-    with mitmweb_process(
-        workdir,
-        "--mode",
-        f"reverse:{up.url}",
-        "--set",
-        f"proxai_routes={routes}",
-        "--set",
-        f"confdir={workdir / 'conf'}",
-        "--set",
-        f"proxai_diagnostics_dir={workdir / 'diagnostics'}",
-        "-s",
-        str(ADDON),
-    ) as (base, headers, port):
+    with addon_mitmweb(workdir, up.url, ROUTES.format(upstream=up.url)) as (base, headers, port):
         for call, model in TRAFFIC:
             call(port, model)
 

@@ -24,6 +24,8 @@ from tests.e2e.harness import free_port, stop_process
 from .flows import scenario_flow
 from .test_contentview import GOLDEN, SHORT, case_id
 
+ADDON = Path(__file__).resolve().parents[2] / "addon" / "proxai.py"
+
 pytestmark = pytest.mark.e2e
 
 BIN = Path(sys.executable).parent
@@ -92,6 +94,28 @@ def mitmweb_process(
         yield base, headers, proxy_port
     finally:
         stop_process(proc, timeout=20)
+
+
+@contextlib.contextmanager
+def addon_mitmweb(workdir: Path, upstream_url: str, routes: str) -> Iterator[tuple[str, dict[str, str], int]]:
+    """``mitmweb_process`` with the addon in reverse mode toward ``upstream_url``, the routes file
+    ``routes`` (TOML text), and its own confdir and diagnostics folder inside ``workdir``."""
+    routes_file = workdir / "routes.toml"
+    routes_file.write_text(routes)
+    with mitmweb_process(
+        workdir,
+        "--mode",
+        f"reverse:{upstream_url}",
+        "--set",
+        f"proxai_routes={routes_file}",
+        "--set",
+        f"confdir={workdir / 'conf'}",
+        "--set",
+        f"proxai_diagnostics_dir={workdir / 'diagnostics'}",
+        "-s",
+        str(ADDON),
+    ) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +299,6 @@ DUMP_LINES = [
     "proxai chat gpt-4.1 · UNFINISHED_TOOL in get_weather · SDK: openai-node raises OpenAIError"
     " (openai_chat.no_finish_reason) · - tokens · 2 tool calls · ttft 1.50s · 1.50s",
 ]
-ADDON = Path(__file__).resolve().parents[2] / "addon" / "proxai.py"
 
 
 @pytest.fixture(scope="module")

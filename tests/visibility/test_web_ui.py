@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anthropic
 import openai
 import pytest
 
-from .test_mitm_tools import TOKEN, mitmweb_process, web_flows
+from .test_mitm_tools import TOKEN, addon_mitmweb, web_flows
 from .ui import Chromium, chromium, poll
 
 pytestmark = pytest.mark.e2e
 
-ADDON = Path(__file__).resolve().parents[2] / "addon" / "proxai.py"
 ROUTES = """
 [[route]]
 name = "claude-on-chat"
@@ -33,23 +31,11 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[st
     from proxai.upstream import FakeUpstream
 
     workdir = tmp_path_factory.mktemp("web-ui")
-    with FakeUpstream(time_scale=0.02) as up:
-        routes = workdir / "routes.toml"
-        routes.write_text(ROUTES.format(upstream=up.url))
-        with mitmweb_process(
-            workdir,
-            "--mode",
-            f"reverse:{up.url}",
-            "--set",
-            f"proxai_routes={routes}",
-            "--set",
-            f"proxai_diagnostics_dir={workdir / 'diagnostics'}",
-            "--set",
-            f"confdir={workdir / 'conf'}",
-            "-s",
-            str(ADDON),
-        ) as server:
-            yield server
+    with (
+        FakeUpstream(time_scale=0.02) as up,
+        addon_mitmweb(workdir, up.url, ROUTES.format(upstream=up.url)) as server,
+    ):
+        yield server
 
 
 @pytest.fixture(scope="module")
