@@ -149,6 +149,16 @@ def _color256(n: int) -> str:
     return f"#{grey:02x}{grey:02x}{grey:02x}"
 
 
+def _extended(codes: list[int], i: int) -> tuple[str, int] | None:
+    """The colour of an extended SGR colour at ``codes[i]`` (38 or 48): 256-colour ``5;n`` or true
+    colour ``2;r;g;b``, and how many codes it used after ``codes[i]``; None when incomplete."""
+    if i + 2 < len(codes) and codes[i + 1] == 5:
+        return _color256(codes[i + 2]), 2
+    if i + 4 < len(codes) and codes[i + 1] == 2:
+        return f"#{codes[i + 2]:02x}{codes[i + 3]:02x}{codes[i + 4]:02x}", 4
+    return None
+
+
 def ansi_html(screen: str, title: str) -> str:
     """A page drawing a captured terminal (``tmux capture-pane -e``): SGR colours, bold, reverse."""
     fg: str | None = None
@@ -195,19 +205,13 @@ def ansi_html(screen: str, title: str) -> str:
                     bg = BRIGHT[c - 100]
                 elif c == 49:
                     bg = None
-                elif c in (38, 48) and i + 2 < len(codes) and codes[i + 1] == 5:
+                elif c in (38, 48) and (ext := _extended(codes, i)) is not None:
+                    colour, used = ext
                     if c == 38:
-                        fg = _color256(codes[i + 2])
+                        fg = colour
                     else:
-                        bg = _color256(codes[i + 2])
-                    i += 2
-                elif c in (38, 48) and i + 4 < len(codes) and codes[i + 1] == 2:
-                    rgb = f"#{codes[i + 2]:02x}{codes[i + 3]:02x}{codes[i + 4]:02x}"
-                    if c == 38:
-                        fg = rgb
-                    else:
-                        bg = rgb
-                    i += 4
+                        bg = colour
+                    i += used
                 i += 1
         out.append("\n")
     return (
