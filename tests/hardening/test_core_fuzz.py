@@ -300,28 +300,35 @@ def test_response_translation_raises_only_typed_errors(
     orjson.dumps(out.body)
 
 
+_NON_STRING_TYPES: list[tuple[str, Protocol, dict[str, Any]]] = [
+    # a tool or block type that is not a string (found by the fuzz test above)
+    (
+        "responses-tool-type-list",
+        Protocol.OPENAI_RESPONSES,
+        {"model": "m", "input": "hi", "tools": [{"type": ["web_search"]}]},
+    ),
+    (
+        "anthropic-block-type-list",
+        Protocol.ANTHROPIC_MESSAGES,
+        {
+            "model": "m",
+            "max_tokens": 5,
+            "messages": [{"role": "assistant", "content": [{"type": ["server_tool_use"]}]}],
+        },
+    ),
+    (
+        "anthropic-message-not-object",
+        Protocol.ANTHROPIC_MESSAGES,
+        {"model": "m", "max_tokens": 5, "messages": ["not a message"]},
+    ),
+]
+
+
 @pytest.mark.parametrize(
-    ("client", "body"),
-    [
-        # a tool or block type that is not a string (found by the fuzz test above)
-        (Protocol.OPENAI_RESPONSES, {"model": "m", "input": "hi", "tools": [{"type": ["web_search"]}]}),
-        (
-            Protocol.ANTHROPIC_MESSAGES,
-            {
-                "model": "m",
-                "max_tokens": 5,
-                "messages": [{"role": "assistant", "content": [{"type": ["server_tool_use"]}]}],
-            },
-        ),
-        (Protocol.ANTHROPIC_MESSAGES, {"model": "m", "max_tokens": 5, "messages": ["not a message"]}),
-    ],
-    ids=["responses-tool-type-list", "anthropic-block-type-list", "anthropic-message-not-object"],
+    ("client", "target", "body"),
+    [(c, t, b) for _, c, b in _NON_STRING_TYPES for t in Protocol if t is not c],
+    ids=[f"{n}-to-{t}" for n, c, _ in _NON_STRING_TYPES for t in Protocol if t is not c],
 )
-@pytest.mark.parametrize(
-    "target", [Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES]
-)
-def test_non_string_types_are_typed_errors(client: Protocol, body: dict[str, Any], target: Protocol) -> None:
-    if client is target:
-        return
+def test_non_string_types_are_typed_errors(client: Protocol, target: Protocol, body: dict[str, Any]) -> None:
     with pytest.raises(ProxaiError):
         translate_request(body, client, target)
