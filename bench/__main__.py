@@ -6,7 +6,7 @@ Sections: ``observe`` (scanner + observer per protocol), ``translate`` (each str
 in instructions counted by valgrind, paced), ``peer`` (LiteLLM's streaming adapters, optional).
 Figures are ratios to a floor measured in the same process and the same run.
 
-Issue 7 (speed) and seed 001 (001_5998ffc26e6ec2b6.txt): the SSE scanner runs once per chunk on the
+The rule measured (docs/design/scanner.md): the SSE scanner runs once per chunk on the
 hot path; these figures check what that costs.
 """
 

@@ -4,7 +4,7 @@ Kept minimal so the client's own cost stays small and equal for every variant. W
 streams (``x-bench-stamp: 1``) it records, per event, receive time minus the upstream's send
 time (same machine, same monotonic clock).
 
-Issue 7 and seed 001 (001_5998ffc26e6ec2b6.txt): it measures what the stream carrier adds per event.
+It measures what the stream carrier adds per event.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""End to end: mitmdump with the addon vs plain mitmdump, same machine, same run (issue 7).
+"""End to end: mitmdump with the addon vs plain mitmdump, same machine, same run.
 
 Both variants run reverse mode in front of ``bench.upstream`` (a separate process), with the
 same N concurrent streams:

@@ -6,7 +6,7 @@ the chunks into lines (a linear carry of the partial line, never a re-scan) and
 replacement, no event objects and no protocol state, so a ratio of 1.0 is unreachable and a
 ratio near 2 means the observer costs about one extra floor.
 
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), "the SSE scanner runs once per chunk": the floor is
+The rule (docs/design/scanner.md): "the SSE scanner runs once per chunk": the floor is
 that one linear pass.
 """
 

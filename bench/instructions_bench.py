@@ -1,5 +1,5 @@
 """End to end in instructions: what mitmdump executes per paced event, with the addon and without
-(issue 7, "the addon adds <= 25% CPU over plain mitmdump streaming").
+(the target: the addon adds <= 25% CPU over plain mitmdump streaming).
 
 CPU seconds on a small VM scatter by +-10% from round to round (the ``e2e`` section keeps the
 best of five). Instructions do not: mitmdump runs under valgrind's callgrind with its counting

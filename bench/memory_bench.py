@@ -1,4 +1,4 @@
-"""Peak RSS growth while observing a 200 MB stream in observe-only mode (issue 7, target < 20 MB).
+"""Peak RSS growth while observing a 200 MB stream in observe-only mode.
 
 - in process: ``bench.memory_child`` per protocol (its own process, peak reset after warm-up);
 - through mitmdump: one 200 MB stream per protocol through ``mitmdump -s addon/proxai.py`` and

@@ -7,7 +7,7 @@ observe-only mode (``StreamObserver`` alone), or also translate it to ``CLIENT``
 Run in its own process so the peak (VmHWM, reset through /proc/self/clear_refs) belongs to this
 stream only. The stream is generated on the fly (a run of delta events repeated), never held.
 
-Seed rule: seed 001 (001_5998ffc26e6ec2b6.txt), memory stays bounded (the 16 KiB recent tail, never
+The rule (docs/design/core.md, "Bounded and linear"): memory stays bounded (the 16 KiB recent tail, never
 the whole stream).
 """
 

@@ -1,4 +1,4 @@
-"""Scanner and observer cost per protocol, as ratios to the same-process floor (issue 7)."""
+"""Scanner and observer cost per protocol, as ratios to the same-process floor."""
 
 from __future__ import annotations
 

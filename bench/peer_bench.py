@@ -1,4 +1,4 @@
-"""Optional peer benchmark: LiteLLM's Chat <-> Anthropic streaming adapters (issue 7).
+"""Optional peer benchmark: LiteLLM's Chat <-> Anthropic streaming adapters.
 
 LiteLLM lives in its own venv, ``bench/.peer-venv`` (never in .venv). Create it with
 ``.venv/bin/python -m venv bench/.peer-venv && bench/.peer-venv/bin/pip install litellm orjson``.

@@ -9,7 +9,7 @@ streaming adapters on the same generated streams, timed against the same floor.
 LiteLLM receives whole lines (its HTTP client splits them); our figures include scanning.
 Prints one JSON object.
 
-Seed rule: seed 003 (003_ddeb0f29c782f12f.txt), the Chat <-> Anthropic streaming lifecycle that
+The rule (docs/design/translation.md): the Chat <-> Anthropic streaming lifecycle that
 these adapters implement too, so the comparison is like for like.
 """
 

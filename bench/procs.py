@@ -1,7 +1,7 @@
 """Process helpers for the end-to-end benchmarks: start mitmdump (plain or with the addon) and the
 bench upstream, and read a process's CPU time and memory from /proc (no psutil).
 
-Issue 7 and seed 001 (001_5998ffc26e6ec2b6.txt): the stream carrier measured end to end inside a
+The stream carrier measured end to end inside a
 real mitmdump.
 """
 

@@ -1,6 +1,6 @@
 """Realistic large SSE streams for the benchmarks, one generator per wire protocol.
 
-The shapes follow what the real APIs send (and CLIENTS.md's invariants): Anthropic with a
+The shapes follow what the real APIs send (and docs/design/clients.md's invariants): Anthropic with a
 thinking block, a text block and two tool_use blocks plus pings; Chat with text chunks, two
 parallel tool calls with interleaved argument deltas, a finish chunk, a usage-only chunk and
 ``[DONE]``; Responses with a reasoning item, a message item, a function call item, increasing
@@ -10,9 +10,9 @@ is as large as the whole text, as it is in production).
 ``events`` is the approximate number of SSE events; the token sizes vary (1-12 characters, some
 non-ASCII) so no chunk boundary is systematically aligned with an event boundary.
 
-Seed rules: seed 000 (000_bfdabbe39bd0a69e.txt), how each protocol identifies in-flight blocks
+The rules (docs/design/protocol-grammars.md): how each protocol identifies in-flight blocks
 (Anthropic ``index``, Responses ``item_id`` + ``sequence_number``, Chat ``tool_calls[].index``);
-seed 003 (003_ddeb0f29c782f12f.txt), the usage-only chunk and ``[DONE]`` of Chat vs the Responses
+the usage-only chunk and ``[DONE]`` of Chat vs the Responses
 terminal event.
 """
 

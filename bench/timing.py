@@ -1,7 +1,7 @@
 """Interleaved best-of-N timing, so the floor and the candidate see the same machine noise.
 
-Issue 7 (speed): figures are ratios to the floor, never absolute times; they compare the
-once-per-chunk scanning of seed 001 (001_5998ffc26e6ec2b6.txt).
+Figures are ratios to the floor, never absolute times; they compare the
+once-per-chunk scanning (docs/design/scanner.md).
 """
 
 from __future__ import annotations

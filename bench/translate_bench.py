@@ -1,4 +1,4 @@
-"""Each stream translation pair: events/s and the ratio to the same floor (issue 7, target <= 3x).
+"""Each stream translation pair: events/s and the ratio to the same floor.
 
 The measured path is the carrier's: ``StreamObserver.observe_payloads`` (which scans once,
 observes, and returns the events with each JSON object's parse) then

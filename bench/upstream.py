@@ -16,8 +16,8 @@ streams of ``bench.streams`` (HTTP/1.1, chunked) and can:
 The protocol comes from the path (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``).
 Run: ``python -m bench.upstream PORT`` (prints ``ready`` when listening).
 
-Seed rules: seed 001 (001_5998ffc26e6ec2b6.txt), a realistic upstream for the carrier and observer
-layers; seed 003 (003_ddeb0f29c782f12f.txt), each protocol's own terminal event.
+The rules (docs/design/upstream.md): a realistic upstream for the carrier and observer
+layers; each protocol's own terminal event.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """How the tests cut a byte stream into chunks, shared by every folder that feeds one.
 
 The team's quality bar: every stream test runs whole, byte by byte, and at random splits, and
-hypothesis checks that chunking never changes the result (seed 001 (001_5998ffc26e6ec2b6.txt): the
+hypothesis checks that chunking never changes the result (the
 SSE scanner runs once per chunk, so chunk boundaries are where its bugs live).
 """
 

@@ -1,7 +1,7 @@
 """End-to-end harness: a real ``mitmdump -s addon/proxai.py`` subprocess, and flows read back.
 
 Reusable by every engineer's e2e tests (see ``tests/e2e/conftest.py`` for the session
-fixtures). Issue 2, "Tests": a real mitmdump in reverse mode and in regular mode (HTTPS through
+fixtures). A real mitmdump in reverse mode and in regular mode (HTTPS through
 CONNECT, the client trusting mitmproxy's CA from a temporary confdir), flows saved with ``-w``
 and read back with ``mitmproxy.io.FlowReader``.
 

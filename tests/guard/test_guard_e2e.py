@@ -1,6 +1,6 @@
 """The guard end to end: a real mitmdump, the fake upstream's stall scenarios and the REAL SDKs.
 
-Issue 3, "Tests": the data-driven path (a stall in the second of two parallel tool calls while pings
+The data-driven path (a stall in the second of two parallel tool calls while pings
 continue), the timer path (total silence mid-arguments: reverse HTTP/1.1, a client on HTTP/2, an
 upstream on HTTP/2, regular mode over CONNECT), an idle upstream before any tool call, the upstream
 closed or reset, the metadata and diagnostics file, a concurrent HTTP/2 stream untouched, and healthy

@@ -1,4 +1,4 @@
-"""Differential test of the guard's per-chunk fast paths (issue 7, end-to-end CPU).
+"""Differential test of the guard's per-chunk fast paths.
 
 ``guard.check`` decides a chunk without calls by the idle rule alone, and ``guard.next_deadline``
 takes the minimum without a list. Both must answer exactly what the full rule chain answers:

@@ -1,4 +1,4 @@
-"""Differential test of ``FlowGuard.on_chunk``'s shortcut (issue 7).
+"""Differential test of ``FlowGuard.on_chunk``'s shortcut.
 
 ``on_chunk`` judges a chunk in full only when the observer interpreted an event off its fast paths
 since the last full look (``Accum.changes``: a call started or finished, the stream ended or

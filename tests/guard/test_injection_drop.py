@@ -1,4 +1,4 @@
-"""A stream the guard ended drops the upstream events that still arrive for it (issue 3 / issue 7).
+"""A stream the guard ended drops the upstream events that still arrive for it.
 
 ``injection.drop_server_events`` gives that one mitmproxy ``HttpStream`` its own ``_handle_event``
 (instead of a wrapper around every stream's events). Real mitmproxy objects: a stream in

@@ -1,7 +1,7 @@
 """The replayed stream both guard-injection boundary tests use (``test_injection_boundary.py``,
 ``test_cut_in_data.py``): an Anthropic tool call whose argument JSON is declared done while invalid,
 so the data-driven guard injects right after the chunk that carries ``content_block_stop``; and the
-one check both make (issue 7 found the bug; seed 001 (001_5998ffc26e6ec2b6.txt): inject an SSE error
+one check both make (docs/design/guard.md: inject an SSE error
 and close).
 """
 

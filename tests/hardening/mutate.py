@@ -1,4 +1,4 @@
-"""Stream mutation strategies shared by the hardening tests (issue 7, "Fuzzing").
+"""Stream mutation strategies shared by the hardening tests.
 
 A mutated stream starts from a real fixture (``tests/fixtures/<protocol>/*.sse``) and applies
 event-level mutations (drop, duplicate, swap, truncate, replace a JSON value, corrupt the
@@ -135,7 +135,7 @@ def chunked(draw: st.DrawFn, data: bytes) -> list[bytes]:
 
 
 def metadata_safe(value: Any, path: str = "meta") -> None:
-    """``flow.metadata`` must hold only what survives ``-w`` (ARCHITECTURE.md)."""
+    """``flow.metadata`` must hold only what survives ``-w`` (docs/design/core.md)."""
     if value is None or type(value) in (str, int, float, bool, bytes):
         return
     if type(value) is dict:

@@ -1,7 +1,7 @@
 """hypothesis over the sans-IO core: observers, stream translation pairs, request and response
-translation. Arbitrary and mutated inputs raise nothing but our typed errors (issue 7).
+translation. Arbitrary and mutated inputs raise nothing but our typed errors.
 
-- ``StreamObserver.feed`` never raises at all (TEAM.md contract); ``finish`` / ``abort`` /
+- ``StreamObserver.feed`` never raises at all (the contract in docs/design/core.md); ``finish`` / ``abort`` /
   ``summary`` always give a summary whose metadata survives ``-w``.
 - ``observe_body`` never raises, whatever the body, status and content type.
 - A stream translator raises only ``ProxaiError`` from ``feed`` / ``finish``; ``fail`` always

@@ -1,4 +1,4 @@
-"""The guard's injected error after an upstream chunk that ends INSIDE a ``data:`` line (issue 7).
+"""The guard's injected error after an upstream chunk that ends INSIDE a ``data:`` line.
 
 ``test_injection_boundary.py`` covers a chunk that ends inside the ``event:`` line. Here the chunk
 before a data-driven injection ends inside the data line of ``message_delta``: before the fix the

@@ -1,4 +1,4 @@
-"""Faults through a real mitmdump with the addon (issue 7, "Faults").
+"""Faults through a real mitmdump with the addon.
 
 Each case leaves the right outcome in ``flow.metadata["proxai"]`` and no traceback (nor any
 logged internal error of ours) in mitmdump's log. The upstream is the embedded fake upstream

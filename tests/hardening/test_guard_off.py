@@ -1,4 +1,4 @@
-"""``proxai_guard=false`` is pure observe-only (issue 2's promise): a stream the guard would end
+"""``proxai_guard=false`` is pure observe-only: a stream the guard would end
 (a tool call declared done with invalid JSON arguments, cut mid-``data:`` line) reaches the client as
 exactly the upstream's bytes through a real mitmdump, and its outcome is still recorded."""
 

@@ -1,4 +1,4 @@
-"""The guard's injected error after an upstream chunk that ends inside an event (issue 7 found it).
+"""The guard's injected error after an upstream chunk that ends inside an event.
 
 When the guard injects on the data-driven path right after a chunk that stopped mid-event, the
 injected ``event: error`` must not be glued onto the partial upstream line (it was:

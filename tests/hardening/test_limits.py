@@ -1,4 +1,4 @@
-"""Every limit on untrusted input is a ``proxai_*`` option with a safe default (issue 7, "Security").
+"""Every limit on untrusted input is a ``proxai_*`` option with a safe default.
 
 Checked under ``mitmproxy.test.taddons``: each ``observe.Limits`` field has an option with the
 same default, a non-positive value is refused, a value set on the command line reaches the

@@ -1,4 +1,4 @@
-"""Load: 200 concurrent streams through one mitmdump with the addon (issue 7, "Load").
+"""Load: 200 concurrent streams through one mitmdump with the addon.
 
 Two rounds of 200 concurrent streams (all three protocols, four scenarios with known outcomes)
 through one mitmdump writing ``-w``. Every flow is read back with the right outcome; after the

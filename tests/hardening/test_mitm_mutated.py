@@ -1,11 +1,10 @@
-"""Mutated fixture streams through a REAL mitmdump in observe-only mode (issue 7, "Fuzzing").
+"""Mutated fixture streams through a REAL mitmdump in observe-only mode.
 
 For every mutated stream: mitmdump stays up, the client receives exactly the upstream bytes,
 the flow is recorded with a ProxAI summary, and a healthy stream running at the same time
 through the same mitmdump arrives intact and completed. No traceback in mitmdump's log.
 
-The one allowed difference is the guard's (issue 3, on by default, no option turns the
-abnormal-arguments rule off): when it injects an error and closes, the client gets a prefix of
+The one allowed difference is the guard's: when it injects an error and closes, the client gets a prefix of
 the upstream bytes, the line ends that close a partial upstream event, and the guard's error
 event, and the metadata says ``injected``.
 """

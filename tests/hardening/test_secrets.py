@@ -1,6 +1,6 @@
 """Secrets never leak: planted API keys, auth headers, cookies and query/body keys go through a
 real mitmdump at debug verbosity, and none of them appears in the log, in ``flow.metadata`` or
-the flow comment, in the diagnostics files, or in an export (issue 7, "Security").
+the flow comment, in the diagnostics files, or in an export.
 
 ``--flow-detail 0``: mitmproxy prints request headers itself from flow-detail 2 on, by its own
 design; what is tested here is what ProxAI writes. The routes file path is covered too: a

@@ -1,4 +1,4 @@
-"""Fuzzing the SSE scanner against an independent whole-stream reference (issue 7, "Fuzzing").
+"""Fuzzing the SSE scanner against an independent whole-stream reference.
 
 The reference below follows the WHATWG event-stream interpretation rules directly on the
 whole byte string; the scanner must give exactly the same events (type, data, id, raw bytes)

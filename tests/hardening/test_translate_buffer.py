@@ -1,4 +1,4 @@
-"""The Responses buffers of stream translation bound real memory (issue 7, found by the bench).
+"""The Responses buffers of stream translation bound real memory.
 
 ``max_buffer`` (the snapshot kept for ``response.completed``, the text kept for ``.done`` checks)
 counted characters while one Python string was kept per delta: with small deltas (real tokens are
@@ -102,7 +102,7 @@ def test_keep_counts_ascii_runs_as_getsizeof_does(pieces: list[str]) -> None:
     )
 )
 def test_responses_writer_counts_as_keep(pieces: list[str]) -> None:
-    """The Responses writer keeps its deltas with ``keep`` inlined (issue 7: speed): the same
+    """The Responses writer keeps its deltas with ``keep`` inlined (speed): the same
     pieces, the same count as ``keep`` followed by ``orjson.dumps`` (which caches a non-ASCII
     string's UTF-8 form, counted once a join sizes the piece again)."""
     import orjson

@@ -1,4 +1,4 @@
-"""A streamed request whose upstream labels a valid SSE body ``application/json`` (issue 7, "Faults").
+"""A streamed request whose upstream labels a valid SSE body ``application/json``.
 
 The body is a complete, healthy stream: it is observed as a stream and recorded ``completed`` (it
 was ``error`` / ``upstream_protocol``, "response body is not JSON", until the body was sniffed).

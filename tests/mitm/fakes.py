@@ -1,4 +1,5 @@
-"""Test doubles for the carrier's collaborators (observer contract of TEAM.md, a translator)."""
+"""Test doubles for the carrier's collaborators (the observer contract of docs/design/core.md,
+a translator)."""
 
 from __future__ import annotations
 

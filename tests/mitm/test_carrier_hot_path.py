@@ -1,4 +1,4 @@
-"""The carrier's hot read against its general path (issue 7).
+"""The carrier's hot read against its general path.
 
 ``Carrier.__call__`` takes an uncompressed pass-through read of whole events with nothing held
 (most reads of every observed flow) inline; every other read goes through ``Carrier._chunk``. The

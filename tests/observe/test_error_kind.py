@@ -1,4 +1,5 @@
-"""classify_error: seed 002's prompt-too-long patterns and the other kinds, from real vendor texts."""
+"""classify_error: the prompt-too-long patterns (docs/design/outcomes.md) and the other kinds,
+from real vendor texts."""
 
 from __future__ import annotations
 

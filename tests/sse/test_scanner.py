@@ -1,4 +1,4 @@
-"""The SSE scanner against every WHATWG rule issue 2 lists, fed whole, byte by byte and split.
+"""The SSE scanner against every WHATWG rule (docs/design/scanner.md), fed whole, byte by byte and split.
 
 Each rule is one test with an exact expected event list; ``scan_all`` runs the input in every
 chunking and asserts they agree before returning the events.

@@ -1,4 +1,4 @@
-"""End to end through a real mitmdump with the fake upstream (issue 4, "Tests"): the real
+"""End to end through a real mitmdump with the fake upstream: the real
 ``openai`` and ``anthropic`` SDKs, in every direction, get correct final objects from a
 translated non-streamed call; a rejected request raises the SDK's ``BadRequestError`` with
 our message and never reaches the upstream; upstream HTTP errors arrive in the client's shape.
@@ -387,7 +387,7 @@ def test_thinking_reaches_chat_clients_and_the_signature_is_counted(tr_mitm: Mit
 
 
 def test_routed_streams_reach_the_stream_translator(tr_mitm: Mitmdump) -> None:
-    """The routing hands streamed replies to the stream translator (issue 5 owns its rules):
+    """The routing hands streamed replies to the stream translator:
     each SDK's stream helper assembles the right final object through a translated route."""
     t = tag()
     headers = {"x-proxai-scenario": "parallel_tools"}

@@ -1,4 +1,4 @@
-"""Property: arbitrary JSON bodies never raise anything but ProxAI's typed errors (TEAM.md
+"""Property: arbitrary JSON bodies never raise anything but ProxAI's typed errors (docs/design/core.md
 "hypothesis: arbitrary bytes raise nothing but our typed errors"), for requests (client input,
 the trust boundary) and JSON responses / error bodies (upstream input), in all directions."""
 

@@ -1,4 +1,4 @@
-"""Golden files for request and JSON-response translation, per direction and rule (issue 4).
+"""Golden files for request and JSON-response translation, per direction and rule.
 
 ``tests/fixtures/translate/<from>-to-<to>/<case>.in.json``:
 

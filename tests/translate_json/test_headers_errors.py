@@ -1,4 +1,4 @@
-"""Header translation and upstream error bodies (issue 4, "Requests" headers and "Errors")."""
+"""Header translation and upstream error bodies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The mitm side of routing under ``mitmproxy.test.taddons`` (issue 4): the ``proxai_routes``
+"""The mitm side of routing under ``mitmproxy.test.taddons``: the ``proxai_routes``
 option, request rewrite, a rejection answered locally in the client's shape, JSON/error/SSE
 replies translated back, and metadata without keys."""
 

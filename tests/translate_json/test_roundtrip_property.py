@@ -1,5 +1,5 @@
 """Property: translating A -> B -> A keeps the text, the tool calls (ids, names, argument
-JSON), the stop-reason class and the usage (issue 4, "Tests"), for responses and requests.
+JSON), the stop-reason class and the usage, for responses and requests.
 
 Replies are generated in protocol-neutral form, rendered in protocol A, translated to B and
 back, and compared with the original A body parsed again.

@@ -1,4 +1,4 @@
-"""The routes file (issue 4, "Routing"): schema, SDK-style upstream URLs, matching, and
+"""The routes file: schema, SDK-style upstream URLs, matching, and
 ``ConfigError`` messages that name the line and the field."""
 
 from __future__ import annotations

@@ -135,8 +135,8 @@ def neutral_of(proto: Protocol, fin: Final) -> Neutral:
 
 
 def truth(proto: Protocol, body: bytes) -> Neutral:
-    """The source stream's content, read leniently (the seed 000 minimal clients), for fixtures
-    that are realistic rather than strict (e.g. arguments only in ``.done``)."""
+    """The source stream's content, read leniently (as the minimal clients of docs/design/clients.md),
+    for fixtures that are realistic rather than strict (e.g. arguments only in ``.done``)."""
     events = scan(body)
     if proto is A:
         blocks: dict[int, dict[str, Any]] = {}

@@ -1,7 +1,7 @@
 """Conformance: every pair and normalize mode, every scenario of the fake upstream, fed whole,
 byte by byte and at random splits. The emitted stream must pass the strict validator of the
 client protocol, and the REAL SDK helper reading it must end with the same text, tool calls,
-stop-reason class and usage as the upstream stream (issue 5 "Conformance")."""
+stop-reason class and usage as the upstream stream."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_success(up: Protocol, client: Protocol, scenario: str) -> None:
     final = SDKS[client](whole)
     got = sdk_neutral(client, final)
     if got is None:
-        # The Python Responses helper returns only completed responses (CLIENTS.md).
+        # The Python Responses helper returns only completed responses (docs/design/clients.md).
         assert client is R and isinstance(final, RuntimeError)
         assert stop_bucket(expect.stop) in (StopClass.MAX_TOKENS, StopClass.REFUSAL)
     else:

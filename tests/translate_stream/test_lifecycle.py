@@ -1,5 +1,5 @@
-"""The protocol-independent lifecycle carrier (seed 001): one transition table, typed errors,
-identity outside the phases, and an errored object that stays errored."""
+"""The protocol-independent lifecycle carrier (docs/design/translation.md): one transition table,
+typed errors, identity outside the phases, and an errored object that stays errored."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Normalize mode (same protocol in and out, strict output): the quirks of compatible providers
-are repaired (seed 001 "compatibility normalization", seed 002 empty tail), lifecycle-free
-deltas are accepted only here (seed 004)."""
+are repaired (compatibility normalization and the empty tail, docs/design/translation.md), lifecycle-free
+deltas are accepted only here (docs/design/translation.md)."""
 
 from __future__ import annotations
 

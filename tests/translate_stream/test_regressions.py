@@ -1,4 +1,4 @@
-"""Known failures of other proxies, turned into regression tests (issue 5)."""
+"""Known failures of other proxies, turned into regression tests."""
 
 from __future__ import annotations
 
@@ -278,7 +278,7 @@ def test_chat_refusal_becomes_anthropic_refusal_and_responses_refusal_part() -> 
     assert (fr.refusal, fr.stop) == ("I can't", "completed")
 
 
-# -- Chat source rules (seed 003) --------------------------------------------------------------------
+# -- Chat source rules (docs/design/protocol-grammars.md) ----------------------------------------------------
 
 MULTI_CHOICE = (
     b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m",'
@@ -566,7 +566,7 @@ def test_ids_agree_between_delta_done_and_terminal_snapshot() -> None:
 @pytest.mark.parametrize("client", [A, C, R])
 def test_lost_argument_fragment_is_never_a_successful_tool_call(up: Protocol, client: Protocol) -> None:
     """Found by hypothesis: an upstream that drops one argument fragment must not hand the client
-    a 'complete' call with broken JSON (seed 003: invalid argument JSON is rejected)."""
+    a 'complete' call with broken JSON (invalid argument JSON is rejected)."""
     raw, _ = render(up, "parallel_tools")
     frag = {A: b'"partial_json":"\\": \\"Pa"', C: b'"arguments":"\\": \\"Pa"', R: b'"delta":"\\": \\"Pa"'}[up]
     blocks = raw.split(b"\n\n")

@@ -1,6 +1,6 @@
 """STRICT validators of the streams we emit, one per client protocol.
 
-Each implements every invariant of /work/shared/design/CLIENTS.md - including those the Python
+Each implements every invariant of docs/design/clients.md - including those the Python
 SDKs tolerate silently (data-only events, ``message_stop`` missing, repeated ``role``/``id``,
 tool indexes out of order, output_index gaps, ids changing between added/done/completed,
 ``[DONE]`` on a Responses stream, usage on a non-final Chat chunk) - and returns what the stream

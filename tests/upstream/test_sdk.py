@@ -162,7 +162,7 @@ def test_anthropic_errors(a_client: anthropic.Anthropic) -> None:
             call(a_client, "html_500")
         assert ise.value.status_code == 502
         broken_bodies_raise(call, a_client)
-    # truncated: the SDK tolerates a missing message_stop (CLIENTS.md "T"): no stop reason
+    # truncated: the SDK tolerates a missing message_stop (docs/design/clients.md): no stop reason
     msg = a_stream(a_client, "truncated")
     assert (msg.stop_reason, a_content(msg)) == (None, (FIRST6, []))
     msg = a_stream(a_client, "huge_line")  # the unfinished line is never dispatched
@@ -294,7 +294,7 @@ def test_responses_complete(o_client: openai.OpenAI, scenario: str, stream: bool
 
 
 def test_responses_stops(o_client: openai.OpenAI) -> None:
-    # the Python SDK's accumulator wants response.completed (CLIENTS.md): incomplete raises
+    # the Python SDK's accumulator wants response.completed (docs/design/clients.md): incomplete raises
     with pytest.raises(RuntimeError, match=r"response\.completed"):
         r_stream(o_client, "max_tokens")
     response = r_create(o_client, "max_tokens")

@@ -1,6 +1,6 @@
 """The fake upstream on the wire (httpx, HTTP/1.1 and HTTP/2 over TLS): every scenario x protocol.
 
-Each streamed body must pass the strict CLIENTS.md validator of its protocol and carry the
+Each streamed body must pass the strict validator (docs/design/clients.md) of its protocol and carry the
 scenario's content; HTTP-level scenarios must carry the protocol's error shape.
 """
 

@@ -1,4 +1,4 @@
-"""Strict stream validators: every invariant of shared/design/CLIENTS.md, per protocol.
+"""Strict stream validators: every invariant of docs/design/clients.md, per protocol.
 
 Each ``check_*`` takes the raw SSE body, scans it with ``proxai.sse.SseScanner`` and raises
 ``AssertionError`` on the first broken invariant, including the ones the Python SDKs

@@ -1,4 +1,4 @@
-"""Issue 6: every ``proxai_*`` option has help text, and ``mitmdump --options`` shows them all."""
+"""Every ``proxai_*`` option has help text, and ``mitmdump --options`` shows them all."""
 
 from __future__ import annotations
 
