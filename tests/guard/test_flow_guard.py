@@ -14,11 +14,12 @@ import pytest
 from proxai.decode import make_decoder
 from proxai.error_shapes import error_event
 from proxai.guard import GuardConfig
-from proxai.mitm.carrier import Carrier, CarrierState
+from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard
 from proxai.model import ErrorKind, Outcome, Protocol
 from proxai.observe import StreamObserver
 from proxai.sse import encode_event
+from proxai.stream.carrier import CarrierState
 
 CFG = GuardConfig(tool_stall=10.0, idle_timeout=100.0)
 

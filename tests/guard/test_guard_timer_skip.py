@@ -27,10 +27,11 @@ import pytest
 
 from proxai.decode import make_decoder
 from proxai.guard import GuardConfig
-from proxai.mitm.carrier import Carrier, GuardAction
+from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard
 from proxai.model import Protocol
 from proxai.observe import StreamObserver
+from proxai.stream.carrier import GuardAction, StreamCarrier
 from tests.splits import random_pieces
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -42,7 +43,7 @@ class ReferenceGuard(FlowGuard):
     """The previous behaviour: every chunk is judged in full (open calls built, every rule), and
     after a chunk without a verdict a freshly computed deadline is armed."""
 
-    def on_chunk(self, carrier: Carrier, events: int, now: float) -> Any:
+    def on_chunk(self, carrier: StreamCarrier, events: int, now: float) -> Any:
         if not self._guarding():
             self.timer.cancel()
             return None

@@ -9,9 +9,10 @@ import random
 import pytest
 
 from proxai.decode import make_decoder
-from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
+from proxai.mitm.carrier import Carrier
 from proxai.model import ErrorKind, Outcome, Protocol
 from proxai.sse import SseEvent
+from proxai.stream.carrier import CarrierState, GuardAction
 from tests.splits import random_pieces
 
 from .fakes import RecordingObserver, UpperTranslator

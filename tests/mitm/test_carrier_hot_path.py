@@ -1,8 +1,8 @@
 """The carrier's hot read against its general path.
 
-``Carrier.__call__`` takes an uncompressed pass-through read of whole events with nothing held
-(most reads of every observed flow) inline; every other read goes through ``Carrier._chunk``. The
-reference below sends every read through ``_chunk`` and does what ``__call__`` does with its
+``StreamCarrier.feed`` takes an uncompressed pass-through read of whole events with nothing held
+(most reads of every observed flow) inline; every other read goes through ``StreamCarrier._chunk``.
+The reference below sends every read through ``_chunk`` and does what ``feed`` does with its
 result. Both must give the same client pieces for every read, the same byte counts, the same
 guard state and the same summary: every fixture stream of the three protocols, guarded and not,
 cut at event boundaries (so the hot read really runs), at random byte offsets, and with a guard
@@ -33,8 +33,8 @@ CFG = GuardConfig(tool_stall=10.0, idle_timeout=25.0)
 class GeneralOnly(Carrier):
     """Every read through ``_chunk`` (the reference)."""
 
-    def __call__(self, chunk: bytes) -> bytes | list[bytes]:
-        out = self._end() if chunk == b"" else self._chunk(chunk)
+    def feed(self, chunk: bytes, now: float) -> list[bytes]:
+        out = self._end(now) if chunk == b"" else self._chunk(chunk, now)
         out = [b for b in out if b]
         self.client_bytes += sum(len(b) for b in out)
         return out

@@ -34,11 +34,12 @@ from proxai.faults.rules import STREAM_FAULTS, FaultPlan, FaultRule, parse_inlin
 from proxai.faults.stage import ERRORS, Act, FaultStage
 from proxai.keep import KeepingStream
 from proxai.mitm import injection
-from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
+from proxai.mitm.carrier import Carrier
 from proxai.mitm.option_errors import checked_options
 from proxai.model import ErrorInfo, ErrorKind, Outcome, StreamSummary
 from proxai.provider_errors import http_error
 from proxai.scrub import ScrubbingStream
+from proxai.stream.carrier import CarrierState, GuardAction
 from proxai.termsafe import log_safe
 
 if TYPE_CHECKING:

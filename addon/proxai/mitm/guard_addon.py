@@ -35,10 +35,11 @@ from proxai import guard, verdict
 from proxai.error_shapes import error_body, http_status_for
 from proxai.guard import GuardConfig, Verdict
 from proxai.mitm import injection
-from proxai.mitm.carrier import Carrier, CarrierState, GuardAction
+from proxai.mitm.carrier import Carrier
 from proxai.mitm.option_errors import checked_options
 from proxai.model import ErrorInfo, ErrorKind, Protocol, StreamSummary
 from proxai.protocols.common import Accum
+from proxai.stream.carrier import CarrierState, GuardAction, StreamCarrier
 from proxai.termsafe import log_safe
 
 logger = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ class FlowGuard:
 
     # -- carrier hooks ----------------------------------------------------------------------------
 
-    def on_chunk(self, carrier: Carrier, events: int, now: float) -> GuardAction | None:
+    def on_chunk(self, carrier: StreamCarrier, events: int, now: float) -> GuardAction | None:
         acc = self._acc
         at = self.timer.armed_at
         if (
@@ -233,7 +234,7 @@ class FlowGuard:
         drops it when the error goes out (``Carrier`` event alignment)."""
         return self.carrier.error_bytes(verdict.error_kind, verdict.message)
 
-    def on_close(self, carrier: Carrier) -> None:
+    def on_close(self, carrier: StreamCarrier) -> None:
         """The carrier closed the client stream inside the callable: end it and close the upstream."""
         self.timer.cancel()
         self.request_end()
@@ -247,7 +248,7 @@ class FlowGuard:
         except Exception:
             logger.warning("proxai: cannot end the stream", exc_info=True)
 
-    def on_end(self, carrier: Carrier, summary: StreamSummary) -> None:
+    def on_end(self, carrier: StreamCarrier, summary: StreamSummary) -> None:
         self.timer.cancel()
         v = self.verdict
         if v is None:

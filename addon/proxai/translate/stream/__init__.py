@@ -34,7 +34,7 @@ __all__ = [
 
 
 class StreamTranslator(TypingProtocol):
-    """What the carrier (``proxai.mitm.carrier``) needs of a stream translator."""
+    """What the carrier (``proxai.stream.carrier``) needs of a stream translator."""
 
     client_protocol: Protocol
 
