@@ -4,9 +4,7 @@ terminal exactly when the summary's outcome is ``completed``, and otherwise with
 protocol's error (docs/design/protocol-grammars.md).
 
 Over every fixture and hypothesis mutations of them, through the real ``Carrier`` (the observer's
-grammar feeds the writer), for every pair and normalize mode from each upstream whose grammar
-drives the writers (Anthropic Messages and OpenAI Responses; the Chat translation still reads its
-protocol a second time).
+grammar feeds the writer), for every pair and normalize mode from every upstream protocol.
 
 One documented exception (docs/metadata.md, "Decisions worth knowing"): a Responses
 ``response.failed`` is the protocol's terminal event, so the outcome is ``completed``, with stop
@@ -210,3 +208,76 @@ def test_an_unparsable_last_payload_is_the_tolerated_tail_and_the_client_is_told
         end, summary = run_summary(C, client, [body])
         assert (end, summary.outcome) == ("error", Outcome.CLOSED)
         assert summary.error is None
+
+
+def _observed_summary(up: Protocol, body: bytes) -> StreamSummary:
+    tick = itertools.count(1)
+    obs = StreamObserver(up, start=0.0)
+    obs.headers(200, 0.0)
+    c = Carrier(obs, protocol=up, decoder=None, translator=None, clock=lambda: float(next(tick)))
+    c(body)
+    c(b"")
+    assert c.summary is not None
+    return c.summary
+
+
+def test_a_chat_empty_finish_reason_means_not_yet_for_both() -> None:
+    """Some compatible servers send ``"finish_reason": ""`` on every chunk until the real one.
+    The summary read it as "not yet"; the Chat translation took it for the end and failed the
+    next chunk's content. One reading now: both read on, and both end with success."""
+    from tests.translate_stream import build as cb
+
+    C = Protocol.OPENAI_CHAT
+    body = (
+        cb.c({"role": "assistant", "content": "Hi"}, "") + cb.c({"content": " there"}, "") + cb.c({}, "stop")
+    )
+    body += cb.DONE
+    for client in (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES, C):
+        end, summary = run_summary(C, client, [body])
+        assert (end, summary.outcome, summary.stop_reason, summary.text_bytes) == (
+            "success",
+            Outcome.COMPLETED,
+            "stop",
+            8,
+        )
+
+
+def test_chat_tool_calls_without_an_index_are_keyed_by_their_id_for_both() -> None:
+    """Tool calls without ``index``, each sent whole with its id in a chunk of its own (Mistral):
+    the translation keyed them by id, the summary by their position in the chunk and so merged
+    the second into the first. Now both key them by id: two calls."""
+    from tests.translate_stream import build as cb
+
+    C = Protocol.OPENAI_CHAT
+
+    def call(cid: str, name: str, args: str) -> dict[str, object]:
+        return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+    body = (
+        cb.c({"role": "assistant", "tool_calls": [call("call_a", "get_weather", '{"city":"Paris"}')]})
+        + cb.c({"tool_calls": [call("call_b", "get_time", '{"tz":"CET"}')]})
+        + cb.c({}, "tool_calls")
+        + cb.DONE
+    )
+    observed = _observed_summary(C, body)
+    assert [(t.id, t.name, t.arguments_bytes) for t in observed.tool_calls] == [
+        ("call_a", "get_weather", 16),
+        ("call_b", "get_time", 12),
+    ]
+    end, summary = run_summary(C, Protocol.ANTHROPIC_MESSAGES, [body])
+    assert (end, summary.outcome, len(summary.tool_calls)) == ("success", Outcome.COMPLETED, 2)
+
+
+def test_a_chat_finish_reason_that_is_not_a_string_has_one_error_text() -> None:
+    """The two halves worded a non-string ``finish_reason`` differently; the summary of an
+    observed flow and a translated client now get the grammar's one text."""
+    from tests.translate_stream import build as cb
+
+    C = Protocol.OPENAI_CHAT
+    body = cb.c({"role": "assistant", "content": "Hi"}).replace(b'"finish_reason":null', b'"finish_reason":7')
+    want = "openai_chat: finish_reason 7 is not a string"
+    observed = _observed_summary(C, body + cb.DONE)
+    assert observed.error is not None and observed.error.message == want
+    for client in (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES):
+        end, summary = run_summary(C, client, [body + cb.DONE])
+        assert end == "error" and summary.error is not None and summary.error.message == want
