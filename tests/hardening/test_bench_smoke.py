@@ -4,7 +4,7 @@ it measures are realistic: the real observers see them complete, with their tool
 from __future__ import annotations
 
 import pytest
-from bench import observer_bench, streams, translate_bench
+from bench import fastpath_child, instructions_bench, observer_bench, streams, translate_bench
 
 from proxai.model import Outcome, Protocol
 from proxai.observe import StreamObserver
@@ -39,3 +39,56 @@ def test_observe_and_translate_sections_run() -> None:
     assert len(pairs) == 6
     for p in pairs:
         assert p.note == "" and p.out_bytes > 0 and p.path_s is not None
+
+
+def test_the_fast_path_counter_runs_on_every_path() -> None:
+    """The in-process part of the ``instructions`` section, without callgrind (its counts are then
+    0): the child drives the real addon over every path, all fast paths on and one switched off,
+    and each stream completes (the child checks the outcome and whether it was translated)."""
+    fp = instructions_bench.fast_paths(5, ["chat _fast"], valgrind=False)
+    paths = [p[0] for p in fastpath_child.PATHS]
+    assert len(paths) == 9 and fp["paths"] == paths
+    assert set(fp["per"]) == {(v, p) for v in ("all on", "chat _fast", "all on'") for p in paths}
+    table = instructions_bench.report_fast_paths(fp, 340_000.0)
+    assert len([line for line in table if line.startswith("| ")]) == 2 + len(paths) + 1
+
+
+@pytest.mark.parametrize("name", list(fastpath_child.variants()))
+def test_every_fast_path_switch_finds_its_general_path(name: str) -> None:
+    """Each variant patches the general path in for the run and puts the fast path back."""
+    before = _targets()
+    with fastpath_child.variants()[name]():
+        assert _targets() != before
+    assert _targets() == before
+
+
+def _targets() -> list[object]:
+    from proxai import guard
+    from proxai.mitm.guard_addon import FlowGuard
+    from proxai.observe import StreamObserver
+    from proxai.protocols.anthropic import AnthropicObserver
+    from proxai.protocols.chat import ChatObserver
+    from proxai.protocols.responses import ResponsesObserver
+    from proxai.sse import SseScanner
+    from proxai.stream.carrier import StreamCarrier
+
+    return [
+        StreamCarrier.feed,
+        StreamObserver._observe,
+        SseScanner.feed_payloads,
+        AnthropicObserver._fast,
+        ChatObserver._fast,
+        ResponsesObserver._fast,
+        FlowGuard.on_chunk,
+        guard.check,
+    ]
+
+
+def test_the_fast_path_counter_says_when_valgrind_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(instructions_bench.shutil, "which", lambda _name: None)
+    fp = instructions_bench.fast_paths(5)
+    assert fp == {"missing": "valgrind is not installed (Debian: apt-get install valgrind)"}
+    assert instructions_bench.report_fast_paths(fp, None) == [
+        "fast paths: skipped: valgrind is not installed (Debian: apt-get install valgrind)"
+    ]
+    assert instructions_bench.run(quick=True) == fp

@@ -1,0 +1,307 @@
+"""Child process of the ``instructions`` section's in-process part: the addon's per-read work, as
+mitmdump does it for a paced stream, counted under callgrind once with every fast path on and once
+per fast path switched off.
+
+``python -m bench.fastpath_child EVENTS REGIONS_JSON [VARIANT ...]``
+
+The real addon (``ProxAI`` under ``mitmproxy.test.taddons``, default options: the guard with its
+timer, the body keeper) is given a flow per path: observe-only for each protocol, and each of the
+six translated pairs through a route. Its response hooks install the stream callable mitmproxy
+would call (``flow.response.stream``: keeper, carrier, guard hook); the counted region is that
+callable called once per SSE event, each read one whole event, the clock stepping 20 ms per read
+as in the paced run. Each region runs inside one ``functools.reduce`` call, which nothing else in
+the process calls: callgrind, started with ``--collect-atstart=no
+--toggle-collect=functools_reduce --dump-after=functools_reduce``, counts only inside it and
+writes one dump per region. Every path runs a stream of ``EVENTS`` events and one of twice as many;
+the difference of the two counts over the difference of their event counts is the per-event cost,
+so set-up, the region's own entry and the stream's first and last events cancel.
+
+A variant switches one fast path off the way its equivalence test does: the general path
+monkeypatched in for the run, never a production option. ``REGIONS_JSON``: where the list of
+regions (variant, path, events), in dump order, is written. ``--dry``: no callgrind (the smoke
+test); the regions still run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import gc
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .upstream import blocks
+
+# (label, client path, upstream protocol, client protocol, model): a route per translated pair;
+# a model no route matches is observed only.
+PATHS: tuple[tuple[str, str, str, str], ...] = (
+    ("observe anthropic_messages", "/v1/messages", "anthropic_messages", "observe"),
+    ("observe openai_chat", "/v1/chat/completions", "openai_chat", "observe"),
+    ("observe openai_responses", "/v1/responses", "openai_responses", "observe"),
+    ("anthropic_messages -> openai_chat", "/v1/chat/completions", "anthropic_messages", "to-anthropic"),
+    ("anthropic_messages -> openai_responses", "/v1/responses", "anthropic_messages", "to-anthropic"),
+    ("openai_chat -> anthropic_messages", "/v1/messages", "openai_chat", "to-chat"),
+    ("openai_chat -> openai_responses", "/v1/responses", "openai_chat", "to-chat"),
+    ("openai_responses -> anthropic_messages", "/v1/messages", "openai_responses", "to-responses"),
+    ("openai_responses -> openai_chat", "/v1/chat/completions", "openai_responses", "to-responses"),
+)
+
+_ROUTES = "".join(
+    f'[[route]]\nname = "{model}-{i}"\nmatch = {{ path = "{path}", model = "{model}" }}\n'
+    f'upstream = "http://127.0.0.1:9/v1"\nprotocol = "{protocol}"\n\n'
+    for i, (model, protocol) in enumerate(
+        (
+            ("to-anthropic", "anthropic_messages"),
+            ("to-chat", "openai_chat"),
+            ("to-responses", "openai_responses"),
+        )
+    )
+    for path in ("/v1/messages", "/v1/chat/completions", "/v1/responses")
+)
+
+PACE = 0.02  # seconds between two reads, as in the paced run
+WARM = 40  # events of the warm-up stream before each measured pair
+
+
+def _body(path: str, model: str) -> bytes:
+    if path == "/v1/messages":
+        body: dict[str, Any] = {
+            "model": model,
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+    elif path == "/v1/chat/completions":
+        body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    else:
+        body = {"model": model, "input": "hi"}
+    return orjson.dumps({**body, "stream": True})
+
+
+# -- the variants: one fast path switched off each ------------------------------------------------
+
+
+@contextlib.contextmanager
+def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
+    old = owner.__dict__[name]
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, old)
+
+
+def _no_fast(cls: Any) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    """The grammar's ``_fast`` declines every event: ``ObserverBase.observe`` takes the general path."""
+
+    def fast(self: Any, name: Any, obj: Any, now: float) -> bool:
+        return False
+
+    return lambda: _patched(cls, "_fast", fast)
+
+
+def _carrier_general() -> contextlib.AbstractContextManager[None]:
+    """Every read through ``StreamCarrier._chunk`` (tests/mitm/test_carrier_hot_path.py's reference)."""
+    from proxai.stream.carrier import StreamCarrier
+
+    def feed(self: Any, chunk: bytes, now: float) -> list[bytes]:
+        out = self._end(now) if chunk == b"" else self._chunk(chunk, now)
+        out = [b for b in out if b]
+        self.client_bytes += sum(len(b) for b in out)
+        return out
+
+    return _patched(StreamCarrier, "feed", feed)
+
+
+def _observer_cold() -> contextlib.AbstractContextManager[None]:
+    """``StreamObserver.observe_payloads`` never warm: every read through ``_observe``."""
+    from proxai.observe import StreamObserver
+
+    general = StreamObserver.__dict__["_observe"]
+
+    def observe(self: Any, n: int, now: float, *, payloads: Any) -> None:
+        general(self, n, now, payloads=payloads)
+        self._warm = False
+
+    return _patched(StreamObserver, "_observe", observe)
+
+
+def _scanner_general() -> contextlib.AbstractContextManager[None]:
+    """``SseScanner.feed_payloads`` as ``feed``'s events (tests/hardening/test_sse_fuzz.py compares
+    the two)."""
+    from proxai.sse import SseScanner, payloads_of
+
+    def feed_payloads(self: Any, data: bytes) -> Any:
+        return payloads_of(self.feed(data))
+
+    return _patched(SseScanner, "feed_payloads", feed_payloads)
+
+
+def _guard_every_chunk() -> contextlib.AbstractContextManager[None]:
+    """``FlowGuard.on_chunk`` without its shortcut: every chunk judged in full
+    (tests/guard/test_guard_timer_skip.py's reference judges every chunk)."""
+    from proxai.mitm.guard_addon import FlowGuard
+
+    shortcut = FlowGuard.__dict__["on_chunk"]
+
+    def on_chunk(self: Any, carrier: Any, events: int, now: float) -> Any:
+        self._changes_seen = -1  # never "nothing changed since the last full look"
+        return shortcut(self, carrier, events, now)
+
+    return _patched(FlowGuard, "on_chunk", on_chunk)
+
+
+def _guard_rule_chain() -> contextlib.AbstractContextManager[None]:
+    """``guard.check`` as its whole rule chain (tests/guard/test_guard_fast_path.py compares them)."""
+    from proxai import guard
+
+    def check(
+        config: Any,
+        *,
+        open_calls: Any,
+        calls: Any = (),
+        terminal: bool = False,
+        ended: bool = False,
+        last_byte_at: Any,
+        start: float,
+        now: float,
+    ) -> Any:
+        return guard._rule_chain(
+            config,
+            open_calls=open_calls,
+            calls=calls,
+            terminal=terminal,
+            ended=ended,
+            last_byte_at=last_byte_at,
+            start=start,
+            now=now,
+        )
+
+    return _patched(guard, "check", check)
+
+
+def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
+    """Fast path -> a context manager that switches it off (its general path patched in)."""
+    from proxai.protocols.anthropic import AnthropicObserver
+    from proxai.protocols.chat import ChatObserver
+    from proxai.protocols.responses import ResponsesObserver
+
+    return {
+        "carrier hot read": _carrier_general,
+        "observer warm path": _observer_cold,
+        "scanner payload path": _scanner_general,
+        "anthropic _fast": _no_fast(AnthropicObserver),
+        "chat _fast": _no_fast(ChatObserver),
+        "responses _fast": _no_fast(ResponsesObserver),
+        "guard chunk shortcut": _guard_every_chunk,
+        "guard check shortcut": _guard_rule_chain,
+    }
+
+
+# -- the regions ----------------------------------------------------------------------------------
+
+
+class _Time:
+    """The clock's value: ``functools.partial(getattr, t, "now")`` reads it in C, as cheaply as
+    ``time.monotonic`` (a Python ``__call__`` would add its own cost to every read)."""
+
+    __slots__ = ("now",)
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+
+def _read(state: tuple[Callable[[bytes], Any], _Time], block: bytes) -> tuple[Callable[[bytes], Any], _Time]:
+    stream, t = state
+    t.now += PACE
+    stream(block)
+    return state
+
+
+def _flow(addon: Any, path: str, model: str) -> tuple[Any, Callable[[bytes], Any]]:
+    from mitmproxy import http
+    from mitmproxy.test import tflow, tutils
+
+    req = tutils.treq(method=b"POST", path=path.encode(), content=_body(path, model))
+    req.headers["content-type"] = "application/json"
+    f = tflow.tflow(req=req)
+    addon.request(f)
+    assert f.response is None, "the request was refused"
+    f.response = tutils.tresp(
+        status_code=200, headers=http.Headers(content_type="text/event-stream"), content=None
+    )
+    addon.responseheaders(f)
+    stream = f.response.stream
+    assert callable(stream), "no stream callable installed"
+    return f, stream
+
+
+def run(events: int, names: list[str]) -> list[tuple[str, str, int]]:
+    """Every region, in the order of callgrind's dumps: (variant, path, events)."""
+    from mitmproxy.test import taddons
+
+    from proxai.mitm.addon import ProxAI
+
+    table = variants()
+    unknown = [n for n in names if n != "all on" and n not in table]
+    if unknown:
+        raise SystemExit(f"unknown variant(s): {unknown}; known: {sorted(table)}")
+    regions: list[tuple[str, str, int]] = []
+    with tempfile.TemporaryDirectory(prefix="proxai-bench-fp-") as tmp:
+        routes = Path(tmp) / "routes.toml"
+        routes.write_text(_ROUTES)
+        addon = ProxAI()
+        t = _Time()
+        addon.clock = functools.partial(getattr, t, "now")
+
+        async def stream_once(path: str, model: str, bl: tuple[bytes, ...], label: str) -> None:
+            t.now = float(int(time.monotonic())) + 100.0  # the guard's timers stay in the future
+            f, stream = _flow(addon, path, model)
+            functools.reduce(_read, bl, (stream, t))
+            stream(b"")
+            addon.response(f)
+            meta = f.metadata["proxai"]
+            assert meta["outcome"] == "completed", (label, meta["outcome"])
+            assert ("translation" in meta) == (model != "observe"), label
+            await asyncio.sleep(0)  # the loop drops the cancelled timers
+
+        async def main() -> None:
+            # No collection while counting: the collector's runs would land in some regions and
+            # not others. The garbage of a few hundred flows stays (a few MB).
+            gc.collect()
+            gc.disable()
+            for n in (events, 2 * events):  # the harness alone: ``_read`` around a stream that does nothing
+                functools.reduce(_read, blocks("openai_chat", n), (len, t))
+                regions.append(("harness", "harness", len(blocks("openai_chat", n))))
+            for name in names:
+                with table[name]() if name != "all on" else contextlib.nullcontext():
+                    for label, path, upstream, model in PATHS:
+                        # A first stream warms the code up (Python specializes its bytecode as it
+                        # runs): it is counted but not used. Then the two measured ones.
+                        for i, n in enumerate((min(WARM, events), events, 2 * events)):
+                            bl = blocks(upstream, n)
+                            await stream_once(path, model, bl, label)
+                            regions.append((name if i else "warm-up", label, len(bl)))
+
+        with taddons.context(addon) as ctx:  # type: ignore[no-untyped-call]
+            ctx.configure(addon, proxai_diagnostics_dir=str(Path(tmp) / "diag"), proxai_routes=str(routes))
+            asyncio.run(main())
+    return regions
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    events, out, names = int(args[0]), Path(args[1]), args[2:] or ["all on"]
+    regions = run(events, names)
+    out.write_text(json.dumps(regions))
+
+
+if __name__ == "__main__":
+    main()
