@@ -170,7 +170,7 @@ def test_out_of_band_injection_falls_back_to_next_chunk() -> None:
     c = _carrier(obs)
     c.injector = lambda _c, _d: False  # the injection module could not deliver
     assert c.inject_and_close(ErrorKind.IDLE_TIMEOUT, "silent", 200.0) is False
-    assert c.state is CarrierState.STREAMING
+    assert c.state is CarrierState.PENDING  # the error waits for the next call
     out = c(b"data: late\n\n")
     assert isinstance(out, list) and len(out) == 1 and out[0].startswith(b'data: {"error"')
     assert c.state is CarrierState.CLOSED and c(b"") == []

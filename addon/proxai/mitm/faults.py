@@ -39,7 +39,7 @@ from proxai.mitm.option_errors import checked_options
 from proxai.model import ErrorInfo, ErrorKind, Outcome, StreamSummary
 from proxai.provider_errors import http_error
 from proxai.scrub import ScrubbingStream
-from proxai.stream.carrier import CarrierState, GuardAction
+from proxai.stream.carrier import OPEN, GuardAction
 from proxai.termsafe import log_safe
 
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ class FaultedStream:
         self.timer.arm(self.stage.next_release)
 
     def on_timer(self) -> None:
-        if self.carrier.state is not CarrierState.STREAMING and not self.stage.holding:
+        if self.carrier.state not in OPEN and not self.stage.holding:
             return
         if not injection.release(self.flow):
             logger.debug("proxai: %s: held bytes wait for the next upstream chunk", self.flow.id)

@@ -39,7 +39,7 @@ from proxai.mitm.carrier import Carrier
 from proxai.mitm.option_errors import checked_options
 from proxai.model import ErrorInfo, ErrorKind, Protocol, StreamSummary
 from proxai.protocols.common import Accum
-from proxai.stream.carrier import CarrierState, GuardAction, StreamCarrier
+from proxai.stream.carrier import OPEN, CarrierState, GuardAction, StreamCarrier
 from proxai.termsafe import log_safe
 
 logger = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ class FlowGuard:
         c = self.carrier
         return (
             self.verdict is None
-            and c.state is CarrierState.STREAMING
+            and c.state in OPEN  # streaming, an error waiting, or the end's check
             and c.observe_error is None  # ``c.observing``, without a property call per chunk
             and c.observer.failed is None
         )
@@ -173,7 +173,7 @@ class FlowGuard:
             and at is not None
             and now < at
             and acc.changes == self._changes_seen
-            and not carrier.ending
+            and carrier.state is not CarrierState.ENDING  # ``carrier.ending``, inline
             and self.verdict is None  # ``_guarding()`` inline; the carrier runs hooks only while
             and carrier.observe_error is None  # it streams (``Carrier._run_chunk_hooks``)
         ):

@@ -6,7 +6,8 @@ docs/design/protocol-grammars.md describes the rules. A grammar's lifecycle is a
 states and one ``Machine``: a table ``state -> {event -> next state}`` and ``step``, the one
 transition function, which raises ``ProtocolStateError`` (naming the event and the state it
 arrived in) for an event the table does not allow in that state. A state absent from the table,
-or mapped to no events, accepts nothing (the terminal and errored states).
+or mapped to no events, accepts nothing (the terminal and errored states). A machine that is not
+a protocol's (the stream carrier's, docs/design/carrier.md) names its own error type.
 
 A deviation from a protocol is classified once, where the grammar reads it, as a ``Finding``:
 a ``quirk`` (tolerated, the stream goes on with a note), a ``repair`` (normalize mode changed
@@ -28,6 +29,7 @@ __all__ = [
     "Machine",
     "ProtocolStateError",
     "Severity",
+    "StateErrorType",
     "as_dict",
     "as_int",
     "as_list",
@@ -70,24 +72,35 @@ class ProtocolStateError(SemanticStreamError):
         self.state = state
 
 
+class StateErrorType(Protocol):
+    """What ``Machine.step`` raises: an exception type taking the message, the event, the state."""
+
+    def __call__(self, message: str, *, event: str, state: Enum) -> Exception: ...
+
+
 class Machine[S: Enum]:
     """One protocol lifecycle: ``table[state][event]`` is the next state.
 
     ``message`` formats the error of an illegal step; its fields are ``event`` (the event as the
     grammar names it) and ``state`` (the state's ``name``). ``messages`` gives the protocol's own
-    words for particular illegal steps (``(state, event) -> text``, e.g. "duplicate message_start")."""
+    words for particular illegal steps (``(state, event) -> text``, e.g. "duplicate message_start").
+    ``error``: the exception type of an illegal step (a protocol's ``ProtocolStateError`` unless
+    the machine says otherwise)."""
 
-    __slots__ = ("message", "messages", "table")
+    __slots__ = ("error", "message", "messages", "table")
 
     def __init__(
         self,
         table: dict[S, dict[str, S]],
         message: str,
         messages: dict[tuple[S, str], str] | None = None,
+        *,
+        error: StateErrorType = ProtocolStateError,
     ) -> None:
         self.table = table
         self.message = message
         self.messages = messages or {}
+        self.error = error
 
     def step(self, state: S, event: str, name: str | None = None) -> S:
         """The state after ``event`` in ``state``; ``ProtocolStateError`` if not allowed.
@@ -99,7 +112,7 @@ class Machine[S: Enum]:
             text = self.messages.get((state, event))
             if text is None:
                 text = self.message.format(event=shown, state=state.name)
-            raise ProtocolStateError(text, event=shown, state=state)
+            raise self.error(text, event=shown, state=state)
         return nxt
 
     def allows(self, state: S, event: str) -> bool:

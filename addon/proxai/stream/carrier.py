@@ -4,8 +4,10 @@ Sans-IO (docs/design/core.md): bytes and the time they were read come in as argu
 (``feed(chunk, now)``), the client's bytes go out as the return value; no mitmproxy, no clock, no
 logging. The mitmproxy shell's adapter (``proxai.mitm.carrier``) is the callable mitmproxy
 installs as ``flow.response.stream``: it reads the clock, calls ``feed`` and logs the bugs the
-carrier caught. docs/design/README.md follows one chunk through the layers: the carrier owns
-bytes, lifecycle hooks and injection; the protocol grammar owns the semantics. Per upstream chunk:
+carrier caught. docs/design/carrier.md states the rules this module implements, and its state
+table (``CarrierState``, ``TABLE``, ``StreamCarrier._step``); docs/design/README.md follows one
+chunk through the layers: the carrier owns bytes, lifecycle hooks and injection; the protocol
+grammar owns the semantics. Per upstream chunk:
 
     decode (gzip/deflate/br/zstd, bounded)  ->  observer.observe_payloads(decoded, now)
                                                 (scanned ONCE, each JSON payload parsed ONCE)
@@ -31,8 +33,8 @@ Extension points (guard and translation plug in here, nowhere else):
 - ``on_end``: hooks ``(carrier, summary) -> None`` run once when the stream ends.
 - ``inject_and_close(kind, message, now, data=None)``: the out-of-band path (a timer while the
   upstream is silent). It renders the error in the client's protocol, hands it to ``injector``
-  (the shell's injection code) and, when that cannot deliver, keeps it pending for the next chunk
-  (data-driven fallback).
+  (the shell's injection code) and, when that cannot deliver, keeps it pending for the next call
+  (state PENDING; data-driven fallback).
 - ``close_handlers``: called once when the carrier closes the client stream inside ``feed`` (so
   the shell can end the client stream and cancel the upstream).
 
@@ -55,13 +57,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Any
 
 from proxai.decode import Decoder
 from proxai.error_shapes import error_event
 from proxai.errors import DecodeError, ProxaiError, SseLimitError, TranslationError
 from proxai.model import ErrorKind, Protocol, StreamSummary
+from proxai.protocols.machine import Machine
 from proxai.sse import Payloads
 from proxai.translate.stream import StreamTranslator
 
@@ -73,10 +76,88 @@ _JOIN_HELD = 64 * 1024  # held pieces smaller than this go out joined
 
 
 class CarrierState(StrEnum):
-    STREAMING = "streaming"  # bytes flow
-    CLOSED = "closed"  # we ended the client stream (guard / translation failure); upstream bytes dropped
-    FINISHED = "finished"  # upstream end of message processed
-    ABORTED = "aborted"  # the stream died (mitmproxy error hook)
+    """Where the carrier is in its one response (docs/design/carrier.md, "States")."""
+
+    STREAMING = "streaming"  # bytes flow to the client
+    PENDING = "pending"  # an out-of-band error waits for the next call to go out
+    ENDING = "ending"  # the upstream's end arrived: the end-of-message work runs
+    CLOSED = "closed"  # we ended the client stream (guard, translation failure); upstream bytes dropped
+    FINISHED = "finished"  # the upstream's end of message was carried through
+    ABORTED = "aborted"  # the stream died (the shell's error hook)
+
+
+class CarrierEvent(StrEnum):
+    """What happens to the carrier: the table's columns."""
+
+    CHUNK = "chunk"  # an upstream chunk arrived
+    END = "end"  # the upstream's end of message arrived
+    DEFER = "defer"  # an out-of-band error cannot go out now: it waits for the next call
+    CLOSE = "close"  # we end the client stream (an error, or nothing more)
+    FINISH = "finish"  # the end-of-message work is done
+    ABORT = "abort"  # the stream died
+
+
+class CarrierStateError(RuntimeError):
+    """An event the carrier's table refuses in the state it arrived in: a bug of ours, never the
+    upstream's or the client's (so not a ``ProxaiError``, which describe streams). ``feed``
+    catches it like any bug: the flow goes on, observe-only bytes stay the upstream's."""
+
+    def __init__(self, message: str, *, event: str, state: Enum) -> None:
+        super().__init__(message)
+        self.event = event
+        self.state = state
+
+
+_S, _E = CarrierState, CarrierEvent
+# The carrier's lifecycle: ``TABLE[state][event]`` is the next state; a missing entry is refused
+# (``CarrierStateError``). An event that leads back to its state is taken and changes nothing:
+# a read after the stream is over is dropped, a second close or an abort after the end keeps
+# the first outcome. docs/design/carrier.md has the table with the reasons.
+TABLE: dict[CarrierState, dict[str, CarrierState]] = {
+    _S.STREAMING: {
+        _E.CHUNK: _S.STREAMING,
+        _E.END: _S.ENDING,
+        _E.DEFER: _S.PENDING,
+        _E.CLOSE: _S.CLOSED,
+        _E.ABORT: _S.ABORTED,
+    },
+    _S.PENDING: {
+        _E.CHUNK: _S.PENDING,  # the chunk is dropped; the waiting error goes out (CLOSE)
+        _E.END: _S.PENDING,  # likewise, at the upstream's end
+        _E.DEFER: _S.PENDING,  # one error waits at a time: a second is not taken
+        _E.CLOSE: _S.CLOSED,
+        _E.ABORT: _S.ABORTED,
+    },
+    _S.ENDING: {
+        _E.CLOSE: _S.CLOSED,  # the guard's end check or the translator's finish failed
+        _E.FINISH: _S.FINISHED,
+        _E.ABORT: _S.ABORTED,  # only after a bug cut the end-of-message work short
+    },
+    _S.CLOSED: {
+        _E.CHUNK: _S.CLOSED,
+        _E.END: _S.CLOSED,
+        _E.DEFER: _S.CLOSED,
+        _E.CLOSE: _S.CLOSED,
+        _E.ABORT: _S.CLOSED,
+    },
+    _S.FINISHED: {
+        _E.CHUNK: _S.FINISHED,
+        _E.END: _S.FINISHED,
+        _E.DEFER: _S.FINISHED,
+        _E.CLOSE: _S.FINISHED,
+        _E.ABORT: _S.FINISHED,
+    },
+    _S.ABORTED: {
+        _E.CHUNK: _S.ABORTED,
+        _E.END: _S.ABORTED,
+        _E.DEFER: _S.ABORTED,
+        _E.CLOSE: _S.ABORTED,
+        _E.ABORT: _S.ABORTED,
+    },
+}
+MACHINE = Machine[CarrierState](TABLE, "carrier: {event} in state {state}", error=CarrierStateError)
+# The states in which the client stream is still open (the guard judges only these).
+OPEN = frozenset({_S.STREAMING, _S.PENDING, _S.ENDING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +214,11 @@ class StreamCarrier:
             attach = getattr(observer, "attach", None)
             if attach is not None:
                 attach(translator)
-        self.state = CarrierState.STREAMING
+        self.state = CarrierState.STREAMING  # changed only by ``_step``
         self.on_chunk: list[ChunkHook] = []
         # on_chunk hooks also run once at end of message (events of the decoder flush, maybe 0),
-        # with ``ending`` True; the guard turns this on.
+        # in state ENDING (``ending``); the guard turns this on.
         self.at_end_hooks = False
-        self.ending = False
         self.on_end: list[EndHook] = []
         self.close_handlers: list[CloseHandler] = []
         self.injector: Injector | None = None
@@ -152,8 +232,8 @@ class StreamCarrier:
         self.bugs: dict[str, int] = {}
         self.client_bytes = 0
         self.upstream_bytes = 0
-        self._pending_injection: bytes | None = None
-        self._pending_info: tuple[ErrorKind, str] | None = None
+        # In state PENDING: the error waiting to go out, and its kind and message.
+        self._pending: tuple[bytes, ErrorKind, str] | None = None
         # Event alignment (guarded pass-through): upstream bytes of the unfinished SSE block,
         # not yet forwarded. ``held_dropped`` counts what an injection discarded.
         self._held: list[bytes] = []
@@ -161,7 +241,7 @@ class StreamCarrier:
         self._align_off = False
         self.held_dropped = 0
 
-    # -- what mitmproxy calls -----------------------------------------------------------------
+    # -- what the shell calls -----------------------------------------------------------------
 
     @property
     def client_protocol(self) -> Protocol:
@@ -170,6 +250,19 @@ class StreamCarrier:
     @property
     def observing(self) -> bool:
         return self.observe_error is None
+
+    @property
+    def ending(self) -> bool:
+        """The end-of-message work runs (the ``on_chunk`` hooks' end check)."""
+        return self.state is CarrierState.ENDING
+
+    def _step(self, event: CarrierEvent) -> bool:
+        """The one transition: take ``event`` by the table (``CarrierStateError`` if it refuses
+        it); whether the carrier moved to another state. The hot read, a chunk while STREAMING,
+        is the one event taken without it: the table leaves that state unchanged."""
+        before = self.state
+        self.state = MACHINE.step(before, event)
+        return self.state is not before
 
     def feed(self, chunk: bytes, now: float) -> list[bytes]:
         """The client's bytes for one upstream ``chunk`` read at ``now`` (``b""``: the end of
@@ -181,12 +274,12 @@ class StreamCarrier:
                 and self.translator is None
                 and self.decoder is None
                 and not self._held
-                and self._pending_injection is None
             ):
                 # The hot read, most reads of every observed flow: uncompressed pass-through, whole
                 # events (the read ends with a blank line, which always ends a block), nothing
-                # held, so aligned or not it goes out whole at once. ``_chunk`` does the same for
-                # it, with the checks every other read needs.
+                # held and no error waiting (that is state PENDING), so aligned or not it goes out
+                # whole at once. ``_chunk`` does the same for it, with the checks every other read
+                # needs.
                 size = len(chunk)
                 self.upstream_bytes += size
                 n = len(self._observe(chunk, now)) // 3
@@ -201,8 +294,8 @@ class StreamCarrier:
             # A bug in our code. Observe-only: the client still gets exactly the upstream bytes.
             self._bug("internal error in the carrier (bytes pass through)")
             self.observe_error = self.observe_error or "internal error in the carrier"
-            if self.state is not CarrierState.STREAMING:
-                out = []
+            if self.state is not CarrierState.STREAMING and self.state is not CarrierState.ENDING:
+                out = []  # the client stream is closed, or an error waits to end it
             elif self.translator is None:
                 self._align_off = True
                 out = self._release_held()
@@ -228,7 +321,7 @@ class StreamCarrier:
             self._close(ErrorKind.TRANSLATION, message, now, len(data), out_of_band=False)
         except Exception:
             self._bug("internal error while failing a translated stream")
-            self.state = CarrierState.CLOSED
+            self._step(CarrierEvent.CLOSE)
             return []
         self.translate_error = message
         return [data]
@@ -241,8 +334,8 @@ class StreamCarrier:
         Returns True when the injector delivered it at once; False when it is pending for the
         next upstream chunk (or the stream is already over).
         """
-        if self.state is not CarrierState.STREAMING or self._pending_injection is not None:
-            return False
+        if MACHINE.step(self.state, CarrierEvent.DEFER) is self.state:
+            return False  # an error already waits, or the stream is over
         payload = data if data is not None else self.error_bytes(kind, message)
         if self.injector is not None:
             try:
@@ -254,8 +347,8 @@ class StreamCarrier:
                 self.client_bytes += len(payload)
                 self._close(kind, message, now, len(payload), out_of_band=True)
                 return True
-        self._pending_injection = payload
-        self._pending_info = (kind, message)
+        self._step(CarrierEvent.DEFER)
+        self._pending = (payload, kind, message)
         return False
 
     def close_with(self, action: GuardAction, now: float) -> bytes:
@@ -285,12 +378,12 @@ class StreamCarrier:
             self.client_protocol, kind, message, response_id=rid, model=model, sequence_number=seq
         )
 
-    # -- the stream died (mitmproxy error hook) -------------------------------------------------
+    # -- the stream died (the shell's error hook) -----------------------------------------------
 
     def abort(self, message: str, now: float, kind: ErrorKind = ErrorKind.CONNECTION) -> StreamSummary:
         if self.summary is not None:
             return self.summary
-        self.state = CarrierState.ABORTED
+        self._step(CarrierEvent.ABORT)  # once the client stream was closed, it stays so
         self._drop_held()
         self.summary = self.observer.abort(message, now, kind)
         self._run_end_hooks()
@@ -300,10 +393,11 @@ class StreamCarrier:
 
     def _chunk(self, chunk: bytes, now: float) -> list[bytes]:
         self.upstream_bytes += len(chunk)
-        if self.state is not CarrierState.STREAMING:
-            return []  # after we closed the client stream, upstream bytes are dropped
-        if self._pending_injection is not None:
-            return self._deliver_pending(now)
+        state = self.state
+        if state is not CarrierState.STREAMING:
+            # Dropped: the waiting error goes out instead, or the client stream is over.
+            self._step(CarrierEvent.CHUNK)
+            return self._deliver_pending(now) if state is CarrierState.PENDING else []
         out: list[bytes]
         if self.translator is None:
             # Pass-through: the uncompressed read needs no decoder call (``_observe`` checks
@@ -321,15 +415,13 @@ class StreamCarrier:
         return out
 
     def _end(self, now: float) -> list[bytes]:
-        if self.state is CarrierState.CLOSED:
-            return []  # the upstream ended after we had closed the client stream
-        if self.state is not CarrierState.STREAMING:
-            return []
+        state = self.state
+        self._step(CarrierEvent.END)
+        if state is not CarrierState.STREAMING:
+            # The waiting error goes out (the shell's injection code ended the stream to deliver
+            # it: no close handlers), or the upstream ended after the client stream was over.
+            return self._deliver_pending(now, notify=False) if state is CarrierState.PENDING else []
         out: list[bytes] = []
-        if self._pending_injection is not None:
-            # The injection module ended the stream to deliver it: no close handlers needed.
-            out.extend(self._deliver_pending(now, notify=False))
-            return out
         rest = b""
         if self.decoder is not None and self.observing:
             try:
@@ -345,22 +437,19 @@ class StreamCarrier:
         n = len(payloads) // 3
         if self.translator is not None:
             out.extend(self._translate(payloads, now))
-        if self.state is CarrierState.STREAMING and self.at_end_hooks:
+        if self.state is CarrierState.ENDING and self.at_end_hooks:
             # The guard's end-of-message check: it may inject an error and close.
-            self.ending = True
             out.extend(self._run_chunk_hooks(n, now))
-            if self.state is not CarrierState.STREAMING:
-                return out
-        if self.translator is not None and self.state is CarrierState.STREAMING:
+        if self.translator is not None and self.state is CarrierState.ENDING:
             try:
                 out.append(self.translator.finish())
             except ProxaiError as exc:
                 out.append(self._translation_failed(exc, now))
-        if self.state is CarrierState.STREAMING:
+        if self.state is CarrierState.ENDING:
             out.extend(self._release_held())  # a truncated last event goes out as the upstream sent it
-        self.state = CarrierState.FINISHED
-        self.summary = self._observer_finish(now)
-        self._run_end_hooks()
+            self._step(CarrierEvent.FINISH)
+            self.summary = self._observer_finish(now)
+            self._run_end_hooks()
         return out
 
     # -- event alignment (guarded pass-through) -----------------------------------------------
@@ -514,10 +603,8 @@ class StreamCarrier:
         return out
 
     def _deliver_pending(self, now: float, *, notify: bool = True) -> list[bytes]:
-        data = self._pending_injection or b""
-        kind, message = self._pending_info or (ErrorKind.UNKNOWN, "")
-        self._pending_injection = None
-        self._pending_info = None
+        data, kind, message = self._pending or (b"", ErrorKind.UNKNOWN, "")
+        self._pending = None
         self._close(kind, message, now, len(data), out_of_band=True, notify=notify)
         return [data]
 
@@ -533,9 +620,8 @@ class StreamCarrier:
     ) -> None:
         """Close the client stream: record why, abort the observer, run end hooks, and (unless
         the injection module already ended the stream) call the close handlers."""
-        if self.state is not CarrierState.STREAMING:
-            return
-        self.state = CarrierState.CLOSED
+        if not self._step(CarrierEvent.CLOSE):
+            return  # closed already, or over: the first outcome stays
         self._drop_held()  # the injected error starts on an event boundary
         self.closed = CloseInfo(kind, message, now, injected, out_of_band)
         self.summary = self._observer_abort(message, now, kind)
