@@ -158,35 +158,6 @@ def _guard_every_chunk() -> contextlib.AbstractContextManager[None]:
     return _patched(FlowGuard, "on_chunk", on_chunk)
 
 
-def _guard_rule_chain() -> contextlib.AbstractContextManager[None]:
-    """``guard.check`` as its whole rule chain (tests/guard/test_guard_fast_path.py compares them)."""
-    from proxai import guard
-
-    def check(
-        config: Any,
-        *,
-        open_calls: Any,
-        calls: Any = (),
-        terminal: bool = False,
-        ended: bool = False,
-        last_byte_at: Any,
-        start: float,
-        now: float,
-    ) -> Any:
-        return guard._rule_chain(
-            config,
-            open_calls=open_calls,
-            calls=calls,
-            terminal=terminal,
-            ended=ended,
-            last_byte_at=last_byte_at,
-            start=start,
-            now=now,
-        )
-
-    return _patched(guard, "check", check)
-
-
 def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
     """Fast path -> a context manager that switches it off (its general path patched in)."""
     from proxai.protocols.anthropic import AnthropicObserver
@@ -201,7 +172,6 @@ def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]
         "chat _fast": _no_fast(ChatObserver),
         "responses _fast": _no_fast(ResponsesObserver),
         "guard chunk shortcut": _guard_every_chunk,
-        "guard check shortcut": _guard_rule_chain,
     }
 
 

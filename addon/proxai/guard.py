@@ -172,38 +172,6 @@ def check(
     Precedence: abnormal arguments, then tool stall (the more specific diagnosis of a silent upstream
     mid-arguments), then idle.
     """
-    if not open_calls and not calls:
-        # No call to judge (most chunks of a stream): only the idle rule can apply. Decided here
-        # without the rule chain below, which builds the same verdict when it does apply.
-        if terminal or ended or config.idle_timeout <= 0:
-            return None
-        if now - (start if last_byte_at is None else last_byte_at) < config.idle_timeout:
-            return None
-    return _rule_chain(
-        config,
-        open_calls=open_calls,
-        calls=calls,
-        terminal=terminal,
-        ended=ended,
-        last_byte_at=last_byte_at,
-        start=start,
-        now=now,
-    )
-
-
-def _rule_chain(
-    config: GuardConfig,
-    *,
-    open_calls: Sequence[OpenCall],
-    calls: Sequence[ClosedCall],
-    terminal: bool,
-    ended: bool,
-    last_byte_at: float | None,
-    start: float,
-    now: float,
-) -> Verdict | None:
-    """Every rule in ``check``'s order of precedence (``check`` without its no-call shortcut;
-    tests/guard/test_guard_fast_path.py compares the two)."""
     if config.abnormal_arguments:
         for c in calls:
             if c.arguments_complete and not c.arguments_valid_json:

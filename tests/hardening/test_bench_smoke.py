@@ -63,7 +63,6 @@ def test_every_fast_path_switch_finds_its_general_path(name: str) -> None:
 
 
 def _targets() -> list[object]:
-    from proxai import guard
     from proxai.mitm.guard_addon import FlowGuard
     from proxai.observe import StreamObserver
     from proxai.protocols.anthropic import AnthropicObserver
@@ -80,7 +79,6 @@ def _targets() -> list[object]:
         ChatObserver._fast,
         ResponsesObserver._fast,
         FlowGuard.on_chunk,
-        guard.check,
     ]
 
 
