@@ -120,19 +120,6 @@ def _carrier_general() -> contextlib.AbstractContextManager[None]:
     return _patched(StreamCarrier, "feed", feed)
 
 
-def _observer_cold() -> contextlib.AbstractContextManager[None]:
-    """``StreamObserver.observe_payloads`` never warm: every read through ``_observe``."""
-    from proxai.observe import StreamObserver
-
-    general = StreamObserver.__dict__["_observe"]
-
-    def observe(self: Any, n: int, now: float, *, payloads: Any) -> None:
-        general(self, n, now, payloads=payloads)
-        self._warm = False
-
-    return _patched(StreamObserver, "_observe", observe)
-
-
 def _scanner_general() -> contextlib.AbstractContextManager[None]:
     """``SseScanner.feed_payloads`` as ``feed``'s events (tests/hardening/test_sse_fuzz.py compares
     the two)."""
@@ -166,7 +153,6 @@ def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]
 
     return {
         "carrier hot read": _carrier_general,
-        "observer warm path": _observer_cold,
         "scanner payload path": _scanner_general,
         "anthropic _fast": _no_fast(AnthropicObserver),
         "chat _fast": _no_fast(ChatObserver),

@@ -104,7 +104,6 @@ class StreamObserver:
         "_tail_bytes",
         "_tail_cut",
         "_tail_from",
-        "_warm",
         "acc",
         "failed",
         "last_byte_at",
@@ -142,7 +141,6 @@ class StreamObserver:
         self._done: StreamSummary | None = None
         self._aborted = False
         self._ended = False  # ``end_payloads`` ran
-        self._warm = False
 
     # -- what the guard and the carrier read ------------------------------------------------------
 
@@ -253,15 +251,6 @@ class StreamObserver:
         if not n:
             if self._scanner.dataless:
                 self._observe_marked(payloads, now)
-            return payloads
-        if self._warm and not self._scanner.dataless:
-            # The hot path: what ``_observe`` does, without its once-per-stream checks.
-            self._events += n
-            proto = self._proto
-            proto.observe(payloads, now)
-            if proto.failed is not None:
-                self.failed = proto.failed
-                self._warm = False
             return payloads
         self._observe(n, now, payloads=payloads)
         return payloads
@@ -414,13 +403,10 @@ class StreamObserver:
             self.failed = proto.failed
         if self._first_token_at is None and proto.acc.content_seen:
             self._first_token_at = now
-        # First event and first token seen, no problem: ``observe`` may skip these checks.
-        self._warm = self._first_token_at is not None and self.failed is None
 
     def _limit(self, exc: SseLimitError) -> None:
         self._stopped = True
         self._special = True
-        self._warm = False
         if self.failed is None:
             self.failed = exc
         self._proto.acc.own_error(ErrorKind.STREAM_LIMIT, str(exc))

@@ -64,7 +64,6 @@ def test_every_fast_path_switch_finds_its_general_path(name: str) -> None:
 
 def _targets() -> list[object]:
     from proxai.mitm.guard_addon import FlowGuard
-    from proxai.observe import StreamObserver
     from proxai.protocols.anthropic import AnthropicObserver
     from proxai.protocols.chat import ChatObserver
     from proxai.protocols.responses import ResponsesObserver
@@ -73,7 +72,6 @@ def _targets() -> list[object]:
 
     return [
         StreamCarrier.feed,
-        StreamObserver._observe,
         SseScanner.feed_payloads,
         AnthropicObserver._fast,
         ChatObserver._fast,
