@@ -61,7 +61,7 @@ def carry(stream: Stream, client: Protocol | None, pieces: list[bytes] | None = 
     r = carrier(b"")
     out.extend([r] if isinstance(r, bytes) else r)
     summary = carrier.summary if carrier.summary is not None else obs.summary()
-    bugs = sorted(carrier._bugs_logged)
+    bugs = sorted(carrier.bugs)
     if carrier.observe_error and "internal error" in carrier.observe_error:
         bugs.append(carrier.observe_error)
     meta: dict[str, Any] = translator.metadata() if translator is not None else {}
