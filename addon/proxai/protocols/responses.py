@@ -189,25 +189,6 @@ class _Translation:
         """One typed event (never an error event: ``error``)."""
         phase = self.life.phase
         if etype in {"response.output_text.delta", "response.refusal.delta"}:
-            # The hot path: a string delta of an open part (what the general path checks, in one
-            # step); anything else goes to ``_part_delta``.
-            item_id = obj.get("item_id")
-            ci = obj.get("content_index")
-            text = obj.get("delta")
-            if type(text) is str and type(ci) is int and type(item_id) is str and phase is Phase.STREAMING:
-                item = self._items.get(item_id)  # ``_live(item_id, "message")`` inline
-                if item is not None and item.kind == "message" and not item.done:
-                    key = (item_id, ci)
-                    parts = self._open_parts.get(key)
-                    if parts is not None:
-                        if text:
-                            self._kept = kept = self._kept + keep(parts, text)  # ``_keep`` inline
-                            if kept > self.max_buffer:
-                                raise SseLimitError(
-                                    "Responses content kept for .done checks", self.max_buffer
-                                )
-                            self.sink.delta(key, "text", text)
-                        return
             self._part_delta(obj, etype)
         elif etype == "response.function_call_arguments.delta":
             self._args_delta(obj)
@@ -421,7 +402,6 @@ class _Translation:
         return item
 
     def _part_delta(self, obj: dict[str, Any], etype: str) -> None:
-        # A part delta off the hot path (``event``).
         key = self._part_key(obj, etype)
         text = obj.get("delta")
         if not isinstance(text, str):
