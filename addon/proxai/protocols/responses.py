@@ -450,13 +450,6 @@ class _Translation:
     def _args_delta(self, obj: dict[str, Any]) -> None:
         text = obj.get("delta")
         item_id = obj.get("item_id")
-        if type(text) is str and type(item_id) is str:  # the hot path: an open call's string fragment
-            live = self._live(item_id, "function_call")
-            if live is not None:
-                if text:
-                    self._keep(live.acc, text)
-                    self.sink.delta(item_id, "args", text)
-                return
         item_id = as_str(obj.get("item_id")) or ""
         item = self._item(item_id, "function_call", "response.function_call_arguments.delta")
         text = obj.get("delta")
