@@ -391,16 +391,6 @@ class _Translation:
             raise SemanticStreamError(f"{what} for {item_id!r} part {key[1]} without content_part.added")
         return key
 
-    def _live(self, item_id: str, kind: str) -> _Item | None:
-        """The hot paths' lookup: the open item ``item_id`` of ``kind`` while streaming, else
-        None (then the general path checks again and raises its own error)."""
-        if self.life.phase is not Phase.STREAMING:
-            return None
-        item = self._items.get(item_id)
-        if item is None or item.kind != kind or item.done:
-            return None
-        return item
-
     def _part_delta(self, obj: dict[str, Any], etype: str) -> None:
         key = self._part_key(obj, etype)
         text = obj.get("delta")
@@ -472,15 +462,6 @@ class _Translation:
     def _reasoning_delta(self, obj: dict[str, Any]) -> None:
         text = obj.get("delta")
         item_id = obj.get("item_id")
-        if type(text) is str and type(item_id) is str:  # the hot path: an open item's string delta
-            live = self._live(item_id, "reasoning")
-            if live is not None:
-                if not live.started:  # ``_reasoning_open`` inline
-                    self._reasoning_open(item_id, live)
-                if text:
-                    self._keep(live.acc, text)
-                    self.sink.delta(item_id, "thinking", text)
-                return
         item_id = as_str(obj.get("item_id")) or ""
         item = self._item(item_id, "reasoning", as_str(obj.get("type")) or "reasoning delta")
         self._reasoning_open(item_id, item)
