@@ -156,12 +156,13 @@ def test_chat_hot_path_output_equals_the_general_paths() -> None:
         ),
         (
             R_OPEN + _r("response.function_call_arguments.delta", item_id="msg_1", delta="{"),
-            "SemanticStreamError: response.function_call_arguments.delta inside a message item ('msg_1')",
+            "SemanticStreamError: openai_responses: response.function_call_arguments.delta"
+            " for a message item",
         ),
         (
             R_OPEN + _r("response.reasoning_text.delta", item_id="rs_2", delta="x"),
-            "SemanticStreamError: response.reasoning_text.delta for unknown item 'rs_2'"
-            " (no output_item.added)",
+            "SemanticStreamError: openai_responses: response.reasoning_text.delta for item 'rs_2'"
+            " that was never added",
         ),
         (
             R_OPEN + _r("response.reasoning_text.delta", item_id="rs_1", delta=7),

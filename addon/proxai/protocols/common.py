@@ -533,7 +533,7 @@ class ObserverBase:
         self.acc = acc
         self.out: Sink | None = None
         self.normalize = False
-        self.max_buffer = DEFAULT_MAX_BUFFER  # content a writer-facing half may keep (Responses)
+        self.max_buffer = DEFAULT_MAX_BUFFER  # content a grammar may keep for its writer (Responses)
         self.translate_error: ProxaiError | None = None
         self.events = 0  # events handed to ``observe`` so far (findings name their index)
         self.pending_at = 0  # the index of the event ``pending_bad`` describes

@@ -21,12 +21,12 @@ Lifecycle (Enum + one transition table, ``machine.Machine``): WAITING -> ACTIVE 
 ``response.created`` / ``in_progress`` / ``queued``) -> DONE (terminal). Item events before
 the response started are a violation; events after the terminal one are not interpreted.
 
-One reading, several consumers: when a stream translator is attached (``out``, a ``Sink``), each
-event the grammar has parsed and typed goes first to its writer-facing half (``_Translation``),
-then to the summary. That half keys blocks by item id and content part, forwards what a ``.done``
-event carries beyond the deltas and rejects one that contradicts them, and hands items and
-events the neutral calls do not model (hosted tools, annotations) on as opaque Responses
-content. A problem either half finds ends the reading at that event, for the summary and the
+One reading, several consumers: every event updates the summary's accumulator and, when a
+stream translator is attached (``out``, a ``Sink``), drives its writer, in the same handlers
+(``ResponsesObserver``). The writer keys blocks by item id and content part, gets what a ``.done``
+event carries beyond the deltas (one that contradicts them is a violation) and gets items and
+events the neutral calls do not model (hosted tools, annotations) as opaque Responses content.
+A problem found while reading an event ends the reading at that event, for the summary and the
 client alike (docs/design/translation.md).
 """
 
@@ -43,7 +43,6 @@ from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, 
 from proxai.model import Protocol, StopClass
 from proxai.sse import RawName
 from proxai.stream import stops
-from proxai.stream.lifecycle import Lifecycle, StreamIdentity
 from proxai.stream.sink import BlockKey, Citation, DeltaKind, Phase, Sink, Stop, TokenUsage, WebSearchCall
 from proxai.stream.textparts import keep
 
@@ -137,426 +136,81 @@ def _list(value: object) -> list[Any]:
 
 
 class _Item:
-    __slots__ = ("acc", "done", "kind", "started")
+    """One output item, as both consumers need it: its ``type`` (the summary's), the writer's
+    ``kind`` of it, and what the writer keeps to check its ``.done`` events."""
 
-    def __init__(self, kind: str) -> None:
-        self.kind = kind  # message | reasoning | function_call | opaque | web_search (an opaque one)
+    __slots__ = ("acc", "done", "kind", "started", "type")
+
+    def __init__(self, itype: str) -> None:
+        self.type = itype
+        # the writer's kind: message | reasoning | function_call | web_search | opaque
+        self.kind = _WRITER_KINDS.get(itype, "opaque")
         self.acc: list[str] = []  # function_call arguments / reasoning text, as streamed
         self.started = False  # reasoning: the thinking block was opened
-        self.done = False
+        self.done = False  # output_item.done came (or the terminal event closed it)
 
 
-class _Translation:
-    """The writer-facing half of the Responses grammar: what each event means to a ``Sink``. The
-    grammar hands it every event it has parsed and typed, before the summary takes it in.
-
-    Items are joined by ``item_id`` (never by arrival order). ``response.created`` starts the
-    writer (a second one is a duplicate start). A ``message`` item's content parts become text /
-    refusal blocks keyed ``(item_id, content_index)``; a ``function_call`` item is a tool block
-    keyed by its item id (the client-visible id is its ``call_id``); a ``reasoning`` item becomes
-    a thinking block (``reasoning_text`` and ``reasoning_summary_text`` deltas) whose
-    ``encrypted_content`` is the Anthropic signature, or, when it carries no text, a
-    ``redacted_thinking`` block whose data is the ``encrypted_content``. ``*.done`` events are
-    authoritative: what they carry beyond the deltas is forwarded as a delta, a contradiction is
-    a ``SemanticStreamError``. Other item types (hosted tools, MCP, shell and patch calls, ...),
-    their events and text annotations are opaque Responses content (``Sink.opaque_start`` /
-    ``opaque_event``), except a ``url_citation`` annotation: a ``Citation``, which every protocol
-    can carry (its ``cited_text`` the span of the part's text). Kept content is bounded by
-    ``max_buffer`` (``SseLimitError``)."""
-
-    __slots__ = (
-        "_items",
-        "_kept",
-        "_open_parts",
-        "_refusal",
-        "_tools",
-        "life",
-        "max_buffer",
-        "sink",
-    )
-
-    def __init__(self, sink: Sink, *, max_buffer: int) -> None:
-        self.max_buffer = max_buffer  # streamed content kept to check the .done events (bounded)
-        self._kept = 0
-        self.sink = sink
-        self.life = Lifecycle()
-        self._items: dict[str, _Item] = {}
-        self._open_parts: dict[tuple[str, int], list[str]] = {}  # (item_id, content_index) -> text
-        self._tools = False
-        self._refusal = False
-
-    def event(self, etype: str, obj: dict[str, Any]) -> None:
-        """One typed event (never an error event: ``error``)."""
-        phase = self.life.phase
-        if etype in {"response.output_text.delta", "response.refusal.delta"}:
-            self._part_delta(obj, etype)
-        elif etype == "response.function_call_arguments.delta":
-            self._args_delta(obj)
-        elif etype in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
-            self._reasoning_delta(obj)
-        elif etype == "response.output_item.added":
-            self._item_added(obj)
-        elif etype == "response.content_part.added":
-            self._part_added(obj)
-        elif etype in {"response.output_text.done", "response.refusal.done"}:
-            self._part_text_done(obj, "text" if etype == "response.output_text.done" else "refusal")
-        elif etype == "response.content_part.done":
-            self._part_done(obj)
-        elif etype == "response.function_call_arguments.done":
-            self._args_done(as_str(obj.get("item_id")) or "", as_str(obj.get("arguments")))
-        elif etype == "response.output_item.done":
-            self._item_done(obj)
-        elif etype == "response.created":
-            self._created(obj)
-        elif etype in ("response.completed", "response.incomplete"):
-            self._completed(obj)
-        elif etype == "response.failed":
-            self._failed(obj)
-        elif phase is Phase.WAITING and etype not in ("response.queued", "response.in_progress"):
-            raise SemanticStreamError(f"Responses event {etype!r} before response.created")
-        else:
-            self._other(obj, etype)
-        # in_progress, summary/reasoning part and text .done events carry nothing new
-
-    def _other(self, obj: dict[str, Any], etype: str) -> None:
-        """An event none of the above reads: an opaque item's own event (web search progress,
-        code interpreter code, MCP arguments, ...) or a text part's annotation goes to the sink as
-        it came; anything else carries nothing a client needs."""
-        item_id = obj.get("item_id")
-        if type(item_id) is not str or self.life.phase is not Phase.STREAMING:
-            return
-        item = self._items.get(item_id)
-        if item is None or item.done:
-            return
-        if obj.get("type") != etype:
-            obj = {**obj, "type": etype}  # typed by its event name
-        if item.kind in {"opaque", "web_search"}:
-            self.sink.opaque_event(item_id, _R, obj)
-        elif etype == "response.output_text.annotation.added":
-            key = (item_id, as_int(obj.get("content_index")) or 0)
-            if key in self._open_parts:
-                note = as_dict(obj.get("annotation"))
-                url = as_str(note.get("url"))
-                if note.get("type") == "url_citation" and url:
-                    start, end = as_int(note.get("start_index")), as_int(note.get("end_index"))
-                    text = "".join(self._open_parts[key])
-                    cited = text[start:end] if start is not None and end is not None else ""
-                    self.sink.citation(
-                        key, Citation(url, as_str(note.get("title")), cited, start, end, _R, obj)
-                    )
-                else:
-                    self.sink.opaque_event(key, _R, obj)
-
-    def _keep(self, acc: list[str], text: str) -> None:
-        self._kept += keep(acc, text)  # bytes really held (proxai.translate.stream.textparts)
-        if self._kept > self.max_buffer:
-            raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
-
-    def eof(self) -> None:
-        if self.life.phase is not Phase.STOPPED:
-            raise UpstreamProtocolError("upstream closed the Responses stream before response.completed")
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    def _created(self, obj: dict[str, Any]) -> None:
-        if self.life.phase is not Phase.WAITING:
-            raise SemanticStreamError("duplicate response.created")
-        resp = as_dict(obj.get("response"))
-        rid = as_str(resp.get("id"))
-        if not rid:
-            raise UpstreamProtocolError("response.created without response.id")
-        model = as_str(resp.get("model")) or ""
-        self.life.start(StreamIdentity(rid, model))
-        self.sink.start(rid, model, None)
-
-    def _streaming(self, what: str) -> None:
-        if self.life.phase is not Phase.STREAMING:
-            raise SemanticStreamError(f"{what} before response.created")
-
-    def error(self, obj: dict[str, Any]) -> None:
-        nested = as_dict(obj.get("error"))
-        message = as_str(obj.get("message")) or as_str(nested.get("message")) or "upstream error event"
-        code = obj.get("code") or nested.get("code")
-        self.life.fail()
-        self.sink.upstream_error(classify(nested.get("type"), code, message), message)
-
-    def _failed(self, obj: dict[str, Any]) -> None:
-        resp = as_dict(obj.get("response"))
-        err = as_dict(resp.get("error"))
-        message = as_str(err.get("message")) or "the upstream response failed"
-        self.life.fail()
-        self.sink.upstream_error(classify(None, err.get("code"), message), message)
-
-    def _completed(self, obj: dict[str, Any]) -> None:
-        self._streaming(as_str(obj.get("type")) or "response.completed")
-        resp = as_dict(obj.get("response"))
-        rid = as_str(resp.get("id"))
-        ident = self.life.identity
-        if rid is not None and ident is not None and rid != ident.id:
-            raise SemanticStreamError(
-                f"terminal response id {rid!r} differs from response.created {ident.id!r}"
-            )
-        # items the upstream never finished: close them (their content is what was streamed)
-        for key in list(self._open_parts):
-            self._close_part(key)
-        for item_id, item in self._items.items():
-            if not item.done and item.kind != "message":
-                self._finish_item(item_id, item, {})
-        status = as_str(resp.get("status")) or (
-            "incomplete" if obj.get("type") == "response.incomplete" else "completed"
-        )
-        reason = as_str(as_dict(resp.get("incomplete_details")).get("reason"))
-        usage = usage_in(as_dict(resp.get("usage")))
-        self.life.terminal()
-        self.life.stop()
-        cls = stops.from_responses(status, reason, tool_calls=self._tools, refusal_streamed=self._refusal)
-        raw = status if reason is None else f"{status}:{reason}"
-        self.sink.end(Stop(cls, raw), usage)
-
-    # -- items --------------------------------------------------------------------------------
-
-    def _item_added(self, obj: dict[str, Any]) -> None:
-        self._streaming("response.output_item.added")
-        item = as_dict(obj.get("item"))
-        item_id = as_str(item.get("id"))
-        itype = as_str(item.get("type")) or ""
-        if not item_id:
-            raise UpstreamProtocolError(f"output item of type {itype!r} without an id")
-        if item_id in self._items:
-            raise SemanticStreamError(f"duplicate response.output_item.added for item {item_id!r}")
-        if itype == "function_call":
-            call_id = as_str(item.get("call_id"))
-            name = as_str(item.get("name"))
-            if not call_id or not name:
-                raise UpstreamProtocolError(f"function_call item {item_id!r} without call_id or name")
-            rec = _Item("function_call")
-            self._items[item_id] = rec
-            self._tools = True
-            self.sink.block_start(item_id, "tool", id=call_id, name=name)
-            if args := as_str(item.get("arguments")):
-                self._keep(rec.acc, args)
-                self.sink.delta(item_id, "args", args)
-        elif itype in {"message", "reasoning"}:
-            self._items[item_id] = _Item(itype)
-        elif itype:
-            self._items[item_id] = _Item("web_search" if itype == "web_search_call" else "opaque")
-            self.sink.opaque_start(item_id, _R, itype, item, neutral=itype == "web_search_call")
-        else:
-            raise UpstreamProtocolError(f"output item {item_id!r} without a type")
-
-    def _item(self, item_id: str | None, kind: str, what: str) -> _Item:
-        self._streaming(what)
-        item = self._items.get(item_id or "")
-        if item is None:
-            raise SemanticStreamError(f"{what} for unknown item {item_id!r} (no output_item.added)")
-        if item.kind != kind:
-            raise SemanticStreamError(f"{what} inside a {item.kind} item ({item_id!r})")
-        if item.done:
-            raise SemanticStreamError(f"{what} for item {item_id!r} after output_item.done")
-        return item
-
-    def _part_added(self, obj: dict[str, Any]) -> None:
-        item_id = as_str(obj.get("item_id")) or ""
-        part = as_dict(obj.get("part"))
-        ptype = as_str(part.get("type")) or ""
-        if ptype == "reasoning_text":
-            self._reasoning_open(item_id, self._item(item_id, "reasoning", "response.content_part.added"))
-            return
-        self._item(item_id, "message", "response.content_part.added")
-        ci = as_int(obj.get("content_index")) or 0
-        key = (item_id, ci)
-        if key in self._open_parts:
-            raise SemanticStreamError(f"duplicate response.content_part.added for {item_id!r} part {ci}")
-        if ptype == "output_text":
-            self.sink.block_start(key, "text")
-            initial = as_str(part.get("text"))
-        elif ptype == "refusal":
-            self._refusal = True
-            self.sink.block_start(key, "refusal")
-            initial = as_str(part.get("refusal"))
-        else:
-            raise TranslationError(
-                f"message content part type {ptype!r} cannot be translated", "content[].type"
-            )
-        self._open_parts[key] = []
-        if initial:
-            self._keep(self._open_parts[key], initial)
-            self.sink.delta(key, "text", initial)
-
-    def _part_key(self, obj: dict[str, Any], what: str) -> tuple[str, int]:
-        item_id = as_str(obj.get("item_id")) or ""
-        self._item(item_id, "message", what)
-        key = (item_id, as_int(obj.get("content_index")) or 0)
-        if key not in self._open_parts:
-            raise SemanticStreamError(f"{what} for {item_id!r} part {key[1]} without content_part.added")
-        return key
-
-    def _part_delta(self, obj: dict[str, Any], etype: str) -> None:
-        key = self._part_key(obj, etype)
-        text = obj.get("delta")
-        if not isinstance(text, str):
-            raise UpstreamProtocolError(f"{etype} without a string delta")
-        if text:
-            self._keep(self._open_parts[key], text)
-            self.sink.delta(key, "text", text)
-
-    def _part_text_done(self, obj: dict[str, Any], field: str) -> None:
-        what = "response.output_text.done" if field == "text" else "response.refusal.done"
-        key = self._part_key(obj, what)
-        final = as_str(obj.get(field))
-        if final is not None:
-            self._catch_up(key, self._open_parts[key], final, what)
-
-    def _catch_up(self, key: BlockKey, acc: list[str], final: str, what: str) -> None:
-        """Forward what a ``.done`` event carries beyond the deltas; reject contradictions."""
-        so_far = "".join(acc)
-        if final == so_far:
-            return
-        if not final.startswith(so_far):
-            raise SemanticStreamError(f"{what} contradicts the streamed deltas")
-        rest = final[len(so_far) :]
-        self._keep(acc, rest)
-        kind: DeltaKind = (
-            "args" if isinstance(key, str) and self._items[key].kind == "function_call" else "text"
-        )
-        self.sink.delta(key, kind, rest)
-
-    def _part_done(self, obj: dict[str, Any]) -> None:
-        item_id = as_str(obj.get("item_id")) or ""
-        part = as_dict(obj.get("part"))
-        if as_str(part.get("type")) == "reasoning_text":
-            return
-        key = self._part_key(obj, "response.content_part.done")
-        final = as_str(part.get("text")) if part.get("type") == "output_text" else as_str(part.get("refusal"))
-        if final is not None:
-            self._catch_up(key, self._open_parts[key], final, "response.content_part.done")
-        self._close_part(key)
-        del item_id
-
-    def _close_part(self, key: tuple[str, int]) -> None:
-        del self._open_parts[key]
-        self.sink.block_stop(key)
-
-    def _args_delta(self, obj: dict[str, Any]) -> None:
-        text = obj.get("delta")
-        item_id = obj.get("item_id")
-        item_id = as_str(obj.get("item_id")) or ""
-        item = self._item(item_id, "function_call", "response.function_call_arguments.delta")
-        text = obj.get("delta")
-        if not isinstance(text, str):
-            raise UpstreamProtocolError("function_call_arguments.delta without a string delta")
-        if text:
-            self._keep(item.acc, text)
-            self.sink.delta(item_id, "args", text)
-
-    def _args_done(self, item_id: str, final: str | None) -> None:
-        item = self._item(item_id, "function_call", "response.function_call_arguments.done")
-        if final is not None:
-            self._catch_up(item_id, item.acc, final, "response.function_call_arguments.done")
-
-    def _reasoning_open(self, item_id: str, item: _Item) -> None:
-        if not item.started:
-            item.started = True
-            self.sink.block_start(item_id, "thinking")
-
-    def _reasoning_delta(self, obj: dict[str, Any]) -> None:
-        text = obj.get("delta")
-        item_id = obj.get("item_id")
-        item_id = as_str(obj.get("item_id")) or ""
-        item = self._item(item_id, "reasoning", as_str(obj.get("type")) or "reasoning delta")
-        self._reasoning_open(item_id, item)
-        text = obj.get("delta")
-        if not isinstance(text, str):
-            raise UpstreamProtocolError("reasoning delta without a string delta")
-        if text:
-            self._keep(item.acc, text)
-            self.sink.delta(item_id, "thinking", text)
-
-    def _item_done(self, obj: dict[str, Any]) -> None:
-        data = as_dict(obj.get("item"))
-        item_id = as_str(data.get("id")) or ""
-        self._streaming("response.output_item.done")
-        item = self._items.get(item_id)
-        if item is None:
-            raise SemanticStreamError(f"response.output_item.done for unknown item {item_id!r}")
-        if item.done:
-            raise SemanticStreamError(f"duplicate response.output_item.done for item {item_id!r}")
-        if item.kind in {"opaque", "web_search"}:
-            self.sink.opaque_event(item_id, _R, {**obj, "type": "response.output_item.done"})
-        self._finish_item(item_id, item, data)
-
-    def _finish_item(self, item_id: str, item: _Item, data: dict[str, Any]) -> None:
-        sink = self.sink
-        if item.kind == "web_search":
-            sink.web_search(item_id, _web_search_call(item_id, data))
-            sink.block_stop(item_id)
-        elif item.kind == "opaque":
-            sink.block_stop(item_id)
-        elif item.kind == "message":
-            for key in [k for k in self._open_parts if k[0] == item_id]:
-                self._close_part(key)
-        elif item.kind == "function_call":
-            if (args := as_str(data.get("arguments"))) is not None:
-                self._catch_up(item_id, item.acc, args, "response.output_item.done")
-            raw = "".join(item.acc)
-            if raw:
-                try:
-                    orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    raise UpstreamProtocolError(
-                        f"function_call {item_id!r}: the streamed arguments are not valid JSON"
-                    ) from None
-            sink.block_stop(item_id)
-        else:
-            encrypted = as_str(data.get("encrypted_content"))
-            if not item.started:
-                parts = [p for f in ("content", "summary") for p in _list(data.get(f))]
-                text = "".join(as_str(as_dict(p).get("text")) or "" for p in parts)
-                if text:
-                    self._reasoning_open(item_id, item)
-                    sink.delta(item_id, "thinking", text)
-                elif encrypted:
-                    sink.block_start(item_id, "redacted_thinking", data=encrypted)
-                    sink.block_stop(item_id)
-                    item.done = True
-                    return
-                else:
-                    item.done = True  # an empty reasoning item: nothing any target can show
-                    return
-            if encrypted:
-                sink.delta(item_id, "signature", encrypted)
-            sink.block_stop(item_id)
-        item.done = True
+_WRITER_KINDS = {
+    "message": "message",
+    "reasoning": "reasoning",
+    "function_call": "function_call",
+    "web_search_call": "web_search",
+}
+_FC_DELTA = "response.function_call_arguments.delta"
+_FC_DONE = "response.function_call_arguments.done"
 
 
 class ResponsesObserver(ObserverBase):
+    """The Responses grammar. Each event is read once, in one set of handlers that update the
+    summary (``Accum``) and, while a stream translator is attached (``out``), drive its writer.
+
+    The writer's view: ``response.created`` starts it (a second one is a duplicate start; item
+    events before it end a translation). A ``message`` item's content parts become text / refusal
+    blocks keyed ``(item_id, content_index)``; a ``function_call`` item is a tool block keyed by
+    its item id (the client-visible id is its ``call_id``, which it must carry, with its name); a
+    ``reasoning`` item becomes a thinking block (``reasoning_text`` and
+    ``reasoning_summary_text`` deltas) whose ``encrypted_content`` is the Anthropic signature, or,
+    when it carries no text, a ``redacted_thinking`` block whose data is the
+    ``encrypted_content``. ``*.done`` events are authoritative: what they carry beyond the deltas
+    is forwarded as a delta, a contradiction is a ``SemanticStreamError``. Other item types
+    (hosted tools, MCP, shell and patch calls, ...), their events and text annotations are opaque
+    Responses content (``Sink.opaque_start`` / ``opaque_event``), except a ``url_citation``
+    annotation: a ``Citation``, which every protocol can carry (its ``cited_text`` the span of the
+    part's text). Content kept for the ``.done`` checks is bounded by ``max_buffer``
+    (``SseLimitError``)."""
+
     protocol = Protocol.OPENAI_RESPONSES
 
-    __slots__ = ("_tx", "items", "last_seq", "state")
+    __slots__ = ("_kept", "_parts", "_refusal", "_rid", "_stopped", "_tools", "items", "last_seq", "state")
 
     def __init__(self, acc: Accum) -> None:
         super().__init__(acc)
         self.state = State.WAITING
-        self.items: dict[str, str] = {}  # item id -> item type
+        self.items: dict[str, _Item] = {}  # every added item by its id
         self.last_seq: int | None = None
-        self._tx: _Translation | None = None  # the writer-facing half, while translating
-
-    def _translation(self, out: Sink) -> _Translation:
-        tx = self._tx
-        if tx is None:
-            tx = self._tx = _Translation(out, max_buffer=self.max_buffer)
-        return tx
+        # The writer's: the id of ``response.created`` (None: not started), the open content
+        # parts and their text ((item_id, content_index) -> text), the bytes kept, whether a
+        # function_call / a refusal part came, whether the stream ended with success.
+        self._rid: str | None = None
+        self._parts: dict[tuple[str, int], list[str]] = {}
+        self._kept = 0
+        self._tools = False
+        self._refusal = False
+        self._stopped = False
 
     @property
     def phase(self) -> Phase:
-        """The translated stream's phase (``Phase.WAITING`` before the first event)."""
-        tx = self._tx
-        return Phase.WAITING if tx is None else tx.life.phase
+        """The grammar's state as a stream translator's phase."""
+        state = self.state
+        if state is State.ACTIVE:
+            return Phase.WAITING if self._rid is None else Phase.STREAMING
+        if state is State.WAITING:
+            return Phase.WAITING
+        return Phase.STOPPED if self._stopped else Phase.ERRORED
 
     def translate_eof(self) -> None:
         """The upstream ended: a translated stream that did not reach its terminal event fails."""
-        tx = self._tx
-        if tx is None or tx.life.phase is not Phase.STOPPED:
+        if not self._stopped:
             raise UpstreamProtocolError("upstream closed the Responses stream before response.completed")
 
     @property
@@ -573,8 +227,8 @@ class ResponsesObserver(ObserverBase):
 
     def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
         """A text / reasoning / refusal / argument delta for a known item, with the next
-        sequence number: the same effect as ``_event`` without the general checks (the writer's
-        half, when translating, gets the event as ``_event`` would give it, before the summary)."""
+        sequence number (and, while translating, of an open part or item of its kind): the same
+        effect as ``_event`` without the general checks."""
         if self.state is not State.ACTIVE:
             return False
         etype = obj.get("type")
@@ -593,20 +247,53 @@ class ResponsesObserver(ObserverBase):
             or seq != last + 1
             or type(iid) is not str
             or type(s) is not str
-            or iid not in self.items
             or obj.get("error") is not None
         ):
             return False
-        acc = self.acc
-        tb = acc.tools.get(iid) if kind == "args" else None
-        if kind == "args" and (tb is None or not tb.has_args or tb.finished):
+        item = self.items.get(iid)
+        if item is None:
             return False
+        acc = self.acc
         out = self.out
-        if out is not None:
-            self._translation(out).event(etype, obj)
-        if tb is not None:
+        if kind == "args":
+            tb = acc.tools.get(iid)
+            if tb is None or not tb.has_args or tb.finished:
+                return False
+            if out is not None:
+                if etype != _FC_DELTA or item.kind != "function_call" or item.done:
+                    return False
+                if s:
+                    self._keep(item.acc, s)
+                    out.delta(iid, "args", s)
             acc.tool_args(tb, s, now)
-        elif s:
+            self.last_seq = seq
+            return True
+        if out is not None:
+            if item.done:
+                return False
+            if kind == "reasoning":
+                if item.kind != "reasoning":
+                    return False
+                if not item.started:
+                    item.started = True
+                    out.block_start(iid, "thinking")
+                if s:
+                    self._keep(item.acc, s)
+                    out.delta(iid, "thinking", s)
+            else:
+                ci = obj.get("content_index")
+                if item.kind != "message" or type(ci) is not int:
+                    return False
+                key = (iid, ci)
+                parts = self._parts.get(key)
+                if parts is None:
+                    return False
+                if s:
+                    self._kept = kept = self._kept + keep(parts, s)  # ``_keep`` inline
+                    if kept > self.max_buffer:
+                        raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
+                    out.delta(key, "text", s)
+        if s:
             acc.content_seen = True
             n = len(s) if s.isascii() else nbytes(s)
             if kind == "text":
@@ -637,40 +324,54 @@ class ResponsesObserver(ObserverBase):
             etype = name  # typed by its payload's ``type``, else by the SSE event name
         if etype not in NODE_RESPONSES_EVENTS:
             self.conform("openai_responses.unknown_event", f"event type {etype!r} is unknown to the Node SDK")
+        out = self.out
         if etype == "error" or (obj.get("error") is not None and not etype.startswith("response.")):
             err = obj.get("error")
             msg, code = error_fields(err if err is not None else obj)
             acc.upstream_error(msg, type=code)
-            out = self.out
-            if out is not None:
-                self._translation(out).error(obj)
             self.upstream_failed()
+            if out is not None:
+                nested = as_dict(err)
+                message = (
+                    as_str(obj.get("message")) or as_str(nested.get("message")) or "upstream error event"
+                )
+                kind = classify(nested.get("type"), obj.get("code") or nested.get("code"), message)
+                out.upstream_error(kind, message)
             return
         if self.state is State.WAITING and etype != "response.created":
             self.conform("openai_responses.created_first", f"{etype} came before response.created")
-        out = self.out
-        if out is not None:
-            # The writer's half first: a problem it finds ends the reading at this event, before
-            # the summary takes it in.
-            self._translation(out).event(etype, obj)
         if etype in _START:
+            if out is not None and etype == "response.created":
+                self._created(out, obj)
             self._transition("start", etype)
             self._identity(as_dict(obj.get("response")))
         elif etype in _TERMINAL:
+            if out is not None:
+                if etype == "response.failed":
+                    self._failed(out, obj)
+                else:
+                    self._completed(out, obj, etype)
             self._transition("terminal", etype)
             resp = as_dict(obj.get("response"))
             if etype != "response.completed":
                 self.conform("openai_responses.not_completed", f"the stream ended with {etype}")
             elif type(resp.get("output")) is not list:
                 self.conform("openai_responses.completed_output", "response.completed has no response.output")
-            self._snapshot(as_dict(obj.get("response")), streamed=True, now=now)
+            self._snapshot(resp, streamed=True, now=now)
             acc.terminal = True
-        elif etype.startswith("response."):
-            self._transition("item", etype)
-            handler = _HANDLERS.get(etype)
-            if handler is not None:
-                handler(self, obj, now)
-        # anything else: an unknown event type, ignored (forward compatible)
+        else:
+            if out is not None and self._rid is None:
+                raise SemanticStreamError(f"{etype} before response.created")
+            if etype.startswith("response."):
+                self._transition("item", etype)
+                handler = _HANDLERS.get(etype)
+                if handler is not None:
+                    handler(self, obj, etype, now)
+                    return
+            # anything else: an unknown event type, ignored (forward compatible); a translation
+            # hands an opaque item's own events on
+            if out is not None:
+                self._other(out, obj, etype)
 
     def _ended_early(self) -> None:
         if self.state is State.ACTIVE:
@@ -689,20 +390,103 @@ class ResponsesObserver(ObserverBase):
         if model and acc.model is None:
             acc.model = model
 
-    def _item_id(self, obj: dict[str, Any], what: str) -> str:
+    def _item(self, obj: dict[str, Any], etype: str) -> tuple[str, _Item]:
+        """The item an event names by ``item_id``: it must have been added."""
         iid = obj.get("item_id")
-        if type(iid) is not str or iid not in self.items:
-            raise SemanticStreamError(f"openai_responses: {what} for item {iid!r} that was never added")
-        return iid
+        item = self.items.get(iid) if type(iid) is str else None
+        if item is None:
+            raise SemanticStreamError(f"openai_responses: {etype} for item {iid!r} that was never added")
+        assert type(iid) is str
+        return iid, item
 
-    def _item_added(self, obj: dict[str, Any], now: float) -> None:
-        item = as_dict(obj["item"])
-        iid = as_str(item.get("id")) or f"output_{obj.get('output_index')}"
+    def _open_item(self, iid: str, item: _Item, kind: str, etype: str) -> None:
+        """The writer's check of an item's event: the item is of ``kind`` and not done."""
+        if item.kind != kind:
+            raise SemanticStreamError(f"{etype} inside a {item.kind} item ({iid!r})")
+        if item.done:
+            raise SemanticStreamError(f"{etype} for item {iid!r} after output_item.done")
+
+    def _keep(self, acc: list[str], text: str) -> None:
+        self._kept += keep(acc, text)  # bytes really held (proxai.stream.textparts)
+        if self._kept > self.max_buffer:
+            raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
+
+    # -- lifecycle (the writer's) ----------------------------------------------------------------
+
+    def _created(self, out: Sink, obj: dict[str, Any]) -> None:
+        if self._rid is not None:
+            raise SemanticStreamError("duplicate response.created")
+        resp = as_dict(obj.get("response"))
+        rid = as_str(resp.get("id"))
+        if not rid:
+            raise UpstreamProtocolError("response.created without response.id")
+        self._rid = rid
+        out.start(rid, as_str(resp.get("model")) or "", None)
+
+    def _failed(self, out: Sink, obj: dict[str, Any]) -> None:
+        err = as_dict(as_dict(obj.get("response")).get("error"))
+        message = as_str(err.get("message")) or "the upstream response failed"
+        out.upstream_error(classify(None, err.get("code"), message), message)
+
+    def _completed(self, out: Sink, obj: dict[str, Any], etype: str) -> None:
+        if self._rid is None:
+            raise SemanticStreamError(f"{etype} before response.created")
+        resp = as_dict(obj.get("response"))
+        rid = as_str(resp.get("id"))
+        if rid is not None and rid != self._rid:
+            raise SemanticStreamError(
+                f"terminal response id {rid!r} differs from response.created {self._rid!r}"
+            )
+        # items the upstream never finished: close them (their content is what was streamed)
+        for key in list(self._parts):
+            self._close_part(out, key)
+        for iid, item in self.items.items():
+            if not item.done and item.kind != "message":
+                self._finish_item(out, iid, item, {})
+        status = as_str(resp.get("status")) or (
+            "incomplete" if etype == "response.incomplete" else "completed"
+        )
+        reason = as_str(as_dict(resp.get("incomplete_details")).get("reason"))
+        usage = usage_in(as_dict(resp.get("usage")))
+        self._stopped = True
+        cls = stops.from_responses(status, reason, tool_calls=self._tools, refusal_streamed=self._refusal)
+        out.end(Stop(cls, status if reason is None else f"{status}:{reason}"), usage)
+
+    # -- items ----------------------------------------------------------------------------------
+
+    def _item_added(self, obj: dict[str, Any], etype: str, now: float) -> None:
+        out = self.out
+        item = as_dict(obj["item"] if out is None else obj.get("item"))
+        given = as_str(item.get("id"))
         itype = as_str(item.get("type")) or ""
+        if out is not None and not given:
+            raise UpstreamProtocolError(f"output item of type {itype!r} without an id")
+        iid = given or f"output_{obj.get('output_index')}"
         if iid in self.items:
             raise SemanticStreamError(f"openai_responses: output item {iid!r} added twice")
-        self.items[iid] = itype
+        rec = _Item(itype)
+        call_id = name = None
+        if out is not None:
+            if itype == "function_call":
+                call_id = as_str(item.get("call_id"))
+                name = as_str(item.get("name"))
+                if not call_id or not name:
+                    raise UpstreamProtocolError(f"function_call item {iid!r} without call_id or name")
+            elif not itype:
+                raise UpstreamProtocolError(f"output item {iid!r} without a type")
+        self.items[iid] = rec
         self._tool_from_item(iid, itype, item, now, streamed=True)
+        if out is None:
+            return
+        kind = rec.kind
+        if kind == "function_call":
+            self._tools = True
+            out.block_start(iid, "tool", id=call_id, name=name)
+            if args := as_str(item.get("arguments")):
+                self._keep(rec.acc, args)
+                out.delta(iid, "args", args)
+        elif kind in {"opaque", "web_search"}:
+            out.opaque_start(iid, _R, itype, item, neutral=kind == "web_search")
 
     def _tool_from_item(self, iid: str, itype: str, item: dict[str, Any], now: float, streamed: bool) -> None:
         acc = self.acc
@@ -731,16 +515,69 @@ class ResponsesObserver(ObserverBase):
             else:
                 acc.tool_complete(iid, iid, itype, "server_tool", None)
 
-    def _item_done(self, obj: dict[str, Any], now: float) -> None:
-        item = as_dict(obj["item"])
-        iid = as_str(item.get("id")) or f"output_{obj.get('output_index')}"
-        if iid not in self.items:
+    def _item_done(self, obj: dict[str, Any], etype: str, now: float) -> None:
+        out = self.out
+        data = as_dict(obj["item"] if out is None else obj.get("item"))
+        iid = as_str(data.get("id")) or f"output_{obj.get('output_index')}"
+        item = self.items.get(iid)
+        if item is None:
             raise SemanticStreamError(
                 f"openai_responses: output_item.done for item {iid!r} that was never added"
             )
+        if out is not None:
+            if item.done:
+                raise SemanticStreamError(f"duplicate response.output_item.done for item {iid!r}")
+            if item.kind in {"opaque", "web_search"}:
+                out.opaque_event(iid, _R, {**obj, "type": "response.output_item.done"})
+            self._finish_item(out, iid, item, data)
         tb = self.acc.tools.get(iid)
         if tb is not None and not tb.finished:
-            self._finish_from_item(tb, item, now)
+            self._finish_from_item(tb, data, now)
+
+    def _finish_item(self, out: Sink, iid: str, item: _Item, data: dict[str, Any]) -> None:
+        """The writer's end of an item (``data``: the item as its ``output_item.done`` gives it)."""
+        kind = item.kind
+        if kind == "web_search":
+            out.web_search(iid, _web_search_call(iid, data))
+            out.block_stop(iid)
+        elif kind == "opaque":
+            out.block_stop(iid)
+        elif kind == "message":
+            for key in [k for k in self._parts if k[0] == iid]:
+                self._close_part(out, key)
+        elif kind == "function_call":
+            if (args := as_str(data.get("arguments"))) is not None:
+                self._catch_up(out, iid, item.acc, args, "response.output_item.done")
+            raw = "".join(item.acc)
+            if raw:
+                try:
+                    orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    raise UpstreamProtocolError(
+                        f"function_call {iid!r}: the streamed arguments are not valid JSON"
+                    ) from None
+            out.block_stop(iid)
+        else:
+            encrypted = as_str(data.get("encrypted_content"))
+            if not item.started:
+                parts = [p for f in ("content", "summary") for p in _list(data.get(f))]
+                text = "".join(as_str(as_dict(p).get("text")) or "" for p in parts)
+                if text:
+                    item.started = True
+                    out.block_start(iid, "thinking")
+                    out.delta(iid, "thinking", text)
+                elif encrypted:
+                    out.block_start(iid, "redacted_thinking", data=encrypted)
+                    out.block_stop(iid)
+                    item.done = True
+                    return
+                else:
+                    item.done = True  # an empty reasoning item: nothing any target can show
+                    return
+            if encrypted:
+                out.delta(iid, "signature", encrypted)
+            out.block_stop(iid)
+        item.done = True
 
     def _finish_from_item(self, tb: ToolBuffer, item: dict[str, Any], now: float) -> None:
         itype = as_str(item.get("type")) or ""
@@ -759,46 +596,202 @@ class ResponsesObserver(ObserverBase):
             tb.name = as_str(item.get("name"))
         self.acc.tool_finish(tb)
 
-    def _text_delta(self, obj: dict[str, Any], now: float) -> None:
-        self._item_id(obj, obj["type"])
-        self.acc.text(obj["delta"])
+    # -- content parts (the writer's; the summary counts their deltas) ---------------------------
 
-    def _refusal_delta(self, obj: dict[str, Any], now: float) -> None:
-        self._item_id(obj, obj["type"])
-        self.acc.refusal(obj["delta"])
+    def _part_added(self, obj: dict[str, Any], etype: str, now: float) -> None:
+        out = self.out
+        if out is None:
+            return
+        iid, item = self._item(obj, etype)
+        part = as_dict(obj.get("part"))
+        ptype = as_str(part.get("type")) or ""
+        if ptype == "reasoning_text":
+            self._open_item(iid, item, "reasoning", etype)
+            if not item.started:
+                item.started = True
+                out.block_start(iid, "thinking")
+            return
+        self._open_item(iid, item, "message", etype)
+        ci = as_int(obj.get("content_index")) or 0
+        key = (iid, ci)
+        if key in self._parts:
+            raise SemanticStreamError(f"duplicate response.content_part.added for {iid!r} part {ci}")
+        if ptype == "output_text":
+            out.block_start(key, "text")
+            initial = as_str(part.get("text"))
+        elif ptype == "refusal":
+            self._refusal = True
+            out.block_start(key, "refusal")
+            initial = as_str(part.get("refusal"))
+        else:
+            raise TranslationError(
+                f"message content part type {ptype!r} cannot be translated", "content[].type"
+            )
+        parts = self._parts[key] = []
+        if initial:
+            self._keep(parts, initial)
+            out.delta(key, "text", initial)
 
-    def _reasoning_delta(self, obj: dict[str, Any], now: float) -> None:
-        self._item_id(obj, obj["type"])
-        self.acc.reasoning(obj["delta"])
+    def _part_key(self, obj: dict[str, Any], etype: str) -> tuple[str, int]:
+        iid, item = self._item(obj, etype)
+        self._open_item(iid, item, "message", etype)
+        key = (iid, as_int(obj.get("content_index")) or 0)
+        if key not in self._parts:
+            raise SemanticStreamError(f"{etype} for {iid!r} part {key[1]} without content_part.added")
+        return key
 
-    def _args_delta(self, obj: dict[str, Any], now: float) -> None:
-        iid = self._item_id(obj, obj["type"])
+    def _part_text_done(self, obj: dict[str, Any], etype: str, now: float) -> None:
+        out = self.out
+        if out is None:
+            return
+        key = self._part_key(obj, etype)
+        final = as_str(obj.get("text" if etype == "response.output_text.done" else "refusal"))
+        if final is not None:
+            self._catch_up(out, key, self._parts[key], final, etype)
+
+    def _part_done(self, obj: dict[str, Any], etype: str, now: float) -> None:
+        out = self.out
+        if out is None:
+            return
+        part = as_dict(obj.get("part"))
+        if as_str(part.get("type")) == "reasoning_text":
+            return
+        key = self._part_key(obj, etype)
+        final = as_str(part.get("text")) if part.get("type") == "output_text" else as_str(part.get("refusal"))
+        if final is not None:
+            self._catch_up(out, key, self._parts[key], final, etype)
+        self._close_part(out, key)
+
+    def _close_part(self, out: Sink, key: tuple[str, int]) -> None:
+        del self._parts[key]
+        out.block_stop(key)
+
+    def _catch_up(self, out: Sink, key: BlockKey, acc: list[str], final: str, what: str) -> None:
+        """Forward what a ``.done`` event carries beyond the deltas; reject contradictions."""
+        so_far = "".join(acc)
+        if final == so_far:
+            return
+        if not final.startswith(so_far):
+            raise SemanticStreamError(f"{what} contradicts the streamed deltas")
+        rest = final[len(so_far) :]
+        self._keep(acc, rest)
+        kind: DeltaKind = (
+            "args" if isinstance(key, str) and self.items[key].kind == "function_call" else "text"
+        )
+        out.delta(key, kind, rest)
+
+    # -- deltas ---------------------------------------------------------------------------------
+
+    def _text_delta(self, obj: dict[str, Any], etype: str, now: float) -> None:
+        """``output_text.delta`` / ``refusal.delta`` (off the fast path)."""
+        out = self.out
+        text: Any
+        if out is not None:
+            key = self._part_key(obj, etype)
+            text = obj.get("delta")
+            if type(text) is not str:
+                raise UpstreamProtocolError(f"{etype} without a string delta")
+            if text:
+                self._keep(self._parts[key], text)
+                out.delta(key, "text", text)
+        else:
+            self._item(obj, etype)
+            text = obj["delta"]
+        if etype == "response.refusal.delta":
+            self.acc.refusal(text)
+        else:
+            self.acc.text(text)
+
+    def _reasoning_delta(self, obj: dict[str, Any], etype: str, now: float) -> None:
+        iid, item = self._item(obj, etype)
+        out = self.out
+        text: Any
+        if out is not None:
+            self._open_item(iid, item, "reasoning", etype)
+            if not item.started:
+                item.started = True
+                out.block_start(iid, "thinking")
+            text = obj.get("delta")
+            if type(text) is not str:
+                raise UpstreamProtocolError("reasoning delta without a string delta")
+            if text:
+                self._keep(item.acc, text)
+                out.delta(iid, "thinking", text)
+        else:
+            text = obj["delta"]
+        self.acc.reasoning(text)
+
+    def _args_delta(self, obj: dict[str, Any], etype: str, now: float) -> None:
+        iid, item = self._item(obj, etype)
         tb = self.acc.tools.get(iid)
         if tb is None or not tb.has_args:
-            raise SemanticStreamError(f"openai_responses: {obj['type']} for a {self.items[iid]} item")
+            raise SemanticStreamError(f"openai_responses: {etype} for a {item.type} item")
         if tb.finished:
-            raise SemanticStreamError(
-                f"openai_responses: {obj['type']} after the arguments of {iid!r} were done"
-            )
-        delta = obj["delta"]
+            raise SemanticStreamError(f"openai_responses: {etype} after the arguments of {iid!r} were done")
+        delta = obj.get("delta")
         if type(delta) is not str:
-            raise UpstreamProtocolError(f"openai_responses: {obj['type']} delta is not a string")
+            raise UpstreamProtocolError(f"openai_responses: {etype} delta is not a string")
+        out = self.out
+        if out is not None:
+            if etype == _FC_DELTA:
+                self._open_item(iid, item, "function_call", etype)
+                if delta:
+                    self._keep(item.acc, delta)
+                    out.delta(iid, "args", delta)
+            else:
+                self._other(out, obj, etype)
         self.acc.tool_args(tb, delta, now)
 
-    def _args_done(self, obj: dict[str, Any], now: float) -> None:
-        iid = self._item_id(obj, obj["type"])
+    def _args_done(self, obj: dict[str, Any], etype: str, now: float) -> None:
+        iid, item = self._item(obj, etype)
         tb = self.acc.tools.get(iid)
         if tb is None or not tb.has_args:
-            raise SemanticStreamError(f"openai_responses: {obj['type']} for a {self.items[iid]} item")
+            raise SemanticStreamError(f"openai_responses: {etype} for a {item.type} item")
+        whole = obj.get("input" if etype == "response.custom_tool_call_input.done" else "arguments")
+        out = self.out
+        if out is not None:
+            if etype == _FC_DONE:
+                self._open_item(iid, item, "function_call", etype)
+                if type(whole) is str:
+                    self._catch_up(out, iid, item.acc, whole, etype)
+            else:
+                self._other(out, obj, etype)
         if tb.finished:
             return
-        whole = obj.get("input" if obj["type"] == "response.custom_tool_call_input.done" else "arguments")
         if type(whole) is str:
             self.acc.tool_set(tb, whole, now)
         name = as_str(obj.get("name"))
         if name and tb.name is None:
             tb.name = name
         self.acc.tool_finish(tb)
+
+    def _other(self, out: Sink, obj: dict[str, Any], etype: str) -> None:
+        """An event no handler above reads, for the writer: an opaque item's own event (web search
+        progress, code interpreter code, MCP arguments, ...) or a text part's annotation goes to
+        the sink as it came; anything else carries nothing a client needs."""
+        iid = obj.get("item_id")
+        if type(iid) is not str:
+            return
+        item = self.items.get(iid)
+        if item is None or item.done:
+            return
+        if obj.get("type") != etype:
+            obj = {**obj, "type": etype}  # typed by its event name
+        if item.kind in {"opaque", "web_search"}:
+            out.opaque_event(iid, _R, obj)
+        elif etype == "response.output_text.annotation.added":
+            key = (iid, as_int(obj.get("content_index")) or 0)
+            parts = self._parts.get(key)
+            if parts is not None:
+                note = as_dict(obj.get("annotation"))
+                url = as_str(note.get("url"))
+                if note.get("type") == "url_citation" and url:
+                    start, end = as_int(note.get("start_index")), as_int(note.get("end_index"))
+                    text = "".join(parts)
+                    cited = text[start:end] if start is not None and end is not None else ""
+                    out.citation(key, Citation(url, as_str(note.get("title")), cited, start, end, _R, obj))
+                else:
+                    out.opaque_event(key, _R, obj)
 
     # -- snapshots (terminal events and non-streamed bodies) ------------------------------------
 
@@ -883,8 +876,12 @@ _FAST_DELTAS: dict[str, str] = {
 _HANDLERS = {
     "response.output_item.added": ResponsesObserver._item_added,
     "response.output_item.done": ResponsesObserver._item_done,
+    "response.content_part.added": ResponsesObserver._part_added,
+    "response.content_part.done": ResponsesObserver._part_done,
     "response.output_text.delta": ResponsesObserver._text_delta,
-    "response.refusal.delta": ResponsesObserver._refusal_delta,
+    "response.refusal.delta": ResponsesObserver._text_delta,
+    "response.output_text.done": ResponsesObserver._part_text_done,
+    "response.refusal.done": ResponsesObserver._part_text_done,
     "response.reasoning_summary_text.delta": ResponsesObserver._reasoning_delta,
     "response.reasoning_text.delta": ResponsesObserver._reasoning_delta,
     "response.function_call_arguments.delta": ResponsesObserver._args_delta,

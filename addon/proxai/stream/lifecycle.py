@@ -4,9 +4,9 @@
 failure, as in h11's ``_state.py``). One table, one ``_transition()``; an illegal step raises a
 ``SemanticStreamError`` naming the step and the phase.
 
-Stream identity lives here, outside the phases: the grammars' writer-facing halves set it once
-(Anthropic at ``message_start``, Chat from the first chunk, Responses at ``response.created``)
-and keep their own, more specific error texts; this module is the last line of defence.
+No grammar uses ``Lifecycle`` any more: each maps its own state machine's state to a ``Phase``
+(``proxai.protocols``), so a translated stream's phase is the grammar's state; the phases and
+their order are still the ones this table spells out.
 """
 
 from __future__ import annotations
