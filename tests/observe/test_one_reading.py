@@ -281,3 +281,37 @@ def test_a_chat_finish_reason_that_is_not_a_string_has_one_error_text() -> None:
     for client in (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES):
         end, summary = run_summary(C, client, [body + cb.DONE])
         assert end == "error" and summary.error is not None and summary.error.message == want
+
+
+@pytest.mark.parametrize(
+    ("event", "want"),
+    [
+        ("added twice", "openai_responses: output item 'msg_1' added twice"),
+        (
+            "unknown item",
+            "openai_responses: response.output_text.delta for item 'msg_2' that was never added",
+        ),
+    ],
+)
+def test_a_responses_item_violation_has_one_error_text(event: str, want: str) -> None:
+    """The Responses translation worded a duplicate item and an event for an unknown item in its
+    own words; the observed flow's summary and a translated client now get the grammar's."""
+    from tests.translate_stream.build import R
+
+    R_ = Protocol.OPENAI_RESPONSES
+    r = R()
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+    body = r.created() + r.ev("response.output_item.added", output_index=0, item=item)
+    if event == "added twice":
+        body += r.ev("response.output_item.added", output_index=1, item=item)
+    else:
+        body += r.ev(
+            "response.output_text.delta", item_id="msg_2", output_index=0, content_index=0, delta="x"
+        )
+    body += r.completed([])
+    observed = _observed_summary(R_, body)
+    assert observed.error is not None and observed.error.message == want
+    for client in (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, R_):
+        end, summary = run_summary(R_, client, [body])
+        assert (end, summary.outcome) == ("error", Outcome.ERROR)
+        assert summary.error is not None and summary.error.message == want
