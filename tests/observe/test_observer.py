@@ -725,7 +725,8 @@ def test_observe_body_responses_failed_and_incomplete() -> None:
         "error": {"code": "rate_limit_exceeded", "message": "slow down"},
     }
     s = observe_body(R, orjson.dumps(failed), status_code=200, start=0, headers_at=0, end=0)
-    assert (s.outcome, s.stop_reason, s.stop_class) == (Outcome.COMPLETED, "failed", StopClass.ERROR)
+    # an in-band upstream error, as the streamed response.failed is
+    assert (s.outcome, s.stop_reason, s.stop_class) == (Outcome.ERROR, "failed", StopClass.ERROR)
     assert s.error is not None and s.error.kind is ErrorKind.RATE_LIMITED
     inc = {
         "id": "resp_2",

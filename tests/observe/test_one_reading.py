@@ -6,11 +6,8 @@ protocol's error (docs/design/protocol-grammars.md).
 Over every fixture and hypothesis mutations of them, through the real ``Carrier`` (the observer's
 grammar feeds the writer), for every pair and normalize mode from every upstream protocol.
 
-One documented exception (docs/metadata.md, "Decisions worth knowing"): a Responses
-``response.failed`` is the protocol's terminal event, so the outcome is ``completed``, with stop
-class ``error`` and the response's error recorded; the client gets its protocol's error. The
-check therefore expects success exactly when the outcome is ``completed`` and the stop class is
-not ``error``.
+No exceptions: a Responses ``response.failed`` is an in-band upstream error (outcome ``error``),
+and the client gets its protocol's error.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxai.mitm.carrier import Carrier
-from proxai.model import Outcome, Protocol, StopClass, StreamSummary
+from proxai.model import Outcome, Protocol, StreamSummary
 from proxai.observe import StreamObserver
 from proxai.sse import SseScanner
 from proxai.translate.stream import PAIRS, make_stream_translator
@@ -82,7 +79,7 @@ def run(up: Protocol, client: Protocol, pieces: list[bytes], status: int = 200) 
 def check(up: Protocol, pieces: list[bytes], status: int = 200) -> None:
     for client in CLIENTS[up]:
         end, summary = run_summary(up, client, pieces, status)
-        completed = summary.outcome is Outcome.COMPLETED and summary.stop_class is not StopClass.ERROR
+        completed = summary.outcome is Outcome.COMPLETED
         assert end == ("success" if completed else "error"), (client, summary.outcome, end)
 
 
@@ -315,3 +312,29 @@ def test_a_responses_item_violation_has_one_error_text(event: str, want: str) ->
         end, summary = run_summary(R_, client, [body])
         assert (end, summary.outcome) == ("error", Outcome.ERROR)
         assert summary.error is not None and summary.error.message == want
+
+
+def test_a_responses_failed_is_an_in_band_upstream_error() -> None:
+    """``response.failed`` is the upstream's own error, as Anthropic's ``error`` event and a Chat
+    error chunk are: the outcome is ``error`` (kind from ``response.error.code``), ``stop_reason``
+    stays ``failed``, and every translated client gets its protocol's error. The outcome used to
+    be ``completed`` while the client got an error."""
+    from proxai.model import ErrorKind, StopClass
+
+    R_ = Protocol.OPENAI_RESPONSES
+    raw = (Path(__file__).parent.parent / "fixtures" / "openai_responses" / "failed.sse").read_bytes()
+    observed = _observed_summary(R_, raw)
+    assert (observed.outcome, observed.stop_reason, observed.stop_class) == (
+        Outcome.ERROR,
+        "failed",
+        StopClass.ERROR,
+    )
+    assert observed.error is not None
+    assert (observed.error.kind, observed.error.source, observed.error.message) == (
+        ErrorKind.SERVER,
+        "event",
+        "The model failed to generate a response.",
+    )
+    for client in CLIENTS[R_]:
+        end, summary = run_summary(R_, client, [raw])
+        assert (end, summary.outcome, summary.error) == ("error", Outcome.ERROR, observed.error)

@@ -3,9 +3,10 @@
 The rules (docs/design/protocol-grammars.md, "OpenAI Responses"):
 ``response.created`` -> ``response.output_item.added``
 -> ``response.output_text.delta`` / ``response.function_call_arguments.delta`` -> ``*.done`` ->
-``response.output_item.done`` -> a terminal event: ``response.completed``,
-``response.incomplete`` or ``response.failed`` (each of them means ``completed``; a
-failed response also records its ``response.error``, without deciding the outcome). It
+``response.output_item.done`` -> a terminal event: ``response.completed`` or
+``response.incomplete`` (``completed``), or ``response.failed``: an in-band upstream error, like
+Anthropic's ``error`` event (outcome ``error``, its ``response.error`` the summary's error,
+``stop_reason`` ``failed``). It
 records the latest ``sequence_number`` (gaps are counted, ``next_sequence_number`` is what an
 injected event must use), the created / terminal snapshots, output items and their tool
 calls, and the nested generic error event some providers send (a payload with a top-level
@@ -359,6 +360,8 @@ class ResponsesObserver(ObserverBase):
                 self.conform("openai_responses.completed_output", "response.completed has no response.output")
             self._snapshot(resp, streamed=True, now=now)
             acc.terminal = True
+            if etype == "response.failed":
+                self.upstream_failed()
         else:
             if out is not None and self._rid is None:
                 raise SemanticStreamError(f"{etype} before response.created")
@@ -832,7 +835,9 @@ class ResponsesObserver(ObserverBase):
         if status == "failed":
             err = resp.get("error")
             msg, code = error_fields(err) if err is not None else ("response failed", None)
-            acc.upstream_error(msg, type=code, outcome=False)
+            # an in-band upstream error, as Anthropic's ``error`` event and a Chat error chunk
+            # are: the outcome is ``error`` (docs/design/outcomes.md)
+            acc.upstream_error(msg, type=code)
         u = resp.get("usage")
         if type(u) is dict:
             acc.usage = openai_usage(u, "input", "output")
