@@ -237,11 +237,6 @@ class SseScanner:
         ``events`` as ``feed``'s."""
         if self._general or b"\r" in data:
             return self._general_payloads(data)
-        if data[-2:] == b"\n\n" and not (self._rest or self._held) and len(data) <= self._lean_max:
-            # The common read: whole blocks and nothing carried (the rest below, for it). A
-            # leading blank line, like any other shape, leaves a gap between the matches.
-            pieces: Payloads = _PLAIN_BLOCK.split(data)
-            return self._general_payloads(data) if any(pieces[::3]) else pieces
         if not data:
             return [b""]
         j = data.rfind(b"\n\n")
