@@ -305,13 +305,9 @@ class StreamCarrier:
                 # Translated: the upstream bytes mean nothing to this client; end its stream with a
                 # well-formed error in its own protocol instead of leaving it without a terminal event.
                 out = self._fail_translated_after_bug(now)
-        if len(out) == 1:  # the common case: one piece per read, no list to filter
-            if out[0]:
-                self.client_bytes += len(out[0])
-                return out
-            return []  # never b"" mid-stream
-        out = [b for b in out if b]  # never b"" mid-stream
-        self.client_bytes += sum(len(b) for b in out)
+        if b"" in out:
+            out = [b for b in out if b]  # never b"" mid-stream
+        self.client_bytes += sum(map(len, out))
         return out
 
     def _fail_translated_after_bug(self, now: float) -> list[bytes]:
@@ -466,7 +462,7 @@ class StreamCarrier:
     def _pass_through(self, chunk: bytes) -> list[bytes]:
         """The client's bytes for one upstream chunk: all of it, or (aligned) everything up to the
         last complete SSE block, the unfinished block held until a later chunk completes it.
-        (``__call__`` takes the common read, uncompressed whole events with nothing held.)"""
+        (``feed`` takes the common read, uncompressed whole events with nothing held.)"""
         if not self._aligning():
             out = self._release_held()
             out.append(chunk)
@@ -479,8 +475,6 @@ class StreamCarrier:
             out = self._release_held()
             out.append(chunk)
             return out
-        if pending == 0 and not self._held:  # the common case: whole events, nothing held
-            return [chunk]
         if pending == total:
             self._held.append(chunk)
             self._held_len = total
