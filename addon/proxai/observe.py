@@ -5,8 +5,9 @@ bytes, the recent 16 KiB tail, counts and timing; it scans each chunk exactly on
 ``SseScanner`` and hands the events to the protocol state (``proxai.protocols.*``), which owns
 terminal event, tool-call completion and the outcome. ``StreamObserver`` is that carrier state; the
 mitmproxy shell feeds it DECODED body bytes with a ``now`` from its own clock (nothing here reads a
-clock) through ``observe_payloads``, which returns the chunk's events with the protocol state's
-parse of each JSON object in them, for a stream translator (``observe``: the number of events;
+clock) through ``observe_payloads``, which returns the chunk's events (``sse.Payloads``, one
+``(type, data)`` tuple each: the carrier counts them; a stream translator attached to the flow's
+grammar has already been fed from the same reading) (``observe``: the number of events;
 ``feed``: event objects, for tests). ``observe_body`` runs a whole body (non-streamed JSON, or a
 buffered SSE body) through the same observers.
 
@@ -37,7 +38,7 @@ from .protocols.chat import ChatObserver
 from .protocols.common import Accum, ObserverBase
 from .protocols.machine import Finding
 from .protocols.responses import ResponsesObserver
-from .sse import Payloads, SseEvent, SseScanner, payloads_of, set_payload
+from .sse import Payloads, SseEvent, SseScanner, payloads_of
 
 __all__ = ["Limits", "OpenToolCall", "StreamObserver", "make_protocol_observer", "observe_body"]
 
@@ -208,9 +209,8 @@ class StreamObserver:
 
     def feed(self, chunk: bytes, now: float) -> list[SseEvent]:
         """One chunk of DECODED body bytes, scanned once; returns its events as objects (tests;
-        the carrier takes ``observe_payloads``), observed as ``observe_payloads`` observes them,
-        each JSON object's parse left in ``SseEvent.payload`` (a stream translator's ``feed``
-        takes it). Never raises ``ProxaiError``."""
+        the carrier takes ``observe_payloads``), observed as ``observe_payloads`` observes them.
+        Never raises ``ProxaiError``."""
         if not self._account(chunk, now):
             return []
         try:
@@ -219,27 +219,21 @@ class StreamObserver:
             events = exc.events
             self._limit(exc)
         if events:
-            payloads = payloads_of(events)
-            self._observe(len(events), now, payloads=payloads)
-            for ev, value in zip(events, payloads[2::3], strict=True):
-                if type(value) is dict:
-                    set_payload(ev, value)
+            self._observe(now, payloads_of(events))
         elif self._scanner.dataless:
-            self._observe_marked([b""], now)
+            self._observe_marked([], now)
         return events
 
     def observe(self, chunk: bytes, now: float) -> int:
         """``feed`` for a flow that needs no event objects (observe-only, guarded or not): the
         same observation through the scanner's payload path; returns the number of events."""
-        return len(self.observe_payloads(chunk, now)) // 3
+        return len(self.observe_payloads(chunk, now))
 
     def observe_payloads(self, chunk: bytes, now: float) -> Payloads:
-        """``observe`` returning the events (the carrier's call on every flow; a translated flow
-        feeds the list to its translator): the same accounting, scanning, limits and
-        observation, and the chunk's events as ``Payloads`` (``len // 3`` of them; none when
-        there was nothing to scan) in which the observer left its parse of every JSON-object
-        payload it interpreted (``ObserverBase.observe``): a stream translator fed the list does
-        not parse those again. The list is the caller's; nothing here reads it afterwards."""
+        """``observe`` returning the events (the carrier's call on every flow): the same
+        accounting, scanning, limits and observation, and the chunk's events as ``Payloads``
+        (none when there was nothing to scan). The list is the caller's; nothing here reads it
+        afterwards."""
         if not self._account(chunk, now):
             return []
         try:
@@ -247,12 +241,11 @@ class StreamObserver:
         except SseLimitError as exc:
             payloads = payloads_of(exc.events)
             self._limit(exc)
-        n = len(payloads) // 3
-        if not n:
+        if not payloads:
             if self._scanner.dataless:
                 self._observe_marked(payloads, now)
             return payloads
-        self._observe(n, now, payloads=payloads)
+        self._observe(now, payloads)
         return payloads
 
     def end_payloads(self, now: float) -> Payloads:
@@ -269,8 +262,8 @@ class StreamObserver:
         except SseLimitError as exc:
             payloads = payloads_of(exc.events)
             self._limit(exc)
-        if len(payloads) >= 4:
-            self._observe(len(payloads) // 3, now, payloads=payloads)
+        if payloads:
+            self._observe(now, payloads)
             return payloads
         if self._scanner.dataless:
             self._observe_marked(payloads, now)
@@ -279,23 +272,18 @@ class StreamObserver:
     def _observe_marked(self, payloads: Payloads, now: float) -> None:
         """The grammar reads the batch with the data-less blocks the scanner marked in it
         (``SseScanner.dataless``) at their places among its events, so that what it finds does not
-        depend on how the stream was cut into reads. The parses the grammar leaves in the list stay
-        there (a stream translator reads the same list)."""
+        depend on how the stream was cut into reads."""
         proto = self._proto
         marks = self._scanner.dataless
         start = 0
         for i, named in marks:
             if i > start:
-                piece = payloads[3 * start : 3 * i + 1]
-                proto.observe(piece, now)
-                payloads[3 * start : 3 * i + 1] = piece
+                proto.observe(payloads[start:i], now)
                 start = i
             proto.dataless(proto.events, named)
         marks.clear()
-        if 3 * start + 1 < len(payloads):
-            piece = payloads[3 * start :]
-            proto.observe(piece, now)
-            payloads[3 * start :] = piece
+        if start < len(payloads):
+            proto.observe(payloads[start:], now)
 
     def finish(self, now: float) -> StreamSummary:
         """Upstream EOF. Idempotent: a second call returns the first summary."""
@@ -390,8 +378,8 @@ class StreamObserver:
         self._tail = [data] if data else []
         self._tail_from = self._bytes - len(data)
 
-    def _observe(self, n: int, now: float, *, payloads: Payloads) -> None:
-        self._events += n
+    def _observe(self, now: float, payloads: Payloads) -> None:
+        self._events += len(payloads)
         if self._first_event_at is None:
             self._first_event_at = now
         proto = self._proto

@@ -24,20 +24,20 @@ Spec notes (https://html.spec.whatwg.org/multipage/server-sent-events.html#parsi
 - an unfinished block at EOF is not dispatched.
 
 Two ways to read the same events: ``feed`` returns ``SseEvent`` objects (tests, the translation
-of a buffered body); ``feed_payloads`` returns ``(type, data)`` pairs without building event
-objects, for the carrier's flows, observed, guarded or translated (docs/performance.md). Its
-fast path takes runs of the two block shapes LLM APIs send, ``data: V`` and ``event: T`` +
-``data: V`` (LF only), split in C by one regular expression; every other block, a CR, a BOM, a
-block near a limit, goes through the same general rules as ``feed``. Both give the same events,
-errors and limits for any chunking (tests/hardening/test_sse_fuzz.py).
+of a buffered body); ``feed_payloads`` returns ``Payloads``, one ``(type, data)`` tuple per event
+and no event objects, for the carrier's flows, observed, guarded or translated
+(docs/performance.md). Its fast path takes runs of the two block shapes LLM APIs send,
+``data: V`` and ``event: T`` + ``data: V`` (LF only), split in C by one regular expression, and
+pairs the split's types and data in C; every other block, a CR, a BOM, a block near a limit,
+goes through the same general rules as ``feed``. Both give the same events, errors and limits
+for any chunking (tests/hardening/test_sse_fuzz.py).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from .errors import SseLimitError
 
@@ -63,30 +63,21 @@ MAX_DATALESS = 64
 
 @dataclass(slots=True, frozen=True)
 class SseEvent:
-    """One dispatched event. ``raw`` is the block's bytes as they arrived (BOM excluded).
-
-    ``payload`` is not part of the event's value (no constructor argument, not compared, not in
-    the repr): the stream observer puts its parse of ``data`` there when it is a JSON object, so
-    that a stream translator fed the same event does not parse it a second time
-    (docs/performance.md). Nobody may mutate it; ``None``: not parsed (parse ``data``).
-    """
+    """One dispatched event. ``raw`` is the block's bytes as they arrived (BOM excluded)."""
 
     event: str
     data: str
     id: str
     raw: bytes = b""
-    payload: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
 
-_EVENT_FIELDS = ("event", "data", "id", "raw", "payload")
+_EVENT_FIELDS = ("event", "data", "id", "raw")
 assert tuple(SseEvent.__slots__) == _EVENT_FIELDS, "update _new_event with SseEvent's fields"
 _object_new = object.__new__
 _set_event = SseEvent.__dict__["event"].__set__
 _set_data = SseEvent.__dict__["data"].__set__
 _set_id = SseEvent.__dict__["id"].__set__
 _set_raw = SseEvent.__dict__["raw"].__set__
-_set_payload = SseEvent.__dict__["payload"].__set__
-set_payload = _set_payload  # ``set_payload(event, obj)``: the observer's parse of ``event.data``
 
 
 def _new_event(event: str, data: str, id: str, raw: bytes) -> SseEvent:
@@ -98,21 +89,17 @@ def _new_event(event: str, data: str, id: str, raw: bytes) -> SseEvent:
     _set_data(ev, data)
     _set_id(ev, id)
     _set_raw(ev, raw)
-    _set_payload(ev, None)
     return ev
 
 
-# What ``SseScanner.feed_payloads`` returns: the events as one flat list in the layout of
-# ``_PLAIN_BLOCK.split``, ``[_, type, data, _, type, data, ..., _]`` (event ``k`` at ``3k+1`` and
-# ``3k+2``; the hot path indexes it, building no tuple per event). ``type``: the event type line's
-# raw bytes, ``None`` without one, or the type as text (read it with ``event_name``); ``data``: the
-# payload's bytes (the same text the general rules would decode, valid UTF-8 or not) or its text.
-# Once a stream observer has interpreted the list (``ObserverBase.observe``), the ``data`` of an
-# event whose payload is a JSON object is that object's parse (a ``dict``; the scanner never puts
-# one there): a stream translator fed the same list does not parse it again.
-type Payloads = list[bytes | str | dict[str, Any] | None]
-type RawName = bytes | str | None  # an event type in ``Payloads``
-type Payload = tuple[str, bytes | str]
+# What ``SseScanner.feed_payloads`` returns: one ``(type, data)`` tuple per event, in stream order.
+# ``type``: the event type line's raw bytes, ``None`` without one, or the type as text (read it
+# with ``event_name``); ``data``: the payload's bytes (the same text the general rules would
+# decode, valid UTF-8 or not) or its text. The fast path pairs the split's types and data in one
+# comprehension (cheaper than ``zip`` over two slices of it).
+type RawName = bytes | str | None
+type Payload = tuple[RawName, bytes | str]
+type Payloads = list[Payload]
 
 # Raw event type -> the type ``feed`` gives (``message`` when absent or empty); at most
 # ``_MAX_NAMES`` distinct types are remembered (untrusted input).
@@ -132,20 +119,15 @@ def event_name(raw: RawName) -> str:
     return name
 
 
-def iter_payloads(payloads: Payloads) -> Iterator[Payload]:
-    """``(type, data)`` per event of a scanner's ``Payloads`` list (not yet observed)."""
-    for i in range(1, len(payloads), 3):
-        raw, data = payloads[i], payloads[i + 1]
-        assert not isinstance(raw, dict) and isinstance(data, (bytes, str))
+def iter_payloads(payloads: Payloads) -> Iterator[tuple[str, bytes | str]]:
+    """``(type, data)`` per event of ``payloads``, the type as ``feed`` gives it."""
+    for raw, data in payloads:
         yield event_name(raw), data
 
 
 def payloads_of(events: list[SseEvent]) -> Payloads:
     """``Payloads`` of event objects."""
-    out: Payloads = [b""]
-    for e in events:
-        out += (e.event, e.data, b"")
-    return out
+    return [(e.event, e.data) for e in events]
 
 
 class SseScanner:
@@ -238,7 +220,7 @@ class SseScanner:
         if self._general or b"\r" in data:
             return self._general_payloads(data)
         if not data:
-            return [b""]
+            return []
         j = data.rfind(b"\n\n")
         if self._held:
             if j < 0 and (data[0] != _LF or self._held[-1][-1] != _LF):
@@ -270,7 +252,7 @@ class SseScanner:
             return self._general_payloads(buf)
         if end != n:
             self._rest = buf[end:]
-        return pieces
+        return [(pieces[i], pieces[i + 1]) for i in range(1, len(pieces), 3)]
 
     def close_payloads(self) -> Payloads:
         """``close`` for ``feed_payloads``."""
@@ -339,7 +321,7 @@ class SseScanner:
             self._rest = b""
         held.append(data)
         self._held_len += len(data)
-        return self._general_payloads(b"") if self._held_len > self._lean_max else [b""]
+        return self._general_payloads(b"") if self._held_len > self._lean_max else []
 
     def _general_payloads(self, data: bytes) -> Payloads:
         """The general rules for ``data`` (after any carried block), then back to the fast path

@@ -264,9 +264,9 @@ def test_payloads_fast_path_gives_bytes_and_hands_back_after_the_general_rules()
     for good because of one odd block."""
     sc = SseScanner()
     # The first bytes go through the general rules (a BOM may start the stream): text data.
-    assert sc.feed_payloads(b"data: 0\n\n") == [b"", "message", "0", b""]
+    assert sc.feed_payloads(b"data: 0\n\n") == [("message", "0")]
     assert sc.feed_payloads(b'event: a\ndata: {"x":1}\n\ndata: 2\n\nevent: b\nda') == [
-        b"", b"a", b'{"x":1}', b"", None, b"2", b"",
+        (b"a", b'{"x":1}'), (None, b"2"),
     ]  # fmt: skip
     assert sc.pending_bytes == len(b"event: b\nda")
     assert list(iter_payloads(sc.feed_payloads(b"ta: 3\n\n: ping\n\ndata: 4\r\n\r\nevent: c\ndata: 5"))) == [
@@ -275,7 +275,7 @@ def test_payloads_fast_path_gives_bytes_and_hands_back_after_the_general_rules()
     ]
     assert sc.pending_bytes == len(b"event: c\ndata: 5")
     # The fast path again:
-    assert sc.feed_payloads(b"\n\ndata: 6\n\n") == [b"", b"c", b"5", b"", None, b"6", b""]
+    assert sc.feed_payloads(b"\n\ndata: 6\n\n") == [(b"c", b"5"), (None, b"6")]
     assert list(iter_payloads(sc.close_payloads())) == []
 
 

@@ -1,18 +1,19 @@
 """The carrier's path parses each event once (docs/performance.md).
 
-A translated flow goes through the payload path: ``StreamObserver.observe_payloads`` scans and
-observes each read and leaves its parse of every JSON-object payload in the returned ``Payloads``,
-and ``translator.feed_payloads`` takes those parses instead of parsing the data again. The
-event-object path (``StreamObserver.feed`` leaves the parse in ``SseEvent.payload``,
-``translator.feed`` takes it) does the same for event objects.
+A translated flow goes through the payload path: the carrier attaches the translator to the flow's
+``StreamObserver``, whose grammar then feeds the translator's writer from its one parse of each
+payload; ``StreamObserver.observe_payloads`` returns the read's events (``sse.Payloads``) and
+``translator.feed_payloads`` only collects the writer's bytes. The observer's payload parser runs
+exactly as often on a translated flow as on a pass-through one.
 
 Differential: the real ``Carrier`` (a real observer and translator) gives every pair and normalize
 mode's client exactly the bytes, read by read, and the same error as bare scanner events fed to
-``translator.feed`` (nothing parsed beforehand), on every fixture (the observer's and the fake
+``translator.feed`` (a translator reading alone), on every fixture (the observer's and the fake
 upstream's scenarios) whole, byte by byte, at random splits, and on hypothesis-mutated fixtures;
-its observer's summary is the pass-through observer's. What the observer leaves in the list is
-exactly the scanner's events with the JSON objects parsed, and nothing reads the list afterwards
-(a pass-through summary does not change when the caller overwrites it).
+its observer's summary is the pass-through observer's. What the observer returns is exactly the
+scanner's events, and nothing reads the list afterwards (a pass-through summary does not change
+when the caller overwrites it). The event-object path (``StreamObserver.feed``, then
+``translator.feed``) gives the scanner's events and the same client bytes too.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,6 +31,7 @@ from proxai.errors import ProxaiError
 from proxai.mitm.carrier import Carrier
 from proxai.model import Protocol
 from proxai.observe import StreamObserver
+from proxai.protocols import common
 from proxai.sse import Payloads, SseEvent, SseScanner
 from proxai.translate.stream import PAIRS, make_stream_translator
 from proxai.translate.stream.driver import error_kind_of
@@ -82,7 +83,6 @@ def _scanned(up: Protocol, client: Protocol, pieces: list[bytes]) -> tuple[list[
     error: str | None = None
     for p in pieces:
         events = sc.feed(p)
-        assert all(ev.payload is None for ev in events)
         if error is not None:
             reads.append(b"")
             continue
@@ -162,7 +162,7 @@ def test_carrier_path_equals_scanner_events_on_mutated_streams(
     _check(protocol, data.draw(cut(raw)))
 
 
-# -- what the observer leaves in the list ----------------------------------------------------------
+# -- what the observer returns, and how often it parses -------------------------------------------
 
 
 def _observed_lists(
@@ -176,33 +176,58 @@ def _observed_lists(
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_observer_leaves_its_parse_of_json_objects(path: Path) -> None:
-    """The list is the scanner's, each JSON object's data replaced by its parse; a payload that
-    is not a JSON object stays data, and so does one after the terminal event or an error."""
+def test_observer_returns_the_scanners_events(path: Path) -> None:
+    """Each read's events are the scanner's, ``(type, data)`` for each, the data as scanned."""
     raw = path.read_bytes()
     up = Protocol(path.parent.name)
     for pieces in ([raw], [raw[i : i + 5] for i in range(0, len(raw), 5)]):
-        observed, scanned, obs = _observed_lists(up, pieces)
-        parsed = unparsed_objects = 0
-        for got, want in zip(observed, scanned, strict=True):
-            assert len(got) == len(want) or (len(got), len(want)) == (0, 1)
-            for i in range(1, len(got), 3):
-                assert got[i] == want[i]
-                data = want[i + 1]
+        observed, scanned, _ = _observed_lists(up, pieces)
+        assert observed == scanned
+        assert sum(map(len, observed)) > 0
+        for batch in observed:
+            for name, data in batch:
+                assert name is None or isinstance(name, (bytes, str))
                 assert isinstance(data, (bytes, str))
-                try:
-                    obj = orjson.loads(data)
-                except orjson.JSONDecodeError:
-                    obj = None
-                if type(got[i + 1]) is dict:
-                    assert got[i + 1] == obj
-                    parsed += 1
-                else:
-                    assert got[i + 1] is data or got[i + 1] == data
-                    unparsed_objects += type(obj) is dict
-        assert parsed > 0  # the parse is left (every fixture opens with a JSON object)
-        if unparsed_objects:  # only what the observer did not reach stays unparsed
-            assert obs.terminal or obs.failed is not None or obs.state.errored
+
+
+def _counting_loads(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every payload the grammars parse (``ObserverBase.observe``'s parser), in order."""
+    seen: list[object] = []
+    real = common._loads
+
+    def loads(data: bytes | str) -> Any:
+        seen.append(data)  # held: no two payloads share an id
+        return real(data)
+
+    monkeypatch.setattr(common, "_loads", loads)
+    return seen
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_translated_flow_parses_each_payload_once(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the real carrier, every pair and normalize mode: the grammar's parser runs on the
+    stream's payloads in order, once each (the attached translator parses none again), and a
+    translated flow parses the same payloads as the pass-through flow unless the translation
+    stopped the reading earlier (normalize mode may read on where the pass-through stops)."""
+    raw = path.read_bytes()
+    up = Protocol(path.parent.name)
+    status = status_of(path)
+    seen = _counting_loads(monkeypatch)
+    for pieces in ([raw], random_pieces(raw, random.Random(11))):
+        sc = SseScanner()
+        payloads = [d for p in pieces for _, d in sc.feed_payloads(p)] + [d for _, d in sc.close_payloads()]
+        seen.clear()
+        _passthrough(up, pieces, status)
+        alone = seen[:]
+        assert alone == payloads[: len(alone)]
+        assert len({id(d) for d in alone}) == len(alone) > 0
+        for client in CLIENTS[up]:
+            seen.clear()
+            _, error, _ = _carrier(up, client, pieces, status)
+            assert seen == payloads[: len(seen)], f"{up} -> {client}"
+            assert len({id(d) for d in seen}) == len(seen), f"{up} -> {client}: a payload parsed twice"
+            if client is not up:
+                assert seen == (alone if error is None else alone[: len(seen)]), f"{up} -> {client}"
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -214,13 +239,13 @@ def test_nothing_reads_the_list_after_observing(path: Path) -> None:
     for pieces in ([raw], [raw[i : i + 1] for i in range(len(raw))], random_pieces(raw, random.Random(3))):
         obs = StreamObserver(up, start=0.0, capture=True)
         obs.headers(status, 0.0)
-        dicts = 0
+        events = 0
         for i, p in enumerate(pieces):
             payloads = obs.observe_payloads(p, float(i + 1))
-            dicts += sum(type(v) is dict for v in payloads)
-            payloads[:] = [b'{"type":"junk","choices":[]}', b"error", b"data: {\n"] * len(payloads)
-            payloads.append({"junk": True})
-        assert dicts > 0
+            events += len(payloads)
+            payloads[:] = [(b"error", b'{"type":"junk","choices":[]}'), (None, b"data: {\n")] * len(payloads)
+            payloads.append(("message", b"{}"))
+        assert events > 0
         got = normalize(obs.finish(float(len(pieces) + 1)), obs.failed)
         assert got == _passthrough(up, pieces, status)
 
@@ -248,26 +273,22 @@ def _check_events(protocol: Protocol, pieces: list[bytes]) -> None:
     observed = [obs.feed(p, float(i)) for i, p in enumerate(pieces)]
     sc = SseScanner()
     scanned = [sc.feed(p) for p in pieces]
-    assert observed == scanned  # the payload is not part of an event's value
-    assert all(ev.payload is None for batch in scanned for ev in batch)
+    assert observed == scanned
     for client in CLIENTS[protocol]:
         assert _translate_events(protocol, client, observed) == _translate_events(protocol, client, scanned)
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_translators_reuse_the_observers_parse_in_events(path: Path) -> None:
+def test_translators_of_the_observers_events_give_the_scanners_bytes(path: Path) -> None:
     raw = path.read_bytes()
     protocol = Protocol(path.parent.name)
-    obs = StreamObserver(protocol, start=0.0)
-    obs.headers(200, 0.0)
-    assert obs.feed(raw, 0.0)[0].payload is not None  # the reuse happens
     _check_events(protocol, [raw])
     _check_events(protocol, [raw[i : i + 7] for i in range(0, len(raw), 7)])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=mutated(), data=st.data())
-def test_translators_reuse_the_observers_parse_in_events_on_mutated_streams(
+def test_translators_of_the_observers_events_give_the_scanners_bytes_on_mutated_streams(
     case: tuple[Protocol, bytes], data: st.DataObject
 ) -> None:
     protocol, raw = case

@@ -286,7 +286,7 @@ class FaultStage:
             offset += len(line)
             self._partial.append(line)
             before = self._progress()
-            if len(self.probe.observe_payloads(line, now)) < 3:
+            if not self.probe.observe_payloads(line, now):
                 continue  # the event is not complete yet
             event = b"".join(self._partial)
             self._partial = []

@@ -7,8 +7,8 @@ sizes, complete tool calls, usage, stop reason, error, notes and findings), and
 ``ObserverBase``, the loop every protocol grammar runs its events through
 (docs/design/protocol-grammars.md, docs/design/outcomes.md):
 
-- each event's JSON is parsed once with orjson (no pydantic per event); the parse of a JSON
-  object is left in the batch (``Payloads``) for a stream translator;
+- each event's JSON is parsed once with orjson (no pydantic per event), and a stream
+  translator attached to the grammar is fed from that one parse (its writer is ``out``);
 - a protocol violation (``UpstreamProtocolError``) or a payload of the wrong shape puts the
   state machine in its errored state for good; later events are
   counted by the carrier but no longer interpreted;
@@ -551,51 +551,42 @@ class ObserverBase:
         it takes an event only in a state that an earlier JSON object, through the general path,
         led to, so ``Accum.received`` is set there), everything else goes through ``_general``.
         Every observed event goes through this loop (``StreamObserver.feed`` hands it its event
-        objects as ``Payloads``).
-
-        The parse of a payload that is a JSON object is left in the list in place of its data
-        (``payloads[i + 1] = obj``, a ``dict``), so that a stream translator fed the same list
-        does not parse it again; every other payload (not JSON, not an object) stays as it was,
-        and so do the payloads this call did not reach (after the terminal event, or once the
-        state errored). Nothing here reads the list after this call."""
-        end = len(payloads)
+        objects as ``Payloads``). The batch is only read: a writer attached to the grammar
+        (``out``) gets the parse from the handlers, so nobody needs it afterwards."""
+        n = len(payloads)
         base = self.events
-        self.events = base + end // 3
+        self.events = base + n
         if self.errored or self.acc.terminal:
             return  # errored for good, or the terminal event came: nothing more to interpret
-        if self.pending_bad is not None and end > 1:
+        if self.pending_bad is not None and n:
             self._bad_not_last()  # an earlier read's bad payload, and an event follows it
             return
         fast = self._fast
         loads = _loads
-        for i in range(1, end, 3):
-            raw_name: Any = payloads[i]
-            data: Any = payloads[i + 1]
+        k = -1  # the event's index in the batch
+        for raw_name, data in payloads:
+            k += 1
             try:
                 obj = loads(data)
             except _JSONDecodeError:
-                if type(data) is dict:
-                    obj = data  # parsed already (a translator given an observer's parse)
-                else:
-                    # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
-                    obj = _NOT_JSON if type(data) is str or data.isascii() else _loads_text(data)
+                # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
+                obj = _NOT_JSON if isinstance(data, str) or data.isascii() else _loads_text(data)
             if type(obj) is dict:
-                payloads[i + 1] = obj
                 try:
                     if fast(raw_name, obj, now):
                         continue
                 except SHAPE_ERRORS as exc:
-                    self.acc.event_index = base + i // 3
+                    self.acc.event_index = base + k
                     self._malformed(event_name(raw_name), exc)
                     return
                 except ProxaiError as exc:  # only while translating: the writer, or its limits
-                    self.acc.event_index = base + i // 3
+                    self.acc.event_index = base + k
                     self._stop(exc)
                     return
-            self.acc.event_index = base + i // 3
+            self.acc.event_index = base + k
             if self._general(event_name(raw_name), data, obj, now):
                 return
-            if self.pending_bad is not None and i + 3 < end:
+            if self.pending_bad is not None and k + 1 < n:
                 self._bad_not_last()  # a bad payload, and another event follows it
                 return
 

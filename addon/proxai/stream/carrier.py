@@ -12,8 +12,8 @@ grammar owns the semantics. Per upstream chunk:
     decode (gzip/deflate/br/zstd, bounded)  ->  observer.observe_payloads(decoded, now)
                                                 (scanned ONCE, each JSON payload parsed ONCE)
       -> client bytes: the ORIGINAL chunk (observe-only, the default)
-                       or translator.feed_payloads(payloads) (translation: it takes the
-                       observer's parses)
+                       or translator.feed_payloads(payloads) (translation: the
+                       observer's grammar has fed the attached translator's writer)
                        (guarded pass-through: the original bytes up to the last complete event)
       -> on_chunk hooks (the guard): may inject bytes and close (``GuardAction(close=True)``)
 
@@ -282,7 +282,7 @@ class StreamCarrier:
                 # needs.
                 size = len(chunk)
                 self.upstream_bytes += size
-                n = len(self._observe(chunk, now)) // 3
+                n = len(self._observe(chunk, now))
                 more = self._run_chunk_hooks(n, now) if self.on_chunk else None
                 if not more:
                     self.client_bytes += size
@@ -398,11 +398,11 @@ class StreamCarrier:
         if self.translator is None:
             # Pass-through: the uncompressed read needs no decoder call (``_observe`` checks
             # ``observe_error`` as ``_decode`` does).
-            n = len(self._observe(chunk if self.decoder is None else self._decode(chunk), now)) // 3
+            n = len(self._observe(chunk if self.decoder is None else self._decode(chunk), now))
             out = self._pass_through(chunk)
         else:
             payloads = self._observe(self._decode(chunk), now)
-            n = len(payloads) // 3
+            n = len(payloads)
             out = self._translate(payloads, now)
         if self.on_chunk and self.state is CarrierState.STREAMING:
             more = self._run_chunk_hooks(n, now)
@@ -429,8 +429,8 @@ class StreamCarrier:
         payloads = self._observe(rest, now)
         last = self._observe(None, now)
         if last:
-            payloads = [*payloads[:-1], *last] if payloads else last
-        n = len(payloads) // 3
+            payloads = payloads + last
+        n = len(payloads)
         if self.translator is not None:
             out.extend(self._translate(payloads, now))
         if self.state is CarrierState.ENDING and self.at_end_hooks:
@@ -520,8 +520,7 @@ class StreamCarrier:
 
     def _observe(self, decoded: bytes | None, now: float) -> Payloads:
         """Observe decoded bytes (``None``: the end of the stream, ``end_payloads``); their
-        events as ``Payloads``, with the observer's parse of each JSON object (a translator
-        parses none again). Every read of every flow comes here."""
+        events as ``Payloads``. Every read of every flow comes here."""
         if self.observe_error is not None or decoded == b"":  # not ``observing``: no property call
             return []
         try:
@@ -543,7 +542,7 @@ class StreamCarrier:
         if problem is not None:
             return [self._translation_failed(problem, now)]
         try:
-            return [self.translator.feed_payloads(payloads)] if len(payloads) > 1 else []
+            return [self.translator.feed_payloads(payloads)] if payloads else []
         except ProxaiError as exc:
             return [self._translation_failed(exc, now)]
 

@@ -1,8 +1,8 @@
 """Streaming translation between Anthropic Messages, OpenAI Chat Completions and OpenAI
 Responses, and same-protocol normalization (docs/design/translation.md).
 
-Pure and sans-IO: SSE events in (``Payloads`` as the stream observer leaves them, or event
-objects), client bytes out. ``make_stream_translator`` picks the reading of the upstream
+Pure and sans-IO: SSE events in (``Payloads`` as the scanner and the stream observer return
+them, or event objects), client bytes out. ``make_stream_translator`` picks the reading of the upstream
 protocol (its grammar in ``proxai.protocols``) and the writer
 (``to_*/``) for the client protocol; ``driver.StreamTranslatorImpl`` implements the
 ``StreamTranslator`` contract below; docs/streaming-translation.md describes the design.
@@ -46,7 +46,7 @@ class StreamTranslator(TypingProtocol):
 
     def feed_payloads(self, payloads: Payloads) -> bytes:
         """``feed`` for the carrier's path: the events as ``StreamObserver.observe_payloads``
-        returns them (each JSON-object payload already parsed)."""
+        returns them (read only when the translator is not attached to that observer)."""
 
     def finish(self) -> bytes:
         """Upstream EOF: the terminal flush, or a client-protocol error if truncated."""

@@ -6,14 +6,13 @@ writer as its ``out`` (``GrammarReader``). A ``GrammarReader`` reads the events 
 the flow's ``StreamObserver`` attached its own grammar (``bind``): then the observer's one reading
 of each event has already fed the writer, and ``feed_payloads`` only collects the bytes.
 
-- ``feed_payloads(payloads)`` returns the client bytes for a batch of upstream events in the
-  scanner's ``Payloads`` layout, as the stream observer leaves it (the parse of each JSON-object
-  payload in place of its data: the carrier's path parses each event once). On a typed error
+- ``feed_payloads(payloads)`` returns the client bytes for a batch of upstream events
+  (``sse.Payloads``, as the scanner and the stream observer return them; read only when no
+  observer's grammar is attached, so the carrier's path parses each event once). On a typed error
   (``SemanticStreamError``, ``TranslationError``, ``UpstreamProtocolError``) it keeps the bytes
   already produced for that batch and re-raises; the carrier then calls ``fail()`` (or
   ``finish()``), which emits those bytes followed by a well-formed client-protocol error.
-- ``feed(events)``: the same for event objects (tests, a buffered body): each event's
-  ``SseEvent.payload`` if the observer left one, else its data, through ``feed_payloads``.
+- ``feed(events)``: the same for event objects (tests, a buffered body).
 - ``finish()`` at upstream EOF: nothing more when the source stopped; otherwise (truncated
   upstream) a client-protocol error - a truncated stream is never reported as success.
 - ``fail(kind, message)``: a client-protocol error and the end of the stream (the guard's stall
@@ -27,7 +26,7 @@ from typing import Protocol as TypingProtocol
 
 from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
 from proxai.model import ErrorKind, Protocol
-from proxai.sse import Payloads, SseEvent
+from proxai.sse import Payloads, SseEvent, payloads_of
 from proxai.stream.lifecycle import Phase
 from proxai.stream.sink import Sink
 
@@ -85,9 +84,7 @@ class GrammarReader:
     def read(self, payloads: Payloads) -> None:
         g = self.grammar
         if not self._attached:
-            # A copy: the grammar leaves its parses in the list it reads, and this one is the
-            # caller's. (The core reads no clock; a translation needs no time.)
-            g.observe(payloads[:], 0.0)
+            g.observe(payloads, 0.0)  # the core reads no clock; a translation needs no time
         exc = g.translate_error
         if exc is not None:
             g.translate_error = None
@@ -172,8 +169,7 @@ class StreamTranslatorImpl:
         return self.reader.bind(grammar)
 
     def feed_payloads(self, payloads: Payloads) -> bytes:
-        """Upstream events (``Payloads``: ``[_, type, value, _, type, value, ..., _]``, a value
-        being the observer's parse of a JSON object or the data) -> client bytes."""
+        """Upstream events (``Payloads``: one ``(type, data)`` tuple each) -> client bytes."""
         if self._closed:
             return b""
         reader = self.reader
@@ -189,12 +185,8 @@ class StreamTranslatorImpl:
         return self.writer.take()
 
     def feed(self, events: list[SseEvent]) -> bytes:
-        """``feed_payloads`` for event objects: each event's parse if the observer left one
-        (``SseEvent.payload``), else its data."""
-        payloads: Payloads = [b""]
-        for ev in events:
-            payloads += (ev.event, ev.data if ev.payload is None else ev.payload, b"")
-        return self.feed_payloads(payloads)
+        """``feed_payloads`` for event objects."""
+        return self.feed_payloads(payloads_of(events))
 
     def finish(self) -> bytes:
         if self._closed:
