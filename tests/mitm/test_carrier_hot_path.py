@@ -102,3 +102,30 @@ def test_the_hot_read_matches_when_the_guard_trips(protocol: str) -> None:
     # The case is real: the guard's error reaches the client on the hot path.
     trace = _run(Carrier, Protocol(protocol), _event_groups(data, random.Random(1)), guarded=True)
     assert trace[-1]["outcome"] == "unfinished_tool"
+
+
+def test_the_hot_read_matches_when_the_observer_breaks() -> None:
+    """An observer bug on a hot read: the bytes still pass, observing stops, the hooks still run
+    (with no events), the same bug is counted, exactly as on the general path."""
+
+    class Breaking(StreamObserver):
+        def observe_payloads(self, data: bytes, now: float) -> Any:
+            if b"BOOM" in data:
+                raise RuntimeError("observer bug")
+            return super().observe_payloads(data, now)
+
+    def run(cls: type[Carrier]) -> list[Any]:
+        observer = Breaking(Protocol.OPENAI_CHAT, start=0.0)
+        observer.headers(200, 0.0)
+        carrier = cls(observer, protocol=Protocol.OPENAI_CHAT, decoder=None, clock=lambda: 1.0)
+        hooked: list[int] = []
+        carrier.on_chunk.append(lambda _c, n, _now: hooked.append(n))  # type: ignore[arg-type,func-returns-value]
+        pieces = [b'data: {"a":1}\n\n', b"data: BOOM\n\n", b'data: {"b":2}\n\n', b""]
+        out = [carrier(p) for p in pieces]
+        return [out, hooked, carrier.observe_error, carrier.bugs, carrier.client_bytes, carrier.state]
+
+    hot = run(Carrier)
+    assert hot == run(GeneralOnly)
+    assert hot[0] == [[b'data: {"a":1}\n\n'], [b"data: BOOM\n\n"], [b'data: {"b":2}\n\n'], []]
+    assert hot[1] == [1, 0, 0] and hot[2] == "internal error in the observer: RuntimeError"
+    assert hot[3] == {"internal error in the observer (observing stops for this flow)": 1}

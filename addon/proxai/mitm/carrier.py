@@ -43,6 +43,8 @@ def strip_translated_headers(response: http.Response) -> None:
 class Carrier(StreamCarrier):
     """The carrier of one streamed flow, as mitmproxy calls it: ``carrier(chunk)``."""
 
+    __slots__ = ("clock", "flow")
+
     def __init__(
         self,
         observer: StreamObserver,

@@ -196,6 +196,32 @@ class StreamCarrier:
     """One streamed response. ``feed`` it each upstream chunk with the time it was read; ``b""``
     means end of message."""
 
+    __slots__ = (
+        "_align_off",
+        "_held",
+        "_held_len",
+        "_pending",
+        "at_end_hooks",
+        "bugs",
+        "client_bytes",
+        "close_handlers",
+        "closed",
+        "decoder",
+        "held_dropped",
+        "hook_errors",
+        "injector",
+        "observe_error",
+        "observer",
+        "on_chunk",
+        "on_end",
+        "protocol",
+        "state",
+        "summary",
+        "translate_error",
+        "translator",
+        "upstream_bytes",
+    )
+
     def __init__(
         self,
         observer: StreamObserver,
@@ -274,15 +300,20 @@ class StreamCarrier:
                 and self.translator is None
                 and self.decoder is None
                 and not self._held
+                and self.observe_error is None
             ):
                 # The hot read, most reads of every observed flow: uncompressed pass-through, whole
                 # events (the read ends with a blank line, which always ends a block), nothing
-                # held and no error waiting (that is state PENDING), so aligned or not it goes out
-                # whole at once. ``_chunk`` does the same for it, with the checks every other read
-                # needs.
+                # held, no error waiting (that is state PENDING), still observing: aligned or not
+                # it goes out whole at once. ``_chunk`` does the same for it, with the checks every
+                # other read needs; ``_observe`` is inline (one call less per read).
                 size = len(chunk)
                 self.upstream_bytes += size
-                n = len(self._observe(chunk, now))
+                try:
+                    n = len(self.observer.observe_payloads(chunk, now))
+                except Exception as exc:
+                    self._observer_broke(exc)
+                    n = 0
                 more = self._run_chunk_hooks(n, now) if self.on_chunk else None
                 if not more:
                     self.client_bytes += size
@@ -327,8 +358,10 @@ class StreamCarrier:
     def inject_and_close(self, kind: ErrorKind, message: str, now: float, data: bytes | None = None) -> bool:
         """End the client stream with an error now, while the upstream may be silent.
 
-        Returns True when the injector delivered it at once; False when it is pending for the
-        next upstream chunk (or the stream is already over).
+        Returns True when the injector delivered it at once; False when it waits for the next
+        call (state PENDING), or when one already waits or the stream is over. While the end's
+        work runs (ENDING) only our own code can call: the table refuses it
+        (``CarrierStateError``) rather than lose the error silently.
         """
         if MACHINE.step(self.state, CarrierEvent.DEFER) is self.state:
             return False  # an error already waits, or the stream is over
@@ -395,15 +428,11 @@ class StreamCarrier:
             self._step(CarrierEvent.CHUNK)
             return self._deliver_pending(now) if state is CarrierState.PENDING else []
         out: list[bytes]
-        if self.translator is None:
-            # Pass-through: the uncompressed read needs no decoder call (``_observe`` checks
-            # ``observe_error`` as ``_decode`` does).
-            n = len(self._observe(chunk if self.decoder is None else self._decode(chunk), now))
-            out = self._pass_through(chunk)
-        else:
-            payloads = self._observe(self._decode(chunk), now)
-            n = len(payloads)
-            out = self._translate(payloads, now)
+        # The uncompressed read needs no decoder call (``_observe`` checks ``observe_error`` as
+        # ``_decode`` does).
+        payloads = self._observe(chunk if self.decoder is None else self._decode(chunk), now)
+        n = len(payloads)
+        out = self._pass_through(chunk) if self.translator is None else self._translate(payloads, now)
         if self.on_chunk and self.state is CarrierState.STREAMING:
             more = self._run_chunk_hooks(n, now)
             if more:
@@ -528,9 +557,13 @@ class StreamCarrier:
                 return self.observer.end_payloads(now)
             return self.observer.observe_payloads(decoded, now)
         except Exception as exc:
-            self._bug("internal error in the observer (observing stops for this flow)")
-            self.observe_error = f"internal error in the observer: {type(exc).__name__}"
+            self._observer_broke(exc)
             return []
+
+    def _observer_broke(self, exc: Exception) -> None:
+        """A bug in the observer (called inside ``except``): observing stops for this flow."""
+        self._bug("internal error in the observer (observing stops for this flow)")
+        self.observe_error = f"internal error in the observer: {type(exc).__name__}"
 
     def _translate(self, payloads: Payloads, now: float) -> list[bytes]:
         assert self.translator is not None
