@@ -146,7 +146,7 @@ class _Item:
         self.type = itype
         # the writer's kind: message | reasoning | function_call | web_search | opaque
         self.kind = _WRITER_KINDS.get(itype, "opaque")
-        self.acc: list[str] = []  # function_call arguments / reasoning text, as streamed
+        self.acc: list[str] = []  # function_call arguments, as streamed
         self.started = False  # reasoning: the thinking block was opened
         self.done = False  # output_item.done came (or the terminal event closed it)
 
@@ -279,7 +279,6 @@ class ResponsesObserver(ObserverBase):
                     item.started = True
                     out.block_start(iid, "thinking")
                 if s:
-                    self._keep(item.acc, s)
                     out.delta(iid, "thinking", s)
             else:
                 ci = obj.get("content_index")
@@ -718,8 +717,7 @@ class ResponsesObserver(ObserverBase):
             if type(text) is not str:
                 raise UpstreamProtocolError("reasoning delta without a string delta")
             if text:
-                self._keep(item.acc, text)
-                out.delta(iid, "thinking", text)
+                out.delta(iid, "thinking", text)  # (no .done event of reasoning is checked)
         else:
             text = obj["delta"]
         self.acc.reasoning(text)

@@ -37,8 +37,9 @@ class Reader(TypingProtocol):
     @property
     def phase(self) -> Phase: ...
 
-    def read(self, payloads: Payloads) -> None:
-        """One batch of events; raises the first typed problem."""
+    def read(self, payloads: Payloads) -> bool:
+        """One batch of events; True when the upstream stream is over (its end, or its own
+        error, was read); raises the first typed problem."""
 
     def eof(self) -> None:
         """The upstream ended; raises if its stream was not complete."""
@@ -50,6 +51,10 @@ class Reader(TypingProtocol):
         """Read through ``grammar`` (the flow observer's) instead of reading again."""
 
 
+class _Ended(TypingProtocol):
+    terminal: bool
+
+
 class TranslatingGrammar(TypingProtocol):
     """What ``GrammarReader`` needs of a grammar (``proxai.protocols.common.ObserverBase``)."""
 
@@ -58,6 +63,11 @@ class TranslatingGrammar(TypingProtocol):
     max_buffer: int
     translate_error: ProxaiError | None
     events: int
+    errored: bool  # the reading stopped (a problem, or the upstream's own error)
+
+    @property
+    def acc(self) -> _Ended:
+        """``acc.terminal``: the terminal event was read."""
 
     @property
     def phase(self) -> Phase: ...
@@ -81,7 +91,7 @@ class GrammarReader:
     def phase(self) -> Phase:
         return Phase.ERRORED if self._failed else self.grammar.phase
 
-    def read(self, payloads: Payloads) -> None:
+    def read(self, payloads: Payloads) -> bool:
         g = self.grammar
         if not self._attached:
             g.observe(payloads, 0.0)  # the core reads no clock; a translation needs no time
@@ -89,6 +99,8 @@ class GrammarReader:
         if exc is not None:
             g.translate_error = None
             raise exc
+        # (the phase is STOPPED or ERRORED: read per batch, without the phase's lookups)
+        return g.errored or g.acc.terminal
 
     def eof(self) -> None:
         self.grammar.translate_eof()
@@ -172,11 +184,8 @@ class StreamTranslatorImpl:
         """Upstream events (``Payloads``: one ``(type, data)`` tuple each) -> client bytes."""
         if self._closed:
             return b""
-        reader = self.reader
         try:
-            reader.read(payloads)
-            phase = reader.phase
-            if phase is Phase.STOPPED or phase is Phase.ERRORED:
+            if self.reader.read(payloads):
                 self._closed = True
         except ProxaiError as exc:
             self.error = exc

@@ -25,8 +25,6 @@ _dumps = orjson.dumps
 #: The delta fields compatible providers stream reasoning in; the first is what a client gets
 #: from another protocol.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
-_CHOICE_TAIL = output.CHOICE_TAIL
-_ARGS_TAIL = output.ARGS_TAIL
 
 
 class ChatWriter:
@@ -87,13 +85,11 @@ class ChatWriter:
 
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
         if kind == "text":
-            self.out.append(self.frames[key] + _dumps(text) + _CHOICE_TAIL)
+            self.out.append(self.frames[key] % _dumps(text))
             if key in self.starts:
                 self.chars += len(text)
-        elif kind == "thinking":
-            self.out.append(self.frames[key] + _dumps(text) + _CHOICE_TAIL)
-        elif kind == "args":
-            self.out.append(self.frames[key] + _dumps(text) + _ARGS_TAIL)
+        elif kind != "signature":  # thinking, args
+            self.out.append(self.frames[key] % _dumps(text))
         else:  # a thinking block's signature: Chat has no slot for it
             self.st.dropped.signature_chars += len(text)
 
