@@ -45,7 +45,7 @@ from proxai.model import Protocol, StopClass
 from proxai.sse import RawName
 from proxai.stream import stops
 from proxai.stream.sink import BlockKey, Citation, DeltaKind, Phase, Sink, Stop, TokenUsage, WebSearchCall
-from proxai.stream.textparts import keep
+from proxai.stream.textparts import RUN, SLOT, SMALL, join_run, keep, sizeof
 
 from .common import Accum, ObserverBase, ToolBuffer, error_fields, nbytes, openai_usage
 from .machine import Machine, as_dict, as_int, as_list, as_str
@@ -289,7 +289,11 @@ class ResponsesObserver(ObserverBase):
                 if parts is None:
                     return False
                 if s:
-                    self._kept = kept = self._kept + keep(parts, s)  # ``_keep`` inline
+                    parts.append(s)  # ``_keep`` inline: ``keep`` without its call but for a join
+                    kept = self._kept + sizeof(s) + SLOT
+                    if len(parts) >= RUN and len(parts[-RUN]) < SMALL:
+                        kept += join_run(parts, len(parts))
+                    self._kept = kept
                     if kept > self.max_buffer:
                         raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
                     out.delta(key, "text", s)

@@ -94,9 +94,13 @@ DELTA_TAIL = b"}}\n\n"
 
 
 def delta_frames(index: int) -> dict[str, bytes]:
-    """The constant head of block ``index``'s delta events per delta kind: an event is
-    ``frame + json(text) + DELTA_TAIL`` (the hot path serializes only the text)."""
-    return {kind: b"%b%d%b" % (head, index, mid) for kind, (head, mid) in _DELTA_HEADS.items()}
+    """Block ``index``'s delta events per delta kind, each one ``bytes %`` format of
+    ``json(text)`` (the hot path serializes only the text; one format costs less than two
+    concatenations)."""
+    return {
+        kind: (b"%b%d%b" % (head, index, mid)).replace(b"%", b"%%") + b"%b" + DELTA_TAIL
+        for kind, (head, mid) in _DELTA_HEADS.items()
+    }
 
 
 def block_stop(index: int) -> bytes:

@@ -24,7 +24,6 @@ from . import output
 from .state import AnthropicState
 
 _dumps = orjson.dumps
-_DELTA_TAIL = output.DELTA_TAIL
 
 
 class AnthropicWriter:
@@ -61,7 +60,7 @@ class AnthropicWriter:
         self.out.append(output.block_start(idx, kind, id, name, data))
 
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
-        self.out.append(self.frames[key][kind] + _dumps(text) + _DELTA_TAIL)
+        self.out.append(self.frames[key][kind] % _dumps(text))
 
     def opaque_start(
         self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any], *, neutral: bool = False
