@@ -161,6 +161,21 @@ def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]
     }
 
 
+# The upstream protocol whose paths a fast path serves (the others: every path).
+SERVES = {
+    "anthropic _fast": "anthropic_messages",
+    "chat _fast": "openai_chat",
+    "responses _fast": "openai_responses",
+    "carrier hot read": "observe",  # uncompressed pass-through only
+}
+
+
+def served(variant: str) -> list[str]:
+    """The paths (``PATHS`` labels) ``variant``'s fast path serves."""
+    what = SERVES.get(variant)
+    return [p[0] for p in PATHS if what is None or what in (p[2], p[3])]
+
+
 # -- the regions ----------------------------------------------------------------------------------
 
 
