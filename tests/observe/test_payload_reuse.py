@@ -293,3 +293,44 @@ def test_translators_of_the_observers_events_give_the_scanners_bytes_on_mutated_
 ) -> None:
     protocol, raw = case
     _check_events(protocol, data.draw(cut(raw)))
+
+
+def _without_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every grammar's ``_fast`` declines every event: the general path reads them all."""
+    from proxai.protocols.anthropic import AnthropicObserver
+    from proxai.protocols.chat import ChatObserver
+    from proxai.protocols.common import ObserverBase
+    from proxai.protocols.responses import ResponsesObserver
+
+    for cls in (AnthropicObserver, ChatObserver, ResponsesObserver):
+        monkeypatch.setattr(cls, "_fast", ObserverBase._fast)
+
+
+def _translated(up: Protocol, raw: bytes) -> list[Any]:
+    return [_carrier(up, client, pieces) for client in CLIENTS[up] for pieces in _modes(raw)[::2]]
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_grammars_fast_paths_change_no_translated_byte(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grammar's fast path feeds the writer as its general path does: every pair and normalize
+    mode gives the client the same bytes, read by read, the same error and the same summary with
+    the fast paths and without them (whole and at random splits)."""
+    up = Protocol(path.parent.name)
+    raw = path.read_bytes()
+    expected = _translated(up, raw)
+    _without_fast_paths(monkeypatch)
+    assert _translated(up, raw) == expected
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=mutated())
+def test_the_grammars_fast_paths_change_no_translated_byte_on_mutated_streams(
+    case: tuple[Protocol, bytes],
+) -> None:
+    up, raw = case
+    expected = _translated(up, raw)
+    with pytest.MonkeyPatch.context() as mp:
+        _without_fast_paths(mp)
+        assert _translated(up, raw) == expected
