@@ -4,7 +4,14 @@ it measures are realistic: the real observers see them complete, with their tool
 from __future__ import annotations
 
 import pytest
-from bench import fastpath_child, instructions_bench, observer_bench, streams, translate_bench
+from bench import (
+    fastpath_child,
+    instructions_bench,
+    observer_bench,
+    pair_instructions,
+    streams,
+    translate_bench,
+)
 
 from proxai.model import Outcome, Protocol
 from proxai.observe import StreamObserver
@@ -88,3 +95,11 @@ def test_the_fast_path_counter_says_when_valgrind_is_missing(monkeypatch: pytest
         "fast paths: skipped: valgrind is not installed (Debian: apt-get install valgrind)"
     ]
     assert instructions_bench.run(quick=True) == fp
+
+
+def test_pair_instructions_regions_run() -> None:
+    """The callgrind-counted regions of ``bench.pair_instructions`` (a floor, the observer and
+    every pair per protocol) run and name every pair."""
+    names = [name for name, _ in pair_instructions.regions(200)]
+    assert len(names) == 3 * 2 + 6 and sum(" -> " in n for n in names) == 6
+    assert pair_instructions.run(200, dry=True) == []
