@@ -78,6 +78,18 @@ def _count(upstream_url: str, *, addon: bool, n: int, events: int, interval: flo
 MISSING = "valgrind is not installed (Debian: apt-get install valgrind)"
 
 
+def regions_callgrind(out: Path) -> list[str]:
+    """valgrind counting only inside ``functools.reduce`` calls, one dump per call (``out.N``)."""
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        "--collect-atstart=no",
+        "--toggle-collect=functools_reduce",
+        "--dump-after=functools_reduce",
+        f"--callgrind-out-file={out}",
+    ]
+
+
 def fast_paths(events: int, names: list[str] | None = None, *, valgrind: bool = True) -> dict[str, Any]:
     """The in-process part: the addon's per-read work per path, every fast path on (``all on``) and
     each switched off (``bench/fastpath_child.py``), instructions per event. ``valgrind=False``
@@ -90,15 +102,7 @@ def fast_paths(events: int, names: list[str] | None = None, *, valgrind: bool = 
         if valgrind:
             if shutil.which("valgrind") is None:
                 return {"missing": MISSING}
-            cmd = [
-                "valgrind",
-                "--tool=callgrind",
-                "--collect-atstart=no",
-                "--toggle-collect=functools_reduce",
-                "--dump-after=functools_reduce",
-                f"--callgrind-out-file={out}",
-                *cmd,
-            ]
+            cmd = [*regions_callgrind(out), *cmd]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         root = Path(__file__).resolve().parent.parent
         subprocess.run(cmd, check=True, capture_output=True, cwd=root, env=env)

@@ -21,7 +21,6 @@ import functools
 import gc
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import streams, translate_bench
+from . import instructions_bench, streams, translate_bench
 from .floor import floor
 
 
@@ -81,14 +80,6 @@ def _child(events: int, names_file: str) -> None:
     Path(names_file).write_text(json.dumps(names))
 
 
-def _total(f: Path) -> int:
-    for line in f.read_text(errors="replace").splitlines():
-        m = re.fullmatch(r"totals: (\d+)", line)
-        if m:
-            return int(m.group(1))
-    return 0
-
-
 def run(events: int = 2000, *, dry: bool = False) -> list[tuple[str, float]]:
     """(region, instructions as a multiple of its protocol's floor) for every observer and pair."""
     if dry:
@@ -99,24 +90,15 @@ def run(events: int = 2000, *, dry: bool = False) -> list[tuple[str, float]]:
         raise RuntimeError("valgrind is not installed (Debian: apt-get install valgrind)")
     with tempfile.TemporaryDirectory(prefix="proxai-pairs-cg-") as tmp:
         out, names_file = Path(tmp) / "callgrind.out", Path(tmp) / "names.json"
-        cmd = [
-            "valgrind",
-            "--tool=callgrind",
-            "--collect-atstart=no",
-            "--toggle-collect=functools_reduce",
-            "--dump-after=functools_reduce",
-            f"--callgrind-out-file={out}",
-            sys.executable,
-            "-m",
-            "bench.pair_instructions",
-            "--child",
-            str(events),
-            str(names_file),
-        ]
+        child = ["-m", "bench.pair_instructions", "--child", str(events), str(names_file)]
+        cmd = [*instructions_bench.regions_callgrind(out), sys.executable, *child]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
-        subprocess.run(cmd, check=True, capture_output=True, env=env)
+        root = Path(__file__).resolve().parent.parent
+        subprocess.run(cmd, check=True, capture_output=True, cwd=root, env=env)
         names = json.loads(names_file.read_text())
-        totals = [_total(out.with_name(f"{out.name}.{i}")) for i in range(1, len(names) + 1)]
+        totals = [
+            instructions_bench._total(out.with_name(f"{out.name}.{i}")) for i in range(1, len(names) + 1)
+        ]
     counts = dict(zip(names, totals, strict=True))
     rows = []
     for name, total in counts.items():
