@@ -1,5 +1,5 @@
-"""The protocol-independent lifecycle carrier (docs/design/translation.md): one transition table,
-typed errors, identity outside the phases, and an errored object that stays errored."""
+"""A translated stream's phases (docs/streaming-translation.md, "Lifecycle"): an errored or
+stopped translator stays so, and every later call returns nothing."""
 
 from __future__ import annotations
 
@@ -8,74 +8,10 @@ import pytest
 from proxai.errors import SemanticStreamError
 from proxai.model import ErrorKind
 from proxai.sse import SseScanner
-from proxai.translate.stream import Lifecycle, Phase, StreamIdentity, make_stream_translator
+from proxai.translate.stream import Phase, make_stream_translator
 
 from . import build as b
 from .harness import A, C, R
-
-
-def test_happy_path() -> None:
-    life = Lifecycle()
-    assert life.phase is Phase.WAITING and life.identity is None
-    life.start(StreamIdentity("id1", "m"))
-    life.delta()
-    life.terminal()
-    life.tail()
-    life.stop()
-    assert life.phase.value == "stopped" and life.done
-    assert life.identity == StreamIdentity("id1", "m")
-
-
-@pytest.mark.parametrize(
-    ("steps", "bad"),
-    [
-        ([], "terminal"),
-        ([], "stop"),
-        (["start"], "start"),
-        (["start"], "stop"),
-        (["start"], "tail"),
-        (["start", "terminal"], "delta"),
-        (["start", "terminal", "stop"], "delta"),
-        (["start", "terminal", "stop"], "start"),
-    ],
-)
-def test_illegal_steps_are_semantic_errors(steps: list[str], bad: str) -> None:
-    life = Lifecycle()
-    for step in steps:
-        if step == "start":
-            life.start(StreamIdentity("x", "m"))
-        else:
-            getattr(life, step)()
-    with pytest.raises(SemanticStreamError, match=f"'{bad}' is not allowed in phase"):
-        if bad == "start":
-            life.start(StreamIdentity("y", "m"))
-        else:
-            getattr(life, bad)()
-
-
-def test_chat_identity_must_match() -> None:
-    life = Lifecycle()
-    life.start(StreamIdentity("chatcmpl-1", "gpt"))
-    life.check_identity("chatcmpl-1")
-    life.check_identity(None)
-    with pytest.raises(SemanticStreamError, match="does not match"):
-        life.check_identity("chatcmpl-2")
-
-
-def test_fail_is_idempotent_and_final() -> None:
-    life = Lifecycle()
-    life.start(StreamIdentity("x", "m"))
-    life.fail()
-    life.fail()
-    assert life.phase is Phase.ERRORED and life.done
-    with pytest.raises(SemanticStreamError):
-        life.delta()
-    stopped = Lifecycle()
-    stopped.start(StreamIdentity("x", "m"))
-    stopped.terminal()
-    stopped.stop()
-    stopped.fail()
-    assert stopped.phase is Phase.STOPPED  # a complete stream stays complete
 
 
 def test_translator_after_error_emits_nothing_more() -> None:

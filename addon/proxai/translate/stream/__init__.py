@@ -15,8 +15,8 @@ from typing import Protocol as TypingProtocol
 from proxai.errors import ConfigError
 from proxai.model import ErrorKind, Protocol
 from proxai.sse import Payloads, SseEvent
-from proxai.stream.lifecycle import Lifecycle, Phase, StreamIdentity
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
+from proxai.stream.sink import Phase
 from proxai.translate.call_shapes import CallShapes
 
 from . import build as _build
@@ -24,9 +24,7 @@ from .driver import StreamTranslatorImpl
 
 __all__ = [
     "PAIRS",
-    "Lifecycle",
     "Phase",
-    "StreamIdentity",
     "StreamTranslator",
     "StreamTranslatorImpl",
     "make_stream_translator",

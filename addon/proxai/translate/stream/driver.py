@@ -27,8 +27,7 @@ from typing import Protocol as TypingProtocol
 from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
 from proxai.model import ErrorKind, Protocol
 from proxai.sse import Payloads, SseEvent, payloads_of
-from proxai.stream.lifecycle import Phase
-from proxai.stream.sink import Sink
+from proxai.stream.sink import Phase, Sink
 
 
 class Reader(TypingProtocol):
