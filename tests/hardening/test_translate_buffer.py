@@ -91,33 +91,59 @@ def test_keep_counts_ascii_runs_as_getsizeof_does(pieces: list[str]) -> None:
     assert len(parts) < len(pieces)  # runs were joined
 
 
+_QUOTES = st.text(alphabet='"\\ax\u00e9\U0001f642\n', max_size=6)  # what makes ``""`` ambiguous
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.one_of(st.text(max_size=12), _QUOTES), max_size=3 * textparts.RUN))
+def test_encoded_text_is_the_text_of_the_kept_json_strings(pieces: list[str]) -> None:
+    """``encoded_text`` over ``dumps`` outputs one after another: the joined text, whether the
+    pairs of quotes are all boundaries (dropped at once) or some are ambiguous (read piece by
+    piece), with empty pieces, escaped quotes and backslashes at their ends."""
+    import orjson
+
+    encoded = bytearray()
+    for i, p in enumerate(pieces):
+        encoded += orjson.dumps(p)
+        assert textparts.encoded_text(encoded) == "".join(pieces[: i + 1])
+    assert textparts.encoded_text(bytes(encoded)) == "".join(pieces)
+
+
+def test_encoded_text_reads_both_ways() -> None:
+    """The two readings of ``encoded_text``, each on a case that takes it."""
+    import orjson
+
+    plain = [b'"a"', b'""', b'"\\u00e9\\n"', b'"x\\"y"']
+    assert textparts.encoded_text(b"".join(plain)) == "a" + "\u00e9\n" + 'x"y'
+    for ends in (['x"', "y"], ["x\\", "y"], ["", 'x\\"', "", '"y']):
+        enc = b"".join(orjson.dumps(p) for p in ends)
+        assert b'\\""' in enc
+        assert textparts.encoded_text(enc) == "".join(ends)
+    assert textparts.encoded_text(b"") == textparts.encoded_text(b'""""') == ""
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     pieces=st.lists(
         st.one_of(
-            st.text(alphabet=st.characters(max_codepoint=127), min_size=1, max_size=12),
-            st.text(min_size=2, max_size=300),  # (a 1-character string may be a shared singleton)
+            st.text(alphabet=st.characters(max_codepoint=127), max_size=12), st.text(max_size=300), _QUOTES
         ),
         max_size=3 * textparts.RUN,
     )
 )
-def test_responses_writer_counts_as_keep(pieces: list[str]) -> None:
-    """The Responses writer keeps its deltas with ``keep`` inlined (speed): the same
-    pieces, the same count as ``keep`` followed by ``orjson.dumps`` (which caches a non-ASCII
-    string's UTF-8 form, counted once a join sizes the piece again)."""
-    import orjson
-
+def test_responses_writer_keeps_the_text_and_counts_more_than_it_holds(pieces: list[str]) -> None:
+    """The Responses writer keeps each delta as its event carries it (JSON-encoded, one
+    ``bytearray`` per item): the text it gives back is the deltas', and the bytes it counts
+    against ``max_buffer`` bound the bytes its items really hold."""
     from proxai.translate.stream.to_responses.writer import ResponsesWriter
 
     w = ResponsesWriter()
     w.start("resp_1", "m", None)
     w.block_start(0, "text")
-    parts: list[str] = []
-    held = 0
-    for p in pieces:
-        fresh, q = p.encode().decode(), p.encode().decode()  # equal strings, no UTF-8 form cached
-        w.delta(0, "text", fresh)
-        held += keep(parts, q)
-        orjson.dumps(q)
-        assert w.kept == held
-    assert w.by_key[0].parts == parts
+    w.block_start(1, "tool", id="call_1", name="f")
+    for i, p in enumerate(pieces):
+        w.delta(i % 2, "text" if i % 2 == 0 else "args", p)
+        held = sum(sys.getsizeof(item.encoded) for item in w.st.items)
+        assert held <= w.kept * 9 / 8
+    assert w.by_key[0].text() == "".join(pieces[0::2])
+    assert w.by_key[1].text() == "".join(pieces[1::2])

@@ -17,7 +17,10 @@ still gives the text.
 
 from __future__ import annotations
 
+from _json import scanstring
 from sys import getsizeof
+
+import orjson
 
 RUN = 64  # trailing small pieces joined at once
 SMALL = 256  # characters: a piece at least this long is left alone
@@ -59,3 +62,34 @@ def join_run(parts: list[str], n: int) -> int:
     if _ASCII_SIZES and joined.isascii():  # so is every piece: one header and slot instead of many
         return -(_ASCII + SLOT) * (len(run) - 1)
     return sizeof(joined) + SLOT - sum(map(sizeof, run)) - SLOT * len(run)
+
+
+# -- kept JSON-encoded ---------------------------------------------------------------------------
+# A writer that serializes each delta anyway (``orjson.dumps(text)``, the delta event's field) can
+# keep that encoding instead of the string: ``encoded += dumps(text)`` appends the pieces' JSON
+# strings, quotes and all, one after another to one ``bytearray`` (no object per delta, so the
+# bytes it holds are its length plus its over-allocation: at most an eighth, plus ``ENCODED``).
+# ``encoded_text`` gives the text back.
+ENCODED = getsizeof(bytearray()) + 8  # a kept bytearray's header and over-allocation constant
+
+
+def encoded_text(encoded: bytes | bytearray) -> str:
+    """The text of the JSON strings in ``encoded`` (``dumps`` outputs, one after another).
+
+    Inside an encoded string every quote is escaped (``\\"``), so where one string ends and the
+    next begins is ``""``: dropping every ``""`` leaves one JSON string of the whole text, unless
+    some ``\\""`` makes a pair ambiguous (an escaped quote or backslash ending a piece); those
+    texts are read piece by piece."""
+    if not encoded:
+        return ""
+    if b'\\""' not in encoded:
+        whole = encoded.replace(b'""', b"")
+        text: str = orjson.loads(whole) if whole else ""
+        return text
+    s = encoded.decode()
+    pieces = []
+    pos, n = 0, len(s)
+    while pos < n:
+        piece, pos = scanstring(s, pos + 1)
+        pieces.append(piece)
+    return "".join(pieces)

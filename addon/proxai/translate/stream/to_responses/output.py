@@ -81,7 +81,7 @@ def response(  # noqa: PLR0917
 
 
 def part(item: Item, final: bool) -> dict[str, Any]:
-    text = "".join(item.parts) if final else ""
+    text = item.text() if final else ""
     if item.kind == "refusal":
         return {"type": "refusal", "refusal": text}
     if item.kind == "thinking":
@@ -96,7 +96,7 @@ def item_json(item: Item, final: bool) -> dict[str, Any]:
         return dict(item.raw or {})
     if kind == "tool":
         assert item.call_id is not None and item.name is not None
-        return call_item(item.call_id, item.name, "".join(item.parts), item.shape, status=status, final=final)
+        return call_item(item.call_id, item.name, item.text(), item.shape, status=status, final=final)
     if kind == "thinking":
         out: dict[str, Any] = {"id": item.item_id, "type": "reasoning", "summary": [], "status": status}
         if item.summary:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxai.stream.sink import BlockKey, BlockKind, Citation, TokenUsage
+from proxai.stream.textparts import encoded_text
 from proxai.translate.ir import CallShape
 
 
@@ -35,7 +36,9 @@ class Item:
     kind: BlockKind
     item_id: str
     output_index: int
-    parts: list[str] = field(default_factory=list)  # text / refusal / reasoning text / arguments
+    # text / refusal / reasoning text / arguments: each delta's JSON string (textparts.encoded_text)
+    encoded: bytearray = field(default_factory=bytearray)
+    decoded: tuple[int, str] = (0, "")  # ``text()`` of the first so many encoded bytes
     call_id: str | None = None
     name: str | None = None
     signature: str | None = None  # thinking: encrypted_content
@@ -48,6 +51,15 @@ class Item:
     annotations: list[Any] = field(default_factory=list)  # text: url_citation and other annotations
     citations: list[Citation] = field(default_factory=list)  # text: another protocol's, written at its end
     delta_format: bytes = b""  # its delta event, pre-serialized but for seq and delta (output.delta_format)
+
+    def text(self) -> str:
+        """The content kept so far (decoded once per length: the ``.done`` events, the part
+        and the item read it again)."""
+        n, text = self.decoded
+        if n != len(self.encoded):
+            text = encoded_text(self.encoded)
+            self.decoded = (len(self.encoded), text)
+        return text
 
 
 @dataclass(slots=True)

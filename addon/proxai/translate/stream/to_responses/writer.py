@@ -39,7 +39,7 @@ from proxai.model import ErrorKind, Protocol
 from proxai.stream import stops
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
 from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
-from proxai.stream.textparts import RUN, SLOT, SMALL, join_run, sizeof
+from proxai.stream.textparts import ENCODED
 from proxai.translate.call_shapes import CallShapes, freeform_input
 from proxai.translate.stream.foreign import Foreign
 
@@ -69,6 +69,7 @@ class ResponsesWriter:
         "created_at",
         "foreign",
         "kept",
+        "limit",
         "max_buffer",
         "out",
         "reasoning_summary",
@@ -88,7 +89,10 @@ class ResponsesWriter:
         self.reasoning_summary = reasoning_summary
         self.call_shapes = call_shapes or {}
         self.max_buffer = max_buffer  # content kept for the terminal snapshot (bounded memory)
+        # bytes kept (``Item.encoded``'s lengths and a constant per item); a bytearray holds at
+        # most 9/8 of its length plus that constant, so ``limit`` bounds what is really held
         self.kept = 0
+        self.limit = max_buffer - max_buffer // 9
         self.out: list[bytes] = []
         self.st = ResponsesState()
         self.by_key = self.st.by_key  # items by source key (read per delta)
@@ -119,6 +123,7 @@ class ResponsesWriter:
         data: str | None = None,
     ) -> None:
         item = self.st.add(key, kind, id, name, data)
+        self.kept += ENCODED
         if kind == "tool":
             shape = item.shape = self.call_shapes.get(name or "")
             item.held = shape is not None and shape.item != "function_call"
@@ -154,22 +159,18 @@ class ResponsesWriter:
             self.kept += len(text)
             item.signature = (item.signature or "") + text
             return
-        # ``keep(item.parts, text)`` inline but for a join (bytes really held: textparts.py)
-        parts = item.parts
-        parts.append(text)
-        kept = self.kept + sizeof(text) + SLOT
-        n = len(parts)
-        if n >= RUN and len(parts[n - RUN]) < SMALL:
-            kept += join_run(parts, n)
-        self.kept = kept
-        if kept > self.max_buffer:
+        # kept as the delta event carries it, JSON-encoded (``textparts.encoded_text``)
+        enc = _dumps(text)
+        item.encoded += enc
+        self.kept = kept = self.kept + len(enc)
+        if kept > self.limit:
             raise SseLimitError("Responses output kept for the terminal snapshot", self.max_buffer)
         if item.held:  # a custom or tool search call: its input is whole only at the block's stop
             return
         st = self.st
         seq = st.seq
         st.seq = seq + 1  # ``st.next_seq()`` without its call (per delta)
-        self.out.append(item.delta_format % (seq, _dumps(text)))
+        self.out.append(item.delta_format % (seq, enc))
 
     def opaque_start(
         self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any], *, neutral: bool = False
@@ -245,7 +246,7 @@ class ResponsesWriter:
         loc = {"item_id": item.item_id, "output_index": item.output_index}
         shape = item.shape
         if item.kind == "tool" and shape is not None and shape.item == "custom_tool_call":
-            text = freeform_input("".join(item.parts))
+            text = freeform_input(item.text())
             if text:
                 self._emit("response.custom_tool_call_input.delta", **loc, delta=text)
             self._emit("response.custom_tool_call_input.done", **loc, input=text)
@@ -253,18 +254,16 @@ class ResponsesWriter:
             pass  # a tool search call has no argument events: output_item.done carries them
         elif item.kind == "tool":
             name = item.name if shape is None else shape.name
-            self._emit(
-                "response.function_call_arguments.done", **loc, name=name, arguments="".join(item.parts)
-            )
+            self._emit("response.function_call_arguments.done", **loc, name=name, arguments=item.text())
         elif item.summary:
-            text = "".join(item.parts)
+            text = item.text()
             self._emit("response.reasoning_summary_text.done", **loc, summary_index=0, text=text)
             self._emit(
                 "response.reasoning_summary_part.done", **loc, summary_index=0, part=output.part(item, True)
             )
         elif item.kind in _DONE_EVENTS:
             etype, field = _DONE_EVENTS[item.kind]
-            text = "".join(item.parts)
+            text = item.text()
             for c in item.citations:
                 note = {
                     "type": "url_citation",
