@@ -381,7 +381,11 @@ class SseScanner:
                 self._add_partial(data, pos, m.start())
                 self._raw_parts.append(data[pos:end])
                 self._block_size += end - pos
-                self._check_event_size()
+                if self._line_parts:
+                    # It ends a line with content: counted now, as a whole CRLF line is.
+                    # A CR alone may be a blank line, whose terminator is never checked
+                    # (it ends the block), so the limit does not depend on where reads end.
+                    self._check_event_size()
                 self._cr_pending = True
                 return
             self._end_line(data[pos : m.start()], data[pos:end], out)

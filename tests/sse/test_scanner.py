@@ -350,6 +350,22 @@ def test_limits_are_chunking_independent_and_typed(
     assert split_events == whole_events
 
 
+@pytest.mark.parametrize("crlf", [b"\r\n", b"\r"])
+def test_a_blank_line_cr_at_the_end_of_a_read_is_not_counted_against_the_event_limit(crlf: bytes) -> None:
+    # The block's one line is exactly ``max_event`` bytes with its CRLF; the blank line that ends
+    # it is never checked when it arrives whole, so a read ending on its CR must not trip the
+    # limit either (hypothesis found this cut, behind a split BOM).
+    raw = b"\xef\xbb\xbf\xef\xbb\xbfdata: \r\n" + crlf
+    cuts = [b"", b"\xef", raw[1:-1] if crlf == b"\r\n" else raw[1:], b"\n"]
+    assert b"".join(cuts) == raw + (b"\n" if crlf == b"\r" else b"")
+    assert _outcome([raw], 9, 11) == ([], None, None)
+    assert _outcome(cuts, 9, 11) == ([], None, None)
+    # One byte more in the line is over the limit however the reads fall.
+    longer = raw.replace(b"data: ", b"data:  ")
+    assert _outcome([longer], 10, 11)[1] == "event"
+    assert _outcome([longer[:-1], longer[-1:]], 10, 11)[1] == "event"
+
+
 @settings(max_examples=300, deadline=None)
 @given(raw=st.binary(max_size=2000))
 def test_arbitrary_bytes_raise_only_typed_errors(raw: bytes) -> None:
