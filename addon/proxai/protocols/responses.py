@@ -45,7 +45,7 @@ from proxai.model import Protocol, StopClass
 from proxai.sse import RawName
 from proxai.stream import stops
 from proxai.stream.sink import BlockKey, Citation, DeltaKind, Phase, Sink, Stop, TokenUsage, WebSearchCall
-from proxai.stream.textparts import RUN, SLOT, SMALL, join_run, keep, sizeof
+from proxai.stream.textparts import ENCODED
 
 from .common import Accum, ObserverBase, ToolBuffer, error_fields, nbytes, openai_usage
 from .machine import Machine, as_dict, as_int, as_list, as_str
@@ -146,7 +146,7 @@ class _Item:
         self.type = itype
         # the writer's kind: message | reasoning | function_call | web_search | opaque
         self.kind = _WRITER_KINDS.get(itype, "opaque")
-        self.acc: list[str] = []  # function_call arguments, as streamed
+        self.acc = bytearray()  # function_call arguments, as streamed (UTF-8)
         self.started = False  # reasoning: the thinking block was opened
         self.done = False  # output_item.done came (or the terminal event closed it)
 
@@ -190,10 +190,11 @@ class ResponsesObserver(ObserverBase):
         self.items: dict[str, _Item] = {}  # every added item by its id
         self.last_seq: int | None = None
         # The writer's: the id of ``response.created`` (None: not started), the open content
-        # parts and their text ((item_id, content_index) -> text), the bytes kept, whether a
+        # parts and their text ((item_id, content_index) -> its UTF-8), the bytes kept (a
+        # bytearray holds at most 9/8 of its length plus ``ENCODED``: ``_keep``), whether a
         # function_call / a refusal part came, whether the stream ended with success.
         self._rid: str | None = None
-        self._parts: dict[tuple[str, int], list[str]] = {}
+        self._parts: dict[tuple[str, int], bytearray] = {}
         self._kept = 0
         self._tools = False
         self._refusal = False
@@ -289,12 +290,10 @@ class ResponsesObserver(ObserverBase):
                 if parts is None:
                     return False
                 if s:
-                    parts.append(s)  # ``_keep`` inline: ``keep`` without its call but for a join
-                    kept = self._kept + sizeof(s) + SLOT
-                    if len(parts) >= RUN and len(parts[-RUN]) < SMALL:
-                        kept += join_run(parts, len(parts))
-                    self._kept = kept
-                    if kept > self.max_buffer:
+                    b = s.encode()  # ``_keep`` inline
+                    parts += b
+                    self._kept = kept = self._kept + len(b)
+                    if kept * 9 > self.max_buffer * 8:
                         raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
                     out.delta(key, "text", s)
         if s:
@@ -412,9 +411,12 @@ class ResponsesObserver(ObserverBase):
         if item.done:
             raise SemanticStreamError(f"{etype} for item {iid!r} after output_item.done")
 
-    def _keep(self, acc: list[str], text: str) -> None:
-        self._kept += keep(acc, text)  # bytes really held (proxai.stream.textparts)
-        if self._kept > self.max_buffer:
+    def _keep(self, acc: bytearray, text: str) -> None:
+        """Keep ``text`` (UTF-8) in ``acc``; the count bounds the bytes really held."""
+        b = text.encode()
+        acc += b
+        self._kept += len(b)
+        if self._kept * 9 > self.max_buffer * 8:
             raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
 
     # -- lifecycle (the writer's) ----------------------------------------------------------------
@@ -488,6 +490,7 @@ class ResponsesObserver(ObserverBase):
         if kind == "function_call":
             self._tools = True
             out.block_start(iid, "tool", id=call_id, name=name)
+            self._kept += ENCODED
             if args := as_str(item.get("arguments")):
                 self._keep(rec.acc, args)
                 out.delta(iid, "args", args)
@@ -554,7 +557,7 @@ class ResponsesObserver(ObserverBase):
         elif kind == "function_call":
             if (args := as_str(data.get("arguments"))) is not None:
                 self._catch_up(out, iid, item.acc, args, "response.output_item.done")
-            raw = "".join(item.acc)
+            raw = item.acc
             if raw:
                 try:
                     orjson.loads(raw)
@@ -633,7 +636,8 @@ class ResponsesObserver(ObserverBase):
             raise TranslationError(
                 f"message content part type {ptype!r} cannot be translated", "content[].type"
             )
-        parts = self._parts[key] = []
+        parts = self._parts[key] = bytearray()
+        self._kept += ENCODED
         if initial:
             self._keep(parts, initial)
             out.delta(key, "text", initial)
@@ -672,9 +676,9 @@ class ResponsesObserver(ObserverBase):
         del self._parts[key]
         out.block_stop(key)
 
-    def _catch_up(self, out: Sink, key: BlockKey, acc: list[str], final: str, what: str) -> None:
+    def _catch_up(self, out: Sink, key: BlockKey, acc: bytearray, final: str, what: str) -> None:
         """Forward what a ``.done`` event carries beyond the deltas; reject contradictions."""
-        so_far = "".join(acc)
+        so_far = acc.decode()
         if final == so_far:
             return
         if not final.startswith(so_far):
@@ -792,7 +796,7 @@ class ResponsesObserver(ObserverBase):
                 url = as_str(note.get("url"))
                 if note.get("type") == "url_citation" and url:
                     start, end = as_int(note.get("start_index")), as_int(note.get("end_index"))
-                    text = "".join(parts)
+                    text = parts.decode()
                     cited = text[start:end] if start is not None and end is not None else ""
                     out.citation(key, Citation(url, as_str(note.get("title")), cited, start, end, _R, obj))
                 else:
