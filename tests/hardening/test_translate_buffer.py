@@ -3,8 +3,8 @@
 ``max_buffer`` (the snapshot kept for ``response.completed``, the text kept for ``.done`` checks)
 counted characters while one Python string was kept per delta: with small deltas (real tokens are
 1-12 characters) memory was about 16x the count (bench: 200 MB of Anthropic deltas translated to
-Responses grew the process by 176 MB and never hit the 64 MiB limit). Now the kept pieces are joined
-as they accumulate and counted in the bytes they really hold (``proxai.stream.textparts``):
+Responses grew the process by 176 MB and never hit the 64 MiB limit). Now each part's text is one
+bytearray, counted in the bytes it really holds (``proxai.stream.textparts``):
 memory stays within a small multiple of ``max_buffer``, or the stream fails with ``SseLimitError``.
 """
 
@@ -23,7 +23,6 @@ from proxai.errors import SseLimitError
 from proxai.model import Protocol
 from proxai.sse import SseScanner
 from proxai.stream import textparts
-from proxai.stream.textparts import keep
 from proxai.translate.stream import make_stream_translator
 
 MAX_BUFFER = 1024 * 1024
@@ -57,45 +56,11 @@ def test_responses_buffers_bound_memory(upstream: str, client: str) -> None:
     assert peak < 4 * MAX_BUFFER, f"kept {peak / 1e6:.1f} MB with max_buffer = {MAX_BUFFER / 1e6:.1f} MB"
 
 
-@settings(max_examples=200, deadline=None)
-@given(pieces=st.lists(st.text(max_size=300), max_size=400))
-def test_keep_preserves_the_text_and_counts_what_it_holds(pieces: list[str]) -> None:
-    parts: list[str] = []
-    held = 0
-    for p in pieces:
-        held += keep(parts, p)
-    assert "".join(parts) == "".join(pieces)
-    assert held == sum(sys.getsizeof(p) + 8 for p in parts)
-    # 1-character deltas end up in a few joined pieces
-    ones: list[str] = []
-    for _ in range(10 * textparts.RUN * textparts.SMALL):
-        keep(ones, "x")
-    assert len(ones) <= 10 * textparts.RUN + textparts.RUN  # about one piece per SMALL characters
-
-
-@given(
-    pieces=st.lists(
-        st.one_of(st.text(alphabet=st.characters(max_codepoint=127), max_size=12), st.text(max_size=3)),
-        min_size=textparts.RUN + 1,
-        max_size=400,
-    )
-)
-def test_keep_counts_ascii_runs_as_getsizeof_does(pieces: list[str]) -> None:
-    """Small ASCII pieces (sized without ``getsizeof``) mixed with others: the count is exact."""
-    parts: list[str] = []
-    held = 0
-    for p in pieces:
-        held += keep(parts, p)
-        assert held == sum(sys.getsizeof(q) + 8 for q in parts)
-    assert "".join(parts) == "".join(pieces)
-    assert len(parts) < len(pieces)  # runs were joined
-
-
 _QUOTES = st.text(alphabet='"\\ax\u00e9\U0001f642\n', max_size=6)  # what makes ``""`` ambiguous
 
 
 @settings(max_examples=300, deadline=None)
-@given(pieces=st.lists(st.one_of(st.text(max_size=12), _QUOTES), max_size=3 * textparts.RUN))
+@given(pieces=st.lists(st.one_of(st.text(max_size=12), _QUOTES), max_size=200))
 def test_encoded_text_is_the_text_of_the_kept_json_strings(pieces: list[str]) -> None:
     """``encoded_text`` over ``dumps`` outputs one after another: the joined text, whether the
     pairs of quotes are all boundaries (dropped at once) or some are ambiguous (read piece by
@@ -128,7 +93,7 @@ def test_encoded_text_reads_both_ways() -> None:
         st.one_of(
             st.text(alphabet=st.characters(max_codepoint=127), max_size=12), st.text(max_size=300), _QUOTES
         ),
-        max_size=3 * textparts.RUN,
+        max_size=200,
     )
 )
 def test_responses_writer_keeps_the_text_and_counts_more_than_it_holds(pieces: list[str]) -> None:
