@@ -1,5 +1,5 @@
-"""The source wrappers' hot paths (a common delta taken in one step) leave every other event to the
-general path: an event that misses any of a hot path's conditions gets the general path's exact
+"""The grammars' fast paths (a common delta taken in one step) leave every other event to the
+general path: an event that misses any of a fast path's conditions gets the general path's exact
 error, or its exact output (speed without a behaviour change)."""
 
 from __future__ import annotations
