@@ -169,14 +169,7 @@ def test_a_responses_done_event_contradicting_the_deltas_ends_both_at_that_event
 
 def _observed(up: Protocol, body: bytes) -> Outcome:
     """The outcome of ``body`` observed only (no translator)."""
-    tick = itertools.count(1)
-    obs = StreamObserver(up, start=0.0)
-    obs.headers(200, 0.0)
-    c = Carrier(obs, protocol=up, decoder=None, translator=None, clock=lambda: float(next(tick)))
-    c(body)
-    c(b"")
-    assert c.summary is not None
-    return c.summary.outcome
+    return _observed_summary(up, body).outcome
 
 
 def test_a_chat_empty_payload_followed_by_chunks_is_a_violation_for_both() -> None:
@@ -208,6 +201,7 @@ def test_an_unparsable_last_payload_is_the_tolerated_tail_and_the_client_is_told
 
 
 def _observed_summary(up: Protocol, body: bytes) -> StreamSummary:
+    """The summary of ``body`` observed only (no translator), through the real carrier."""
     tick = itertools.count(1)
     obs = StreamObserver(up, start=0.0)
     obs.headers(200, 0.0)
