@@ -28,6 +28,7 @@ rules without a flow's echo set (the operator's keys are always included).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -173,8 +174,14 @@ def normalize_name(name: str | bytes) -> str:
 
 def is_secret_name(name: str | bytes) -> bool:
     """True when a header / parameter / JSON key name says its value is a credential."""
-    if isinstance(name, bytes):
-        name = name.decode("latin-1")
+    return _secret_name(name.decode("latin-1") if isinstance(name, bytes) else name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_name(name: str) -> bool:
+    """``is_secret_name`` of a text name. A pure function of the name, remembered: a flow's
+    metadata asks it of the same few dozen key names every time (bounded: the least recently
+    asked names are forgotten first)."""
     norm = normalize_name(name)
     if norm in _SECRET_NAMES or norm.endswith(_SECRET_SUFFIXES):
         return True
