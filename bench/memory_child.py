@@ -37,18 +37,20 @@ def main() -> None:
     pid = os.getpid()
     obs = StreamObserver(Protocol(protocol), start=0.0)
     obs.headers(200, 0.0)
-    feed = obs.feed
+    feed = obs.observe_payloads
     out_bytes = 0
     if client is not None:
         from proxai.translate.stream import make_stream_translator
 
         tr = make_stream_translator(Protocol(protocol), Protocol(client))
+        obs.attach(tr)  # as the carrier does: the observer's one reading feeds the writer
 
         def feed(chunk: bytes, now: float) -> list[Any]:
             nonlocal out_bytes
-            events = obs.feed(chunk, now)
-            out_bytes += len(tr.feed(events))
-            return events
+            payloads = obs.observe_payloads(chunk, now)
+            if payloads:
+                out_bytes += len(tr.feed_payloads(payloads))
+            return payloads
 
     feed(head, 0.0)
     rss0 = status_kb(pid, "VmRSS")
