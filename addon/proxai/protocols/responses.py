@@ -182,20 +182,21 @@ class ResponsesObserver(ObserverBase):
 
     protocol = Protocol.OPENAI_RESPONSES
 
-    __slots__ = ("_kept", "_parts", "_refusal", "_rid", "_stopped", "_tools", "items", "last_seq", "state")
+    __slots__ = ("_parts", "_refusal", "_rid", "_room", "_stopped", "_tools", "items", "next_seq", "state")
 
     def __init__(self, acc: Accum) -> None:
         super().__init__(acc)
         self.state = State.WAITING
         self.items: dict[str, _Item] = {}  # every added item by its id
-        self.last_seq: int | None = None
+        # the sequence number the next event should carry (None: no event carried one yet)
+        self.next_seq: int | None = None
         # The writer's: the id of ``response.created`` (None: not started), the open content
-        # parts and their text ((item_id, content_index) -> its UTF-8), the bytes kept (a
-        # bytearray holds at most 9/8 of its length plus ``ENCODED``: ``_keep``), whether a
+        # parts and their text ((item_id, content_index) -> its UTF-8), the room left for kept
+        # bytes (a bytearray holds at most 9/8 of its length plus ``ENCODED``: ``_keep``), whether a
         # function_call / a refusal part came, whether the stream ended with success.
         self._rid: str | None = None
         self._parts: dict[tuple[str, int], bytearray] = {}
-        self._kept = 0
+        self._room = 0  # the bytes that may still be kept (set at ``response.created``)
         self._tools = False
         self._refusal = False
         self._stopped = False
@@ -217,7 +218,7 @@ class ResponsesObserver(ObserverBase):
 
     @property
     def next_sequence_number(self) -> int:
-        return 0 if self.last_seq is None else self.last_seq + 1
+        return 0 if self.next_seq is None else self.next_seq
 
     def _transition(self, kind: str, etype: str) -> None:
         self.state = _MACHINE.step(self.state, kind, etype)
@@ -230,30 +231,26 @@ class ResponsesObserver(ObserverBase):
     def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
         """A text / reasoning / refusal / argument delta for a known item, with the next
         sequence number (and, while translating, of an open part or item of its kind): the same
-        effect as ``_event`` without the general checks."""
+        effect as ``_event`` without the general checks.
+
+        The fields every delta has are read by subscript inside one ``try`` (free unless a key
+        is missing) rather than by ``dict.get`` calls, the cheaper form on this path; a missing
+        key or an unhashable type or id declines the event, and the general path judges it. No
+        ``error`` check: every type taken here starts with ``response.``, which the general
+        path never reads as an error event."""
         if self.state is not State.ACTIVE:
             return False
-        etype = obj.get("type")
-        if type(etype) is not str:  # (a list is unhashable)
+        try:
+            kind = _FAST_DELTAS.get(obj["type"])
+            if kind is None:
+                return False
+            iid = obj["item_id"]
+            item = self.items[iid]
+            seq = obj["sequence_number"]
+            s = obj["delta"]
+        except (KeyError, TypeError):
             return False
-        kind = _FAST_DELTAS.get(etype)
-        if kind is None:
-            return False
-        seq = obj.get("sequence_number")
-        last = self.last_seq
-        iid = obj.get("item_id")
-        s = obj.get("delta")
-        if (
-            type(seq) is not int
-            or last is None
-            or seq != last + 1
-            or type(iid) is not str
-            or type(s) is not str
-            or obj.get("error") is not None
-        ):
-            return False
-        item = self.items.get(iid)
-        if item is None:
+        if type(seq) is not int or seq != self.next_seq or type(s) is not str:
             return False
         acc = self.acc
         out = self.out
@@ -262,14 +259,15 @@ class ResponsesObserver(ObserverBase):
             if tb is None or not tb.has_args or tb.finished:
                 return False
             if out is not None:
-                if etype != _FC_DELTA or item.kind != "function_call" or item.done:
+                if obj["type"] != _FC_DELTA or item.kind != "function_call" or item.done:
                     return False
                 if s:
                     self._keep(item.acc, s)
                     out.delta(iid, "args", s)
             acc.tool_args(tb, s, now)
-            self.last_seq = seq
+            self.next_seq = seq + 1
             return True
+        n = 0  # the delta's UTF-8 size, when the translation below measured it
         if out is not None:
             if item.done:
                 return False
@@ -292,13 +290,15 @@ class ResponsesObserver(ObserverBase):
                 if s:
                     b = s.encode()  # ``_keep`` inline
                     parts += b
-                    self._kept = kept = self._kept + len(b)
-                    if kept * 9 > self.max_buffer * 8:
+                    n = len(b)
+                    self._room = room = self._room - n
+                    if room < 0:
                         raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
                     out.delta(key, "text", s)
         if s:
             acc.content_seen = True
-            n = len(s) if s.isascii() else nbytes(s)
+            if not n:
+                n = len(s) if s.isascii() else nbytes(s)
             if kind == "text":
                 acc.text_bytes += n
                 if acc.cap_text is not None:
@@ -311,17 +311,17 @@ class ResponsesObserver(ObserverBase):
                 acc.refusal_bytes += n
                 if acc.cap_text is not None:
                     acc.capture_text(s)
-        self.last_seq = seq
+        self.next_seq = seq + 1
         return True
 
     def _event(self, name: str, obj: dict[str, Any], now: float) -> None:
         acc = self.acc
         seq = obj.get("sequence_number")
         if type(seq) is int:
-            last = self.last_seq
-            if last is not None and seq != last + 1:
+            want = self.next_seq
+            if want is not None and seq != want:
                 acc.sequence_gaps += 1
-            self.last_seq = seq
+            self.next_seq = seq + 1
         etype = obj.get("type")
         if type(etype) is not str or not etype:
             etype = name  # typed by its payload's ``type``, else by the SSE event name
@@ -415,8 +415,8 @@ class ResponsesObserver(ObserverBase):
         """Keep ``text`` (UTF-8) in ``acc``; the count bounds the bytes really held."""
         b = text.encode()
         acc += b
-        self._kept += len(b)
-        if self._kept * 9 > self.max_buffer * 8:
+        self._room -= len(b)
+        if self._room < 0:
             raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
 
     # -- lifecycle (the writer's) ----------------------------------------------------------------
@@ -429,6 +429,8 @@ class ResponsesObserver(ObserverBase):
         if not rid:
             raise UpstreamProtocolError("response.created without response.id")
         self._rid = rid
+        # nothing is kept before: room for 8/9 of ``max_buffer`` counted (``_keep``)
+        self._room = self.max_buffer * 8 // 9
         out.start(rid, as_str(resp.get("model")) or "", None)
 
     def _failed(self, out: Sink, obj: dict[str, Any]) -> None:
@@ -490,7 +492,7 @@ class ResponsesObserver(ObserverBase):
         if kind == "function_call":
             self._tools = True
             out.block_start(iid, "tool", id=call_id, name=name)
-            self._kept += ENCODED
+            self._room -= ENCODED
             if args := as_str(item.get("arguments")):
                 self._keep(rec.acc, args)
                 out.delta(iid, "args", args)
@@ -637,7 +639,7 @@ class ResponsesObserver(ObserverBase):
                 f"message content part type {ptype!r} cannot be translated", "content[].type"
             )
         parts = self._parts[key] = bytearray()
-        self._kept += ENCODED
+        self._room -= ENCODED
         if initial:
             self._keep(parts, initial)
             out.delta(key, "text", initial)
