@@ -49,6 +49,10 @@ _BOM = b"\xef\xbb\xbf"
 _COLON = 0x3A
 _SPACE = 0x20
 _LF = 0x0A
+# A byte is looked for as an int (``_CR in data``): CPython's ``bytes in bytes`` first tries the
+# needle as an int and raises and clears a TypeError (about 1,300 machine instructions) before it
+# searches; an int needle is one memchr.
+_CR = 0x0D
 
 # One whole block of the commonest shapes: ``[event: T LF] data: V LF LF`` (no CR: the fast path
 # runs only on LF-only bytes). ``split`` gives [gap, T, V, gap, T, V, ..., gap]: the run is all
@@ -217,7 +221,7 @@ class SseScanner:
         """``feed`` without event objects: the events' types and data (no id, no raw bytes) as
         ``Payloads``, the same events, errors and limits. A ``SseLimitError`` carries its
         ``events`` as ``feed``'s."""
-        if self._general or b"\r" in data:
+        if self._general or _CR in data:
             return self._general_payloads(data)
         if not data:
             return []
@@ -340,7 +344,7 @@ class SseScanner:
         if self._cr_pending or size > self._lean_max:
             return out
         raw = b"".join(self._raw_parts)
-        if b"\r" in raw or len(raw) != size:
+        if _CR in raw or len(raw) != size:
             return out
         self._raw_parts.clear()
         self._line_parts.clear()
@@ -362,7 +366,7 @@ class SseScanner:
         return head[3:] if head.startswith(_BOM) else head
 
     def _scan(self, data: bytes, out: list[SseEvent]) -> None:
-        if not self._cr_pending and b"\r" not in data:
+        if not self._cr_pending and _CR not in data:
             self._scan_lf(data, out)
             return
         pos = 0
@@ -550,7 +554,7 @@ def encode_event(data: str | bytes, event: str | None = None, id: str | None = N
     if id is not None:
         parts.append(b"id: " + id.encode() + b"\n")
     raw = data.encode() if isinstance(data, str) else data
-    if b"\n" not in raw and b"\r" not in raw:
+    if _LF not in raw and _CR not in raw:
         parts.append(b"data: " + raw + b"\n\n")
     else:
         for line in _TERMINATOR.split(raw):
