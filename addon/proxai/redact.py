@@ -163,6 +163,7 @@ def register_secret(value: str) -> None:
     """Treat ``value`` (an operator's key read from the environment) as a secret everywhere."""
     if len(value) >= MIN_SECRET:
         _OPERATOR_SECRETS.add(value)
+        _redact_short.cache_clear()  # its answers were given without this secret
 
 
 def normalize_name(name: str | bytes) -> str:
@@ -208,6 +209,24 @@ def _operator(text: str) -> str:
 
 def redact_text(text: str) -> str:
     """Replace credential-shaped substrings and ``secret_name=value`` pairs in free text."""
+    return _redact_short(text) if len(text) <= MEMO_TEXT else _redact_text(text)
+
+
+# A string up to this long has its ``redact_text`` remembered (see ``_redact_short``).
+MEMO_TEXT = 256
+
+
+@functools.lru_cache(maxsize=4096)
+def _redact_short(text: str) -> str:
+    """``redact_text`` of a short string, remembered: a flow's metadata holds the same key names
+    and values (protocol, outcome, stop reason, model, units) every time, and each costs two
+    regular-expression passes. A pure function of the string and the operator's secrets
+    (``register_secret`` forgets every answer); bounded: 4,096 strings of at most ``MEMO_TEXT``
+    characters, the least recently asked forgotten first."""
+    return _redact_text(text)
+
+
+def _redact_text(text: str) -> str:
     out = _TOKEN_RE.sub(REDACTED, text)
     out = _ASSIGN_RE.sub(_assign_sub, out)
     return _operator(out) if _OPERATOR_SECRETS else out
@@ -282,15 +301,27 @@ def _redact_tree(
         return text(value.decode("utf-8", "replace")).encode()
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
+        inner = depth < MAX_DEPTH  # a value one level down is still inside the limit
         for k, v in value.items():
-            hidden = secret(v) if isinstance(k, str) and is_secret_name(k) else None
-            out[text(k) if isinstance(k, str) else k] = (
-                hidden if hidden is not None else _redact_tree(v, depth + 1, text, secret)
-            )
+            key = k
+            if isinstance(k, str):
+                key = text(k)
+                if _secret_name(k):
+                    hidden = secret(v)
+                    if hidden is not None:
+                        out[key] = hidden
+                        continue
+            # A number, a flag or None is kept as it is (most of a summary's values): the
+            # recursive call would return it unchanged after four type checks.
+            out[key] = v if inner and type(v) in _PLAIN else _redact_tree(v, depth + 1, text, secret)
         return out
     if isinstance(value, (list, tuple)):
         return [_redact_tree(v, depth + 1, text, secret) for v in value]
     return value
+
+
+# The exact types ``_redact_tree`` returns unchanged (no subclass: a subclass may be anything).
+_PLAIN = frozenset({int, float, bool, type(None)})
 
 
 def _json_secret(v: Any) -> Any | None:
@@ -523,7 +554,11 @@ class Redactor:
     def _meta_text(self, value: str) -> str:
         if "://" in value or value.startswith("/"):
             return self.url(value)
-        return self.text(value)
+        # ``self.text(value)`` written out: a summary holds about a hundred strings, and two
+        # Python calls each were a third of the redaction's instructions once the text rule was
+        # remembered
+        out = _redact_short(value) if len(value) <= MEMO_TEXT else _redact_text(value)
+        return self._echo(out) if self._secrets else out
 
     def body(
         self, data: bytes, content_type: str | None = None, *, max_scan: int = DEFAULT_MAX_SCAN

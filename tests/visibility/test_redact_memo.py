@@ -1,0 +1,235 @@
+"""proxai.redact's remembered answers and its tree walk: the same answers as computed afresh.
+
+The name rule (``_secret_name``) and the text rule of short strings (``_redact_short``) remember
+their answers, bounded; the tree walk keeps numbers, flags and None without a call. Each is
+checked here against the rule computed without the memory (``__wrapped__``, ``_redact_text``) and
+against the walk as it was written before (``_reference_tree`` below), over the key names and
+strings of every recorded stream, planted secrets, and generated trees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxai import redact
+from proxai.redact import (
+    MAX_DEPTH,
+    MEMO_TEXT,
+    REDACTED,
+    Redactor,
+    _meta_secret,
+    _redact_short,
+    _redact_text,
+    _secret_name,
+    redact_json_value,
+    redact_metadata,
+    redact_text,
+    register_secret,
+)
+from tests.observe.test_properties import STREAMS
+from tests.security import planted
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _recorded() -> list[Any]:
+    """Every JSON payload of the recorded streams."""
+    out = []
+    for p in STREAMS:
+        for line in p.read_bytes().splitlines():
+            if line.startswith(b"data:"):
+                try:
+                    out.append(orjson.loads(line[5:]))
+                except orjson.JSONDecodeError:
+                    continue
+    return out
+
+
+def _planted_texts() -> list[str]:
+    secrets = [*planted.CLIENT_SECRETS.values(), planted.ENV_ANTHROPIC, planted.ENV_OPENAI]
+    texts = []
+    for s in secrets:
+        texts += [s, f"key {s} in prose", f"api_key={s}", f'{{"access_token": "{s}"}}', f"Bearer {s}"]
+    return texts
+
+
+STRINGS = sorted({s for payload in _recorded() for s in _strings(payload)} | set(_planted_texts()))
+
+
+def test_text_memo_gives_the_rule_s_answer() -> None:
+    for s in STRINGS:
+        fresh = _redact_text(s)
+        assert redact_text(s) == fresh  # computed (or remembered from another test)
+        assert redact_text(s) == fresh  # remembered
+    assert any(redact_text(s) != s for s in STRINGS)  # the corpus has secrets to redact
+
+
+def test_text_memo_forgets_when_an_operator_secret_is_registered() -> None:
+    text = "a reply quoting PLNTmemoOperatorKey0042 back"
+    assert redact_text(text) == text  # remembered as clean
+    register_secret("PLNTmemoOperatorKey0042")
+    assert redact_text(text) == f"a reply quoting {REDACTED} back"
+    assert _redact_text(text) == redact_text(text)
+
+
+def test_text_memo_is_bounded() -> None:
+    assert _redact_short.cache_info().maxsize == 4096
+    for i in range(5000):
+        redact_text(f"distinct string {i}")
+    assert _redact_short.cache_info().currsize <= 4096
+    # a string longer than MEMO_TEXT is never remembered (the memory holds 4,096 short strings)
+    long = "x" * (MEMO_TEXT + 1)
+    before = _redact_short.cache_info()
+    assert redact_text(long) == long
+    after = _redact_short.cache_info()
+    assert (after.hits, after.misses) == (before.hits, before.misses)
+
+
+def test_name_memo_gives_the_rule_s_answer_and_is_bounded() -> None:
+    names = [*STRINGS, "x-api-key", "accessToken", "max_tokens", "client_secret", "monkey"]
+    for n in names:
+        assert _secret_name(n) == _secret_name.__wrapped__(n)
+    assert _secret_name.cache_info().maxsize == 4096
+    for i in range(5000):
+        _secret_name(f"name_{i}")
+    assert _secret_name.cache_info().currsize <= 4096
+
+
+# -- the tree walk ------------------------------------------------------------------------------
+
+
+def _reference_tree(
+    value: Any, depth: int, text: Callable[[str], str], secret: Callable[[Any], Any | None]
+) -> Any:
+    """``_redact_tree``'s rule, written as it read before numbers were kept without a call: every
+    value goes through the type checks, every key name through the name rule uncached."""
+    if depth > MAX_DEPTH:
+        return REDACTED
+    match value:
+        case str():
+            return text(value)
+        case bytes():
+            return text(value.decode("utf-8", "replace")).encode()
+        case Mapping():
+            return {
+                (text(k) if isinstance(k, str) else k): _reference_item(k, v, depth, text, secret)
+                for k, v in value.items()
+            }
+        case list() | tuple():
+            return [_reference_tree(v, depth + 1, text, secret) for v in value]
+    return value
+
+
+def _reference_item(
+    k: Any, v: Any, depth: int, text: Callable[[str], str], secret: Callable[[Any], Any | None]
+) -> Any:
+    hidden = secret(v) if isinstance(k, str) and _secret_name.__wrapped__(k) else None
+    return hidden if hidden is not None else _reference_tree(v, depth + 1, text, secret)
+
+
+def _reference_metadata(red: Redactor, value: Any) -> Any:
+    def text(v: str) -> str:
+        if "://" in v or v.startswith("/"):
+            return red.url(v)
+        out = _redact_text(v)
+        return red._echo(out) if red._secrets else out
+
+    return _reference_tree(value, 0, text, _meta_secret)
+
+
+def _reference_json(value: Any) -> Any:
+    return _reference_tree(value, 0, _redact_text, redact._json_secret)
+
+
+def _echoing() -> Redactor:
+    red = Redactor()
+    red.learn_headers([(b"authorization", f"Bearer {planted.OPENAI_KEY}".encode()), (b"x-custom", b"1")])
+    red.learn("PLNTlearnedEchoValue77")
+    return red
+
+
+def _same(value: Any) -> None:
+    assert redact_metadata(value) == _reference_metadata(Redactor(), value)
+    red = _echoing()
+    assert red.metadata(value) == _reference_metadata(red, value)
+    assert redact_json_value(value) == _reference_json(value)
+    assert red.json_value(value) == _reference_tree(value, 0, red.text, redact._json_secret)
+
+
+def test_tree_walk_as_before_on_recorded_payloads() -> None:
+    for payload in _recorded():
+        _same(payload)
+        _same({"proxai": payload, "usage": {"input_tokens": 3, "ratio": 0.5, "ok": True, "none": None}})
+
+
+def test_tree_walk_as_before_at_the_depth_limit() -> None:
+    for depth in range(MAX_DEPTH - 2, MAX_DEPTH + 3):
+        for leaf in (1, 2.5, True, None, "sk-PLNTdeepleaf12345", b"x", 10**30):
+            tree: Any = {"n": leaf, "token": leaf, "s": "t"}
+            for i in range(depth):
+                tree = {"k": tree, "count": i} if i % 2 else [tree, i]
+            _same(tree)
+
+
+class _Int(int):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+_KEYS = st.sampled_from(
+    ["text", "input_tokens", "api_key", "password", "accessToken", "url", "/path", "Bearer", "monkey", "k"]
+)
+_LEAVES = st.one_of(
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=40),
+    st.binary(max_size=20),
+    st.sampled_from(
+        [
+            planted.OPENAI_KEY,
+            f"api_key={planted.QUERY_KEY}",
+            "https://h/v1?key=PLNTqueryKey1234&x=1",
+            "/v1/messages?access_token=PLNTpathToken123",
+            "PLNTlearnedEchoValue77",
+            _Int(3),
+            _Str("sk-PLNTsubclassString1"),
+            "",
+        ]
+    ),
+)
+_TREES = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.one_of(_KEYS, st.integers(0, 3)), inner, max_size=5),
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(tree=_TREES)
+def test_tree_walk_as_before_on_generated_trees(tree: Any) -> None:
+    _same(tree)
+    _same({"proxai": tree})
