@@ -66,6 +66,8 @@ _MACHINE = Machine[State](
     "openai_responses: event {event!r} in state {state}",
 )
 
+_ACTIVE = State.ACTIVE  # (a module constant: cheaper to read than the Enum's attribute)
+
 _START = frozenset({"response.created", "response.in_progress", "response.queued"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
@@ -140,17 +142,29 @@ class _Item:
     """One output item, as both consumers need it: its ``type`` (the summary's), the writer's
     ``kind`` of it, and what the writer keeps to check its ``.done`` events."""
 
-    __slots__ = ("acc", "done", "kind", "started", "type")
+    __slots__ = ("acc", "done", "id", "kind", "part", "part_ci", "part_key", "started", "tb", "type")
 
-    def __init__(self, itype: str) -> None:
+    def __init__(self, iid: str, itype: str) -> None:
+        self.id = iid  # as added: one object, so the writer's lookups by it can be by identity
         self.type = itype
         # the writer's kind: message | reasoning | function_call | web_search | opaque
         self.kind = _WRITER_KINDS.get(itype, "opaque")
+        self.tb: ToolBuffer | None = None  # the summary's tool call of this item, if any
         self.acc = bytearray()  # function_call arguments, as streamed (UTF-8)
         self.started = False  # reasoning: the thinking block was opened
         self.done = False  # output_item.done came (or the terminal event closed it)
+        # message: the content part added last, while it is open (its deltas come one after
+        # another): its content index, its key in ``_parts`` and its kept text. The delta's index
+        # is compared by identity: CPython has one object per small int, so ``is`` is the type and
+        # value check in one, and any other index takes the lookup in ``_parts``.
+        self.part_ci: object = _NO_PART
+        self.part_key = _NO_KEY
+        self.part = _NO_TEXT
 
 
+_NO_PART = object()  # (no delta's index is this object)
+_NO_KEY: tuple[str, int] = ("", -1)
+_NO_TEXT = bytearray()  # (never read nor written: only with ``_NO_PART``)
 _WRITER_KINDS = {
     "message": "message",
     "reasoning": "reasoning",
@@ -238,7 +252,7 @@ class ResponsesObserver(ObserverBase):
         key or an unhashable type or id declines the event, and the general path judges it. No
         ``error`` check: every type taken here starts with ``response.``, which the general
         path never reads as an error event."""
-        if self.state is not State.ACTIVE:
+        if self.state is not _ACTIVE:
             return False
         try:
             kind = _FAST_DELTAS.get(obj["type"])
@@ -255,7 +269,7 @@ class ResponsesObserver(ObserverBase):
         acc = self.acc
         out = self.out
         if kind == "args":
-            tb = acc.tools.get(iid)
+            tb = item.tb
             if tb is None or not tb.has_args or tb.finished:
                 return False
             if out is not None:
@@ -263,7 +277,7 @@ class ResponsesObserver(ObserverBase):
                     return False
                 if s:
                     self._keep(item.acc, s)
-                    out.delta(iid, "args", s)
+                    out.delta(item.id, "args", s)
             acc.tool_args(tb, s, now)
             self.next_seq = seq + 1
             return True
@@ -276,17 +290,24 @@ class ResponsesObserver(ObserverBase):
                     return False
                 if not item.started:
                     item.started = True
-                    out.block_start(iid, "thinking")
+                    out.block_start(item.id, "thinking")
                 if s:
-                    out.delta(iid, "thinking", s)
+                    out.delta(item.id, "thinking", s)
             else:
+                if item.kind != "message":
+                    return False
                 ci = obj.get("content_index")
-                if item.kind != "message" or type(ci) is not int:
-                    return False
-                key = (iid, ci)
-                parts = self._parts.get(key)
-                if parts is None:
-                    return False
+                if ci is item.part_ci:
+                    key = item.part_key
+                    parts = item.part
+                else:
+                    if type(ci) is not int:
+                        return False
+                    key = (iid, ci)
+                    found = self._parts.get(key)
+                    if found is None:
+                        return False
+                    parts = found
                 if s:
                     b = s.encode()  # ``_keep`` inline
                     parts += b
@@ -474,7 +495,7 @@ class ResponsesObserver(ObserverBase):
         iid = given or f"output_{obj.get('output_index')}"
         if iid in self.items:
             raise SemanticStreamError(f"openai_responses: output item {iid!r} added twice")
-        rec = _Item(itype)
+        rec = _Item(iid, itype)
         call_id = name = None
         if out is not None:
             if itype == "function_call":
@@ -486,6 +507,7 @@ class ResponsesObserver(ObserverBase):
                 raise UpstreamProtocolError(f"output item {iid!r} without a type")
         self.items[iid] = rec
         self._tool_from_item(iid, itype, item, now, streamed=True)
+        rec.tb = self.acc.tools.get(iid)
         if out is None:
             return
         kind = rec.kind
@@ -638,7 +660,8 @@ class ResponsesObserver(ObserverBase):
             raise TranslationError(
                 f"message content part type {ptype!r} cannot be translated", "content[].type"
             )
-        parts = self._parts[key] = bytearray()
+        parts = self._parts[key] = item.part = bytearray()
+        item.part_ci, item.part_key = ci, key
         self._room -= ENCODED
         if initial:
             self._keep(parts, initial)
@@ -676,6 +699,9 @@ class ResponsesObserver(ObserverBase):
 
     def _close_part(self, out: Sink, key: tuple[str, int]) -> None:
         del self._parts[key]
+        item = self.items[key[0]]
+        if item.part_key == key:
+            item.part_ci, item.part_key, item.part = _NO_PART, _NO_KEY, _NO_TEXT
         out.block_stop(key)
 
     def _catch_up(self, out: Sink, key: BlockKey, acc: bytearray, final: str, what: str) -> None:
