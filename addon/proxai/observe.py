@@ -90,7 +90,6 @@ class StreamObserver:
         "_chunks",
         "_done",
         "_ended",
-        "_events",
         "_first_event_at",
         "_first_token_at",
         "_gap",
@@ -128,7 +127,7 @@ class StreamObserver:
         self._tail_from = 0
         self._tail_bytes = limits.tail_bytes
         self._tail_cut = 2 * limits.tail_bytes
-        self._bytes = self._chunks = self._events = 0  # the summary's ``Counts``
+        self._bytes = self._chunks = 0  # the summary's ``Counts`` (events: the grammar counts them)
         self.last_byte_at: float | None = None
         self.failed: ProxaiError | None = None
         self._headers_at: float | None = None
@@ -379,7 +378,6 @@ class StreamObserver:
         self._tail_from = self._bytes - len(data)
 
     def _observe(self, now: float, payloads: Payloads) -> None:
-        self._events += len(payloads)
         if self._first_event_at is None:
             self._first_event_at = now
         proto = self._proto
@@ -436,7 +434,7 @@ class StreamObserver:
             self.protocol,
             streaming=True,
             timing=timing,
-            counts=Counts(self._bytes, self._chunks, self._events),
+            counts=Counts(self._bytes, self._chunks, self._proto.events),
             aborted=self._aborted,
         )
 

@@ -141,18 +141,6 @@ class ToolBuffer:
         self.valid = False
         self.final: str | None = None  # the assembled arguments once finished (None: not kept)
 
-    def append(self, s: str, now: float) -> None:
-        self.last_progress_at = now
-        if not s:
-            return
-        self.nbytes += nbytes(s)
-        if self.buf is not None:
-            if self.nbytes > self.limit:
-                self.overflow = True
-                self.buf = None
-            else:
-                self.buf.write(s)
-
     def set_arguments(self, s: str, now: float) -> None:
         """The authoritative whole argument string (a ``*.done`` event or a final snapshot)."""
         self.last_progress_at = now
@@ -330,10 +318,21 @@ class Accum:
         return tb
 
     def tool_args(self, tb: ToolBuffer, s: str, now: float) -> None:
-        was = tb.overflow
-        tb.append(s, now)
-        if tb.overflow and not was:
-            self._overflow_note(tb)
+        """A fragment of ``tb``'s arguments: buffered up to its limit (past it, a note, once per
+        overflow). A call per fragment on every protocol: the buffer's bookkeeping is inline."""
+        tb.last_progress_at = now
+        if not s:
+            return
+        n = tb.nbytes + (len(s) if s.isascii() else nbytes(s))
+        tb.nbytes = n
+        buf = tb.buf
+        if buf is not None:
+            if n > tb.limit:
+                tb.overflow = True
+                tb.buf = None
+                self._overflow_note(tb)
+            else:
+                buf.write(s)
 
     def tool_set(self, tb: ToolBuffer, s: str, now: float) -> None:
         was = tb.overflow
