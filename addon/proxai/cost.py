@@ -19,13 +19,18 @@ The rules (docs/design/cost.md):
 
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from genai_prices.types import ModelPrice, TieredPrices
+    from genai_prices.units import UnitDef
 
 SOURCE = "genai-prices"
 CURRENCY = "USD"  # genai-prices prices every model in US dollars
@@ -71,6 +76,7 @@ def price_tokens(meta: Mapping[str, Any]) -> dict[str, int] | None:
     return units
 
 
+@functools.cache
 def version() -> str:
     """The installed genai-prices release (its price table is the one bundled with it)."""
     mod = importlib.import_module("genai_prices")
@@ -98,7 +104,7 @@ def _provider_for(api_url: str | None) -> str | None:
 def price_flow(meta: Mapping[str, Any], *, api_url: str | None = None, at: float | None = None) -> Priced:
     """Price one flow. ``api_url``: the URL the request went to upstream; ``at``: the request's wall
     clock time (seconds since the epoch) that selects the prices in force, ``None`` for now."""
-    from genai_prices import Usage, calc_price
+    from genai_prices.data_snapshot import get_snapshot
 
     model = meta.get("model")
     units = price_tokens(meta)
@@ -106,31 +112,158 @@ def price_flow(meta: Mapping[str, Any], *, api_url: str | None = None, at: float
         return Priced(None, "cost: the upstream reported no usage")
     if not isinstance(model, str) or not model:
         return Priced(None, "cost: the upstream reported no model")
-    when = datetime.fromtimestamp(at, UTC) if at is not None else None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # an unknown usage key would warn; ours are all known
-        usage = Usage(**units)
+    when = datetime.fromtimestamp(at, UTC) if at is not None else datetime.now(tz=UTC)
     provider_id = _provider_for(api_url)
     try:
-        calc = calc_price(usage, model, provider_id=provider_id, genai_request_timestamp=when)
+        # genai-prices' calc_price, step by step (its lookup, its price in force, its units'
+        # arithmetic), with what depends only on the price remembered (``_plan``)
+        provider, info = get_snapshot().find_provider_model(model, None, provider_id, None)
+        input_price, output_price, total_price = _calc(_plan(info.get_prices(when)), units)
     except LookupError:
         return Priced(None, f"cost: {SOURCE} {version()} has no price for model {model!r}")
     except (ValueError, ArithmeticError) as exc:  # usage the price table cannot take
         return Priced(None, f"cost: the usage cannot be priced: {exc}")
     return Priced(
         {
-            "amount": _amount(calc.total_price),
+            "amount": _amount(total_price),
             "currency": CURRENCY,
-            "input": _amount(calc.input_price),
-            "output": _amount(calc.output_price),
+            "input": _amount(input_price),
+            "output": _amount(output_price),
             "tokens": units,
-            "provider": calc.provider.id,
-            "model": calc.model.id,
+            "provider": provider.id,
+            "model": info.id,
             "matched_by": "model" if provider_id is None else "api_url",
             "source": SOURCE,
             "version": version(),
         }
     )
+
+
+# -- genai-prices' arithmetic, with what depends only on the price remembered ---------------------
+#
+# ``genai_prices.calc_price`` spends nearly all of its time (about 1 M machine instructions a flow)
+# on work that depends only on the model's price, not on the usage: which of its prices are set,
+# checking them against its unit registry, and which priced units lie inside which; and on
+# inferring the units the usage leaves out, which depends only on which units the usage reports
+# as non-zero. Both are remembered here; the usage's own arithmetic runs each time, in
+# genai-prices' order with genai-prices' functions, so a cost is the same Decimal to the last
+# digit (tests/cost/test_cost_plan.py compares every price in the table with ``calc_price``).
+# What ModelInfo.calc_price adds around this (a price context, the special case of two audio
+# models billed by the second) applies only to usage ProxAI never reports.
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What pricing with one model price needs that the usage does not change."""
+
+    prices: tuple[tuple[UnitDef, Decimal | TieredPrices, str | None], ...]
+    """(unit, price, direction) in the price's order: the order the amounts are summed in."""
+    leaves: tuple[tuple[str, tuple[str, ...]], ...]
+    """(usage key, the priced usage keys inside it) in the order genai-prices computes them: a
+    unit's own count is its usage less the own counts of the priced units inside it."""
+    tiered: bool
+    """A price changes with the input tokens (genai-prices then reads them)."""
+    requests: bool
+    """A price per request (counted once)."""
+
+
+_PLANS: dict[int, tuple[ModelPrice, _Plan]] = {}
+MAX_PLANS = 1024  # model prices remembered (a proxy prices a few dozen; the table holds about 2,600)
+
+
+def _plan(price: ModelPrice) -> _Plan:
+    """The plan of one of the table's model prices (remembered by identity: the entry keeps the
+    price alive, so its id is never reused; at most ``MAX_PLANS``, the oldest forgotten first)."""
+    hit = _PLANS.get(id(price))
+    if hit is not None and hit[0] is price:
+        return hit[1]
+    from genai_prices.decompose import is_descendant_or_self
+    from genai_prices.types import TieredPrices, _collect_resolved_model_prices
+    from genai_prices.units import _get_registry
+    from genai_prices.validation import validate_priced_units
+
+    registry = _get_registry()
+    resolved = _collect_resolved_model_prices(price, registry)
+    validate_priced_units(tuple(unit for unit, _ in resolved), registry)  # raises ValueError
+    units = sorted(
+        {unit.usage_key: unit for unit, _ in resolved if unit.usage_key != "requests"}.values(),
+        key=lambda unit: (-len(unit.dimensions), unit.usage_key),
+    )
+    plan = _Plan(
+        prices=tuple((unit, p, unit.dimensions.get("direction")) for unit, p in resolved),
+        leaves=tuple(
+            (
+                unit.usage_key,
+                tuple(d.usage_key for d in units if d is not unit and is_descendant_or_self(unit, d)),
+            )
+            for unit in units
+        ),
+        tiered=any(isinstance(p, TieredPrices) for _, p in resolved),
+        requests=any(unit.usage_key == "requests" for unit, _ in resolved),
+    )
+    if len(_PLANS) >= MAX_PLANS:
+        del _PLANS[next(iter(_PLANS))]
+    _PLANS[id(price)] = (price, plan)
+    return plan
+
+
+def _calc(plan: _Plan, units: dict[str, int]) -> tuple[Decimal, Decimal, Decimal]:
+    """(input, output, total) price of ``units`` (``price_tokens``' whole numbers) under ``plan``,
+    as genai-prices' ``ModelPrice.calc_price`` computes them."""
+    from genai_prices.types import calc_unit_price
+
+    counts: dict[str, int] = {}
+    reported: frozenset[str] | None = None
+    for key, inside in plan.leaves:
+        value = units.get(key)
+        if value is None:
+            if reported is None:
+                reported = frozenset(k for k, v in units.items() if v > 0)
+            value = _inferred(key, reported)
+        own = value - sum(counts[k] for k in inside)
+        if own < 0:
+            _refuse(plan, units)
+        counts[key] = own
+    if plan.requests:
+        counts["requests"] = 1
+    total_input = units["input_tokens"] if plan.tiered else 0
+    input_price = output_price = total_price = Decimal(0)
+    for unit, price, direction in plan.prices:
+        amount = calc_unit_price(price, counts[unit.usage_key], total_input, unit.per)
+        total_price += amount
+        if direction == "input":
+            input_price += amount
+        elif direction == "output":
+            output_price += amount
+    return input_price, output_price, total_price
+
+
+def _usage(units: Mapping[str, int]) -> Any:
+    from genai_prices import Usage
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an unknown usage key would warn; ours are all known
+        return Usage(**units)
+
+
+@functools.lru_cache(maxsize=1024)
+def _inferred(key: str, reported: frozenset[str]) -> int:
+    """genai-prices' count of a unit the usage leaves out (0, or its ValueError when the usage
+    reports units that would need it): it depends only on which units are reported non-zero."""
+    value = getattr(_usage(dict.fromkeys(reported, 1)), key)
+    assert isinstance(value, int)
+    return value
+
+
+def _refuse(plan: _Plan, units: Mapping[str, int]) -> None:
+    """More of a unit inside another than the other holds (more cached than input tokens):
+    genai-prices' own count raises its ValueError, which names the units."""
+    from genai_prices.decompose import compute_leaf_values
+    from genai_prices.units import _get_registry
+
+    by_key = {k: _get_registry().units[k] for k, _ in plan.leaves}
+    compute_leaf_values(set(by_key), _usage(units), by_key)
+    raise AssertionError("genai-prices counted a negative unit")  # pragma: no cover
 
 
 def add_cost(meta: dict[str, Any], *, api_url: str | None, at: float | None) -> None:

@@ -1,0 +1,192 @@
+"""``proxai.cost`` prices a flow as genai-prices' ``calc_price`` does, to the last digit.
+
+``price_flow`` runs genai-prices' steps itself and remembers what depends only on a model's price
+(``cost._plan``) and the counts of units a usage leaves out (``cost._inferred``). Checked here
+against genai-prices' own calls: every price of the bundled table (every model of every provider,
+every dated price) with usages that exercise each rule (cached tokens, tiers above 200k input
+tokens, no output, more cached than input tokens), the whole ``cost`` object and note against
+``calc_price`` for models, addresses and dates, and the memories' bounds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from genai_prices import Usage, calc_price
+from genai_prices.data_snapshot import get_snapshot
+from genai_prices.types import ModelPrice
+
+from proxai import cost
+
+# The units price_tokens can produce: input and output always, cache reads and writes when non-zero.
+USAGES: list[dict[str, int]] = [
+    {"input_tokens": 0, "output_tokens": 0},
+    {"input_tokens": 1, "output_tokens": 0},
+    {"input_tokens": 0, "output_tokens": 7},
+    {"input_tokens": 2723, "output_tokens": 150, "cache_read_tokens": 1200},
+    {"input_tokens": 1500, "output_tokens": 33, "cache_write_tokens": 1500},
+    {"input_tokens": 1300, "output_tokens": 50, "cache_read_tokens": 1000, "cache_write_tokens": 200},
+    {"input_tokens": 250_000, "output_tokens": 4_000, "cache_read_tokens": 30_000},
+    {"input_tokens": 1_000_003, "output_tokens": 999_999, "cache_write_tokens": 17},
+    {"input_tokens": 100, "output_tokens": 5, "cache_read_tokens": 101},  # more cached than input
+    {"input_tokens": 100, "output_tokens": 5, "cache_read_tokens": 60, "cache_write_tokens": 60},
+    {"input_tokens": 3, "output_tokens": 123_456_789, "cache_read_tokens": 3},
+]
+
+
+def _prices() -> list[ModelPrice]:
+    out: list[ModelPrice] = []
+    for provider in get_snapshot().providers:
+        for model in provider.models:
+            if isinstance(model.prices, ModelPrice):
+                out.append(model.prices)
+            else:
+                out += [c.prices for c in model.prices]
+    return out
+
+
+def _genai(price: ModelPrice, units: dict[str, int]) -> tuple[Decimal, Decimal, Decimal] | str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        usage = Usage(**units)
+    try:
+        r = price.calc_price(usage)
+    except (ValueError, ArithmeticError, LookupError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return r["input_price"], r["output_price"], r["total_price"]
+
+
+def _ours(price: ModelPrice, units: dict[str, int]) -> tuple[Decimal, Decimal, Decimal] | str:
+    try:
+        return cost._calc(cost._plan(price), units)
+    except (ValueError, ArithmeticError, LookupError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_every_price_in_the_table_as_genai_prices_computes_it() -> None:
+    prices = _prices()
+    assert len(prices) > 2000
+    refused = tiered = 0
+    # each price with four of the usages, in turn, so that every usage meets every kind of price
+    for i, price in enumerate(prices):
+        for units in (USAGES[(i + k) % len(USAGES)] for k in range(0, len(USAGES), 3)):
+            want, got = _genai(price, units), _ours(price, units)
+            assert got == want, (price, units)
+            # the same Decimals, digit for digit (not only equal in value)
+            assert repr(got) == repr(want), (price, units)
+            refused += isinstance(want, str)
+            tiered += "TieredPrices" in repr(price) and units["input_tokens"] > 200_000
+    assert refused and tiered  # both rules were met
+
+
+def test_a_plan_is_remembered_per_price_and_bounded() -> None:
+    prices = _prices()
+    for price in prices[:50]:
+        assert cost._plan(price) is cost._plan(price)
+    for price in prices:
+        cost._plan(price)
+    assert len(cost._PLANS) <= cost.MAX_PLANS < len(prices)
+    # a forgotten price is planned again, the same plan
+    first = prices[0]
+    again = cost._plan(first)
+    assert cost._calc(again, USAGES[3]) == _genai(first, USAGES[3])
+    assert all(entry[0] is cost._PLANS[key][0] for key, entry in cost._PLANS.items())
+
+
+def test_inferred_counts_are_bounded() -> None:
+    assert cost._inferred.cache_info().maxsize == 1024
+    keys = ["cache_write_1h_tokens", "web_searches", "input_audio_tokens", "output_reasoning_tokens"]
+    reported = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
+    for key in keys:
+        for n in range(len(reported) + 1):
+            for subset in itertools.combinations(reported, n):
+                got = cost._inferred(key, frozenset(subset))
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    assert got == getattr(Usage(**dict.fromkeys(subset, 5)), key) == 0
+    assert cost._inferred.cache_info().currsize <= 1024
+
+
+def _reference(meta: dict[str, Any], api_url: str | None, at: float | None) -> cost.Priced:
+    """``price_flow`` through genai-prices' ``calc_price`` (as it was written before the plan)."""
+    units = cost.price_tokens(meta)
+    model = meta.get("model")
+    if units is None:
+        return cost.Priced(None, "cost: the upstream reported no usage")
+    if not isinstance(model, str) or not model:
+        return cost.Priced(None, "cost: the upstream reported no model")
+    when = datetime.fromtimestamp(at, UTC) if at is not None else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        usage = Usage(**units)
+    provider_id = cost._provider_for(api_url)
+    try:
+        calc = calc_price(usage, model, provider_id=provider_id, genai_request_timestamp=when)
+    except LookupError:
+        return cost.Priced(None, f"cost: genai-prices {cost.version()} has no price for model {model!r}")
+    except (ValueError, ArithmeticError) as exc:
+        return cost.Priced(None, f"cost: the usage cannot be priced: {exc}")
+    return cost.Priced(
+        {
+            "amount": float(round(calc.total_price, 12)),
+            "currency": "USD",
+            "input": float(round(calc.input_price, 12)),
+            "output": float(round(calc.output_price, 12)),
+            "tokens": units,
+            "provider": calc.provider.id,
+            "model": calc.model.id,
+            "matched_by": "model" if provider_id is None else "api_url",
+            "source": "genai-prices",
+            "version": cost.version(),
+        }
+    )
+
+
+MODELS = [
+    "claude-sonnet-4-5-20250929",
+    "claude-3-5-haiku-latest",
+    "claude-opus-4-1",
+    "gpt-4o-2024-08-06",
+    "gpt-4o-mini",
+    "gpt-5",
+    "o3",
+    "gemini-2.5-pro",
+    "no-such-model-xyz",
+    "",
+]
+URLS = [
+    None,
+    "https://api.anthropic.com/v1/messages",
+    "https://api.openai.com/v1/responses",
+    "http://127.0.0.1:9/v1/chat/completions",
+    "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions",
+]
+
+
+@pytest.mark.parametrize("protocol", ["anthropic_messages", "openai_chat", "openai_responses"])
+def test_price_flow_as_calc_price(protocol: str) -> None:
+    usages: list[dict[str, Any] | None] = [
+        None,
+        {},
+        {"input_tokens": 12, "output_tokens": 300, "cache_read_tokens": 5, "cache_write_tokens": 0},
+        {"input_tokens": 220_000, "output_tokens": 10, "cache_write_tokens": 9},
+        {"input_tokens": 10, "output_tokens": 1, "cache_read_tokens": 50},
+        {"output_tokens": 4},
+    ]
+    seen_priced = seen_refused = 0
+    for model, url, at, usage in itertools.product(MODELS, URLS, [1_767_225_600.0, 1.9e9], usages):
+        meta: dict[str, Any] = {"protocol": protocol, "model": model}
+        if usage is not None:
+            meta["usage"] = usage
+        want = _reference(meta, url, at)
+        assert cost.price_flow(meta, api_url=url, at=at) == want, (model, url, at, usage)
+        seen_priced += want.cost is not None
+        seen_refused += "cannot be priced" in (want.note or "")
+    assert seen_priced
+    # Anthropic's input_tokens leave the cached ones out, so its mapping never has more cached
+    assert seen_refused or protocol == "anthropic_messages"
