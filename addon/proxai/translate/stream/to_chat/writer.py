@@ -38,8 +38,9 @@ class ChatWriter:
         self.st = ChatState()
         self.created = created
         self.include_usage = include_usage
-        # Pre-serialized delta chunk heads (``output.content_frame`` / ``args_frame``), by block.
-        self.frames: dict[BlockKey, bytes] = {}
+        # Pre-serialized delta chunk heads (``output.content_frame`` / ``args_frame``), by block,
+        # each with whether its text counts in ``chars`` (a text block's does): one lookup per delta.
+        self.frames: dict[BlockKey, tuple[bytes, bool]] = {}
         # Web citations: the characters of ``content`` so far, where each text block started and
         # ended, and the annotations written with the finish chunk (one list: the SDK merges a
         # later ``annotations`` delta only by an ``index`` the entries do not have).
@@ -69,29 +70,28 @@ class ChatWriter:
         idx = st.register(key, kind)
         if idx is not None:
             assert id is not None and name is not None
-            self.frames[key] = output.args_frame(st.prefix, idx)
+            self.frames[key] = (output.args_frame(st.prefix, idx), False)
             self.out.append(output.chunk(st.prefix, output.tool_start_delta(idx, id, name)))
         elif kind == "thinking":
             # Reasoning as the compatible providers stream it: ``reasoning_content`` (DeepSeek,
             # vLLM, xAI, ...) unless a Chat source named its own field (``reasoning``: Groq,
             # OpenRouter), which normalize keeps
             field = (name if name in REASONING_FIELDS else REASONING_FIELDS[0]).encode()
-            self.frames[key] = output.content_frame(st.prefix, field)
+            self.frames[key] = (output.content_frame(st.prefix, field), False)
         elif kind != "redacted_thinking":
             field = b"refusal" if kind == "refusal" else b"content"
-            self.frames[key] = output.content_frame(st.prefix, field)
+            self.frames[key] = (output.content_frame(st.prefix, field), kind == "text")
             if kind == "text":
                 self.starts[key] = (self.chars, None)
 
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
-        if kind == "text":
-            self.out.append(self.frames[key] % _dumps(text))
-            if key in self.starts:
-                self.chars += len(text)
-        elif kind != "signature":  # thinking, args
-            self.out.append(self.frames[key] % _dumps(text))
-        else:  # a thinking block's signature: Chat has no slot for it
+        if kind == "signature":  # a thinking block's signature: Chat has no slot for it
             self.st.dropped.signature_chars += len(text)
+            return
+        frame, counted = self.frames[key]
+        self.out.append(frame % _dumps(text))
+        if counted:  # a text block's: the characters of ``content`` so far (citation spans)
+            self.chars += len(text)
 
     def opaque_start(
         self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any], *, neutral: bool = False
