@@ -138,7 +138,7 @@ class ChatObserver(ObserverBase):
 
     protocol = Protocol.OPENAI_CHAT
 
-    __slots__ = ("_open", "_redacted", "_usage", "choices", "finished_choices", "state")
+    __slots__ = ("_calls", "_open", "_redacted", "_usage", "choices", "finished_choices", "state")
 
     def __init__(self, acc: Accum) -> None:
         super().__init__(acc)
@@ -148,6 +148,9 @@ class ChatObserver(ObserverBase):
         self._open: list[BlockKey] = []  # the writer's open blocks in start order
         self._usage: dict[str, Any] | None = None  # the last usage the upstream reported
         self._redacted = 0  # redacted thinking blocks opened (their keys)
+        # Choice 0's tool calls by ``tool_calls[].index`` (``acc.tools`` keys them by (choice,
+        # index): a fragment finds its call without building and hashing that tuple)
+        self._calls: dict[int, ToolBuffer] = {}
 
     @property
     def phase(self) -> Phase:
@@ -251,7 +254,7 @@ class ChatObserver(ObserverBase):
             return False
         if type(index) is not int or type(args) is not str:
             return False
-        tb = acc.tools.get((0, index))
+        tb = self._calls.get(index)
         if tb is None or tb.finished:
             return False
         if args:
@@ -588,6 +591,8 @@ class ChatObserver(ObserverBase):
                         "openai_chat.tool_call_index", f"tool call {given} came before tool call {n}"
                     )
             tb = acc.tool_start(key, tid, name, "custom" if ttype == "custom" else "function", now)
+            if cidx == 0:
+                self._calls[idx] = tb
             if out is not None:
                 self._open.append(idx)
                 out.block_start(idx, "tool", id=tid, name=name)
@@ -638,10 +643,10 @@ class ChatObserver(ObserverBase):
     def _close_blocks(self, out: Sink) -> None:
         """The end of the answer for the writer: every open block closed in start order, a tool
         call's arguments checked as complete JSON first."""
-        tools = self.acc.tools
+        calls = self._calls
         for key in self._open:
             if type(key) is int:
-                tb = tools[(0, key)]
+                tb = calls[key]
                 if tb.nbytes and (tb.buf is None or not json_valid(tb.buf.getvalue())):
                     raise UpstreamProtocolError(
                         f"tool call {tb.id!r}: the streamed arguments are not valid JSON"
