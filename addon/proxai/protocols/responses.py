@@ -268,33 +268,10 @@ class ResponsesObserver(ObserverBase):
             return False
         acc = self.acc
         out = self.out
-        if kind == "args":
-            tb = item.tb
-            if tb is None or not tb.has_args or tb.finished:
-                return False
+        # one branch per kind, most frequent first, each with its own end (fewer tests per event)
+        if kind in {"text", "refusal"}:
             if out is not None:
-                if obj["type"] != _FC_DELTA or item.kind != "function_call" or item.done:
-                    return False
-                if s:
-                    self._keep(item.acc, s)
-                    out.delta(item.id, "args", s)
-            acc.tool_args(tb, s, now)
-            self.next_seq = seq + 1
-            return True
-        n = 0  # the delta's UTF-8 size, when the translation below measured it
-        if out is not None:
-            if item.done:
-                return False
-            if kind == "reasoning":
-                if item.kind != "reasoning":
-                    return False
-                if not item.started:
-                    item.started = True
-                    out.block_start(item.id, "thinking")
-                if s:
-                    out.delta(item.id, "thinking", s)
-            else:
-                if item.kind != "message":
+                if item.done or item.kind != "message":
                     return False
                 ci = obj.get("content_index")
                 if ci is item.part_ci:
@@ -309,29 +286,51 @@ class ResponsesObserver(ObserverBase):
                         return False
                     parts = found
                 if s:
-                    b = s.encode()  # ``_keep`` inline
+                    b = s.encode()  # ``_keep`` inline; its size is the summary's too
                     parts += b
                     n = len(b)
                     self._room = room = self._room - n
                     if room < 0:
                         raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
                     out.delta(key, "text", s)
-        if s:
-            acc.content_seen = True
-            if not n:
+            elif s:
                 n = len(s) if s.isascii() else nbytes(s)
-            if kind == "text":
-                acc.text_bytes += n
+            if s:
+                acc.content_seen = True
+                if kind == "text":
+                    acc.text_bytes += n
+                else:
+                    acc.refusal_bytes += n
                 if acc.cap_text is not None:
                     acc.capture_text(s)
-            elif kind == "reasoning":
-                acc.reasoning_bytes += n
+            self.next_seq = seq + 1
+            return True
+        if kind == "reasoning":
+            if out is not None:
+                if item.done or item.kind != "reasoning":
+                    return False
+                if not item.started:
+                    item.started = True
+                    out.block_start(item.id, "thinking")
+                if s:
+                    out.delta(item.id, "thinking", s)
+            if s:
+                acc.content_seen = True
+                acc.reasoning_bytes += len(s) if s.isascii() else nbytes(s)
                 if acc.cap_reasoning is not None:
                     acc.capture_reasoning(s)
-            else:
-                acc.refusal_bytes += n
-                if acc.cap_text is not None:
-                    acc.capture_text(s)
+            self.next_seq = seq + 1
+            return True
+        tb = item.tb  # an argument delta
+        if tb is None or not tb.has_args or tb.finished:
+            return False
+        if out is not None:
+            if obj["type"] != _FC_DELTA or item.kind != "function_call" or item.done:
+                return False
+            if s:
+                self._keep(item.acc, s)
+                out.delta(item.id, "args", s)
+        acc.tool_args(tb, s, now)
         self.next_seq = seq + 1
         return True
 
