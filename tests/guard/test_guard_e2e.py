@@ -6,6 +6,12 @@ upstream on HTTP/2, regular mode over CONNECT), an idle upstream before any tool
 closed or reset, the metadata and diagnostics file, a concurrent HTTP/2 stream untouched, and healthy
 slow streams left alone. Every stall of the upstream lasts 40 s; the thresholds are 1 s / 1.5 s, so an
 SDK error with OUR message proves the guard acted long before the stall would have ended.
+
+A stalled stream is played at time scale 0 (``AT_ONCE``): everything before the stall leaves the
+upstream in one write, so the 40 s stall is its only pause. With a paced prefix (deltas
+milliseconds apart) the figure depended on the machine: when the upstream's thread stops for a
+second (a loaded machine, a garbage collection) between two deltas of the stalled call, the guard
+sees a real stall there and reports it at 18 argument bytes instead of 30.
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ STALL_RE = re.compile(
     r"(?P<s>\d+\.\d)s \(limit 1s, proxai_tool_stall\) after (?P<n>\d+) argument bytes; "
     r"the upstream stream was closed"
 )
+# The fake upstream's time scale for a stalled stream: no pause before the stall (keepalives
+# during a stall then come every 2 s, the unscaled interval).
+AT_ONCE = {"x-proxai-time-scale": "0"}
 IDLE_RE = re.compile(
     r"ProxAI guard: upstream sent no bytes for (?P<s>\d+\.\d)s \(limit 1\.5s, proxai_idle_timeout\); "
     r"the upstream stream was closed"
@@ -210,10 +219,13 @@ def stalled_stream(
     origin: str | None = None,
 ) -> str:
     """A stream the guard ends: the SDK raises our tool-stall message (``check_tool_stall``), the
-    upstream is closed early, mitmproxy logs no traceback. Returns the test tag of the flow."""
+    upstream is closed early, mitmproxy logs no traceback. Returns the test tag of the flow.
+
+    Played ``AT_ONCE``: the upstream sends everything before the stall in one write, so
+    ``arg_bytes`` is where the scenario stalls, whatever the machine's load."""
     t = tag()
     before = upstream.closed_early
-    exc = sdk_error(protocol, md, t, scenario, h2=h2, upstream=origin)
+    exc = sdk_error(protocol, md, t, scenario, h2=h2, upstream=origin, **AT_ONCE)
     check_tool_stall(protocol, md, t, exc, path=path, call=call, arg_bytes=arg_bytes)
     wait_closed_early(upstream, before)
     no_tracebacks(md)
@@ -353,7 +365,7 @@ def test_concurrent_http2_stream_completes_untouched(g_reverse_h2: Mitmdump, g_u
 
     async def main() -> tuple[Any, Any]:
         async with sdk_http_client(g_reverse_h2, h2=True, asynchronous=True) as hc:
-            stalled = async_openai_client(g_reverse_h2, t_stall, hc)
+            stalled = async_openai_client(g_reverse_h2, t_stall, hc, **AT_ONCE)
             healthy = async_openai_client(g_reverse_h2, t_ok, hc, **{"x-proxai-time-scale": "0.5"})
 
             async def run_stalled() -> Any:
@@ -501,7 +513,7 @@ def test_translated_flow_gets_the_error_in_the_client_protocol(
 ) -> None:
     t = tag()
     before = g_upstream.closed_early
-    exc = sdk_error(protocol, g_translating, t, "total_stall")
+    exc = sdk_error(protocol, g_translating, t, "total_stall", **AT_ONCE)
     message = error_message(protocol, exc)  # the client SDK's own error type and shape
     m = STALL_RE.fullmatch(message)
     assert m is not None, message

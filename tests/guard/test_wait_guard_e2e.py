@@ -19,7 +19,7 @@ import pytest
 from tests.e2e.harness import Mitmdump, proxai_meta, tag
 
 from .conftest import IDLE_TIMEOUT, anthropic_client, openai_client
-from .test_guard_e2e import no_tracebacks, wait_closed_early
+from .test_guard_e2e import AT_ONCE, no_tracebacks, wait_closed_early
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -35,13 +35,15 @@ MESSAGES: Any = [{"role": "user", "content": "hi"}]
 
 
 def _call(protocol: str, md: Mitmdump, t: str, model: str = "idle_stall") -> Exception:
+    """Played ``AT_ONCE``: the upstream's only pause is the stall, so the phase the guard names
+    (``headers`` or ``body``) does not depend on the machine's load."""
     try:
         if protocol == "anthropic":
-            anthropic_client(md, t).messages.create(model=model, max_tokens=50, messages=MESSAGES)
+            anthropic_client(md, t, **AT_ONCE).messages.create(model=model, max_tokens=50, messages=MESSAGES)
         elif protocol == "chat":
-            openai_client(md, t).chat.completions.create(model=model, messages=MESSAGES)
+            openai_client(md, t, **AT_ONCE).chat.completions.create(model=model, messages=MESSAGES)
         else:
-            openai_client(md, t).responses.create(model=model, input="hi")
+            openai_client(md, t, **AT_ONCE).responses.create(model=model, input="hi")
     except (anthropic.APIError, openai.APIError) as exc:
         return exc
     raise AssertionError("the non-streamed call succeeded: the guard did not answer")
