@@ -17,7 +17,6 @@ quotes and all, one after another); ``encoded_text`` gives the text back.
 
 from __future__ import annotations
 
-from _json import scanstring
 from sys import getsizeof
 
 import orjson
@@ -28,20 +27,20 @@ ENCODED = getsizeof(bytearray()) + 8  # a kept bytearray's header and over-alloc
 def encoded_text(encoded: bytes | bytearray) -> str:
     """The text of the JSON strings in ``encoded`` (``dumps`` outputs, one after another).
 
-    Inside an encoded string every quote is escaped (``\\"``), so where one string ends and the
-    next begins is ``""``: dropping every ``""`` leaves one JSON string of the whole text, unless
-    some ``\\""`` makes a pair ambiguous (an escaped quote or backslash ending a piece); those
-    texts are read piece by piece."""
+    Inside an encoded string every quote and backslash is escaped, and no control character is
+    raw. So with each escaped backslash (``\\\\``) and then each escaped quote (``\\"``) set
+    aside as a control byte, every quote left is a string's own: dropping them and putting the
+    escapes back leaves one JSON string of the whole text, read at once (a pair of quotes alone
+    is not always a boundary: a piece ending in an escaped quote is followed by three quotes).
+    Six bulk passes over the bytes cost less than reading the pieces one by one in Python."""
     if not encoded:
         return ""
-    if b'\\""' not in encoded:
-        whole = encoded.replace(b'""', b"")
-        text: str = orjson.loads(whole) if whole else ""
-        return text
-    s = encoded.decode()
-    pieces = []
-    pos, n = 0, len(s)
-    while pos < n:
-        piece, pos = scanstring(s, pos + 1)
-        pieces.append(piece)
-    return "".join(pieces)
+    inner = (
+        encoded.replace(b"\\\\", b"\x00")
+        .replace(b'\\"', b"\x01")
+        .replace(b'"', b"")
+        .replace(b"\x01", b'\\"')
+        .replace(b"\x00", b"\\\\")
+    )
+    text: str = orjson.loads(b'"' + inner + b'"')
+    return text
