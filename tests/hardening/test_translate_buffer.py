@@ -112,3 +112,70 @@ def test_responses_writer_keeps_the_text_and_counts_more_than_it_holds(pieces: l
         assert held <= w.kept * 9 / 8
     assert w.by_key[0].text() == "".join(pieces[0::2])
     assert w.by_key[1].text() == "".join(pieces[1::2])
+
+
+_BLOCKS = ("text", "thinking", "function", "custom")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(("start", "delta", "delta", "delta", "signature")),
+            st.integers(min_value=0, max_value=3),
+            st.one_of(st.text(max_size=12), _QUOTES),
+        ),
+        max_size=120,
+    ),
+    max_buffer=st.integers(min_value=200, max_value=2000),
+)
+def test_responses_writer_fails_at_the_delta_that_passes_its_limit(
+    steps: list[tuple[str, int, str]], max_buffer: int
+) -> None:
+    """Whichever item a delta goes to (the one started last, another one, a held custom call) and
+    whatever else is kept (signatures, a constant per item), the writer counts exactly the bytes
+    kept: ``kept`` is their sum, and ``SseLimitError`` comes at the first delta that takes the
+    sum past the limit, not before."""
+    import orjson
+
+    from proxai.stream.textparts import ENCODED
+    from proxai.translate.call_shapes import CallShape
+    from proxai.translate.stream.to_responses.writer import ResponsesWriter
+
+    w = ResponsesWriter(max_buffer=max_buffer, call_shapes={"patch": CallShape("custom_tool_call", "patch")})
+    limit = max_buffer - max_buffer // 9
+    w.start("resp_1", "m", None)
+    started: dict[int, str] = {}
+    expected = 0
+    kept: dict[int, list[str]] = {}
+    for op, key, text in steps:
+        if op == "start" or key not in started:
+            if key in started:
+                continue
+            block = _BLOCKS[key]
+            started[key] = block
+            kept[key] = []
+            expected += ENCODED
+            if block in ("function", "custom"):
+                w.block_start(key, "tool", id=f"call_{key}", name="f" if block == "function" else "patch")
+            else:
+                w.block_start(key, block)  # type: ignore[arg-type]
+            assert w.kept == expected
+            continue
+        if op == "signature":
+            if started[key] != "thinking":
+                continue
+            w.delta(key, "signature", text)
+            expected += len(text)
+        else:
+            kind = {"text": "text", "thinking": "thinking"}.get(started[key], "args")
+            expected += len(orjson.dumps(text))
+            if expected > limit:
+                with pytest.raises(SseLimitError):
+                    w.delta(key, kind, text)  # type: ignore[arg-type]
+                return
+            w.delta(key, kind, text)  # type: ignore[arg-type]
+            kept[key].append(text)
+        assert w.kept == expected
+    for key, texts in kept.items():
+        assert w.by_key[key].text() == "".join(texts)

@@ -66,17 +66,11 @@ class Item:
 class ResponsesState:
     response_id: str = ""
     model: str = ""
-    seq: int = 0
     items: list[Item] = field(default_factory=list)
     by_key: dict[BlockKey, Item] = field(default_factory=dict)
     ids: ItemIdAllocator = field(default_factory=lambda: ItemIdAllocator(""))
     refusal_streamed: bool = False
     usage: TokenUsage | None = None
-
-    def next_seq(self) -> int:
-        n = self.seq
-        self.seq += 1
-        return n
 
     def add(
         self, key: BlockKey, kind: BlockKind, call_id: str | None, name: str | None, data: str | None

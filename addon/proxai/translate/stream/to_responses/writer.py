@@ -47,6 +47,7 @@ from . import output
 from .state import Item, ItemIdAllocator, ResponsesState
 
 _dumps = orjson.dumps
+_NO_KEY = object()  # ``ResponsesWriter.cur_key`` before any delta: equal to no block key
 
 _DELTA_EVENTS = {
     "text": "response.output_text.delta",
@@ -67,12 +68,16 @@ class ResponsesWriter:
         "by_key",
         "call_shapes",
         "created_at",
+        "cur_buf",
+        "cur_fmt",
+        "cur_key",
         "foreign",
-        "kept",
         "limit",
         "max_buffer",
         "out",
         "reasoning_summary",
+        "room",
+        "seq",
         "st",
     )
 
@@ -89,22 +94,37 @@ class ResponsesWriter:
         self.reasoning_summary = reasoning_summary
         self.call_shapes = call_shapes or {}
         self.max_buffer = max_buffer  # content kept for the terminal snapshot (bounded memory)
-        # bytes kept (``Item.encoded``'s lengths and a constant per item); a bytearray holds at
-        # most 9/8 of its length plus that constant, so ``limit`` bounds what is really held
-        self.kept = 0
+        # Bytes kept (``kept``: ``Item.encoded``'s lengths, signatures and a constant per item);
+        # a bytearray holds at most 9/8 of its length plus that constant, so ``limit`` bounds
+        # what is really held. The item started last (``cur_*``: its key, bytearray and delta
+        # format; deltas mostly go to it) counts by its bytearray's own length, the rest in
+        # ``room`` (``limit`` less all of it): ``len(cur_buf) > room`` is ``kept > limit``.
         self.limit = max_buffer - max_buffer // 9
+        self.room = self.limit
+        self.cur_key: object = _NO_KEY  # (none yet: a key no block key equals, an empty buffer)
+        self.cur_buf = bytearray()
+        self.cur_fmt = b""
+        self.seq = 0  # the next ``sequence_number``
         self.out: list[bytes] = []
         self.st = ResponsesState()
-        self.by_key = self.st.by_key  # items by source key (read per delta)
+        self.by_key = self.st.by_key  # items by source key
         self.created_at = created_at
 
+    @property
+    def kept(self) -> int:
+        """The bytes counted against ``limit`` (``max_buffer`` less its over-allocation)."""
+        return self.limit - self.room + len(self.cur_buf)
+
     def take(self) -> bytes:
-        out = b"".join(self.out)
-        self.out.clear()
-        return out
+        out = self.out
+        data = b"".join(out)
+        out.clear()
+        return data
 
     def _emit(self, etype: str, **fields: object) -> None:
-        self.out.append(output.event(etype, self.st.next_seq(), fields))
+        seq = self.seq
+        self.seq = seq + 1
+        self.out.append(output.event(etype, seq, fields))
 
     def start(self, id: str, model: str, usage: TokenUsage | None) -> None:
         st = self.st
@@ -123,7 +143,7 @@ class ResponsesWriter:
         data: str | None = None,
     ) -> None:
         item = self.st.add(key, kind, id, name, data)
-        self.kept += ENCODED
+        self.room -= ENCODED
         if kind == "tool":
             shape = item.shape = self.call_shapes.get(name or "")
             item.held = shape is not None and shape.item != "function_call"
@@ -133,6 +153,7 @@ class ResponsesWriter:
             item.delta_format = output.delta_format("response.reasoning_summary_text.delta", item)
         elif kind in _DELTA_EVENTS:
             item.delta_format = output.delta_format(_DELTA_EVENTS[kind], item)
+        self._current(key, None if item.held else item)
         self._emit(
             "response.output_item.added", output_index=item.output_index, item=output.item_json(item, False)
         )
@@ -153,24 +174,43 @@ class ResponsesWriter:
                 part=output.part(item, False),
             )
 
+    def _current(self, key: BlockKey, item: Item | None) -> None:
+        """Deltas of ``key`` go to ``item`` without a lookup (None: no item is current; a held
+        call never is, its deltas are not streamed)."""
+        buf = bytearray() if item is None else item.encoded
+        self.room += len(buf) - len(self.cur_buf)  # its bytes leave the rest, the previous one's join it
+        self.cur_key = _NO_KEY if item is None else key
+        self.cur_buf = buf
+        self.cur_fmt = b"" if item is None else item.delta_format
+
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
-        item = self.by_key[key]
-        if kind == "signature":
-            self.kept += len(text)
-            item.signature = (item.signature or "") + text
-            return
-        # kept as the delta event carries it, JSON-encoded (``textparts.encoded_text``)
-        enc = _dumps(text)
-        item.encoded += enc
-        self.kept = kept = self.kept + len(enc)
-        if kept > self.limit:
-            raise SseLimitError("Responses output kept for the terminal snapshot", self.max_buffer)
-        if item.held:  # a custom or tool search call: its input is whole only at the block's stop
-            return
-        st = self.st
-        seq = st.seq
-        st.seq = seq + 1  # ``st.next_seq()`` without its call (per delta)
-        self.out.append(item.delta_format % (seq, enc))
+        # The current item's delta without a lookup (per delta every bytecode counts: each costs
+        # dozens of machine instructions); another item's (interleaved tool calls) looks it up.
+        # Each is kept as its delta event carries it, JSON-encoded (``textparts.encoded_text``).
+        if key == self.cur_key and kind != "signature":
+            enc = _dumps(text)
+            buf = self.cur_buf
+            buf += enc
+            if len(buf) > self.room:
+                raise SseLimitError("Responses output kept for the terminal snapshot", self.max_buffer)
+            fmt = self.cur_fmt
+        else:
+            item = self.by_key[key]
+            if kind == "signature":  # kept for the item's ``encrypted_content``, not streamed
+                self.room -= len(text)
+                item.signature = (item.signature or "") + text
+                return
+            enc = _dumps(text)
+            item.encoded += enc
+            self.room = room = self.room - len(enc)
+            if len(self.cur_buf) > room:
+                raise SseLimitError("Responses output kept for the terminal snapshot", self.max_buffer)
+            if item.held:  # a custom or tool search call: its input is whole only at its stop
+                return
+            fmt = item.delta_format
+        seq = self.seq
+        self.seq = seq + 1
+        self.out.append(fmt % (seq, enc))
 
     def opaque_start(
         self, key: BlockKey, protocol: Protocol, what: str, payload: dict[str, Any], *, neutral: bool = False
@@ -179,6 +219,8 @@ class ResponsesWriter:
             self.foreign.start(key, what, counted=not neutral)
             return
         item = self.st.add(key, "opaque", str(payload.get("id") or key), None, None)
+        if key == self.cur_key:  # (no delta comes for an opaque item: ``key`` names it now)
+            self._current(key, None)
         item.raw = payload
         self._emit("response.output_item.added", output_index=item.output_index, item=payload)
 
