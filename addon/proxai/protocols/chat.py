@@ -47,6 +47,10 @@ class State(Enum):
     DONE = "done"  # [DONE] (terminal)
     ERRORED = "errored"
 
+    # The identity hash (a member is a singleton, equal only to itself): ``Enum.__hash__`` is a
+    # Python call, paid by every transition's table lookup
+    __hash__ = object.__hash__
+
 
 _MACHINE = Machine[State](
     {
@@ -292,9 +296,9 @@ class ChatObserver(ObserverBase):
         self._identity(obj)
         finished = False
         for choice in choices:
-            if self._choice(as_dict(choice), now, out):
+            if self._choice(choice if type(choice) is dict else {}, now, out):
                 finished = True
-        self._transition("finish" if finished else "chunk" if choices else "meta")
+        self.state = _MACHINE.step(self.state, "finish" if finished else "chunk" if choices else "meta")
         u = obj.get("usage")
         if type(u) is dict:
             self._usage = u
@@ -336,8 +340,8 @@ class ChatObserver(ObserverBase):
         switch ids mid-answer, a model router may name each model): one note each, the first
         values stay."""
         acc = self.acc
-        cid = as_str(obj.get("id"))
-        if cid:
+        cid = obj.get("id")
+        if type(cid) is str and cid:
             if acc.id is None:
                 acc.id = cid
             elif cid != acc.id:
@@ -346,8 +350,8 @@ class ChatObserver(ObserverBase):
                     "quirk",
                     f"chunk id {cid!r} differs from the stream's {acc.id!r}",
                 )
-        model = as_str(obj.get("model"))
-        if model:
+        model = obj.get("model")
+        if type(model) is str and model:
             if acc.model is None:
                 acc.model = model
             elif model != acc.model:
@@ -361,7 +365,9 @@ class ChatObserver(ObserverBase):
         """One choice of a chunk (``out``: the writer, when it takes this chunk); True when it
         carries a finish_reason."""
         acc = self.acc
-        cidx = as_int(choice.get("index")) or 0
+        cidx = choice.get("index")
+        if type(cidx) is not int:
+            cidx = 0
         if cidx not in self.choices:
             if cidx != len(self.choices):
                 expected = len(self.choices)
@@ -408,8 +414,11 @@ class ChatObserver(ObserverBase):
                 "quirk",
                 f"choice {cidx} got content after its finish_reason",
             )
-        field = "reasoning_content" if delta.get("reasoning_content") else "reasoning"
+        field = "reasoning_content"
         reasoning = delta.get(field)
+        if not reasoning:
+            field = "reasoning"
+            reasoning = delta.get(field)
         if reasoning:
             # OpenAI-compatible providers (vLLM, DeepSeek, ...) stream reasoning here; a target
             # that has a slot gets it as thinking instead of losing it silently
