@@ -163,7 +163,8 @@ def register_secret(value: str) -> None:
     """Treat ``value`` (an operator's key read from the environment) as a secret everywhere."""
     if len(value) >= MIN_SECRET:
         _OPERATOR_SECRETS.add(value)
-        _redact_short.cache_clear()  # its answers were given without this secret
+        _redact_short.cache_clear()  # their answers were given without this secret
+        _MEMOS.clear()
 
 
 def normalize_name(name: str | bytes) -> str:
@@ -288,15 +289,19 @@ def redact_url(url: str) -> str:
 
 
 def _redact_tree(
-    value: Any, depth: int, text: Callable[[str], str], secret: Callable[[Any], Any | None]
+    value: Any,
+    depth: int,
+    text: Callable[[str], str],
+    secret: Callable[[Any], Any | None],
+    memo: dict[str, str],
 ) -> Any:
     """A redacted copy of nested mappings / lists: a string goes through ``text``; the value of a
     secret-named key is replaced by ``secret(value)`` unless that is ``None``; deeper than
-    ``MAX_DEPTH`` the whole subtree is replaced."""
+    ``MAX_DEPTH`` the whole subtree is replaced. ``memo``: ``text``'s answers so far (``_memo``)."""
     if depth > MAX_DEPTH:
         return REDACTED
     if isinstance(value, str):
-        return text(value)
+        return memo[value] if value in memo else _remember(memo, value, text(value))
     if isinstance(value, bytes):
         return text(value.decode("utf-8", "replace")).encode()
     if isinstance(value, Mapping):
@@ -305,23 +310,60 @@ def _redact_tree(
         for k, v in value.items():
             key = k
             if isinstance(k, str):
-                key = text(k)
+                key = memo[k] if k in memo else _remember(memo, k, text(k))
                 if _secret_name(k):
                     hidden = secret(v)
                     if hidden is not None:
                         out[key] = hidden
                         continue
-            # A number, a flag or None is kept as it is (most of a summary's values): the
-            # recursive call would return it unchanged after four type checks.
-            out[key] = v if inner and type(v) in _PLAIN else _redact_tree(v, depth + 1, text, secret)
+            if inner:
+                # A string, a number, a flag or None (nearly all of a summary's values) without the
+                # recursive call, which would only make the same type checks and memo lookup.
+                t = type(v)
+                if t is str:
+                    out[key] = memo[v] if v in memo else _remember(memo, v, text(v))
+                    continue
+                if t in _PLAIN:
+                    out[key] = v
+                    continue
+            out[key] = _redact_tree(v, depth + 1, text, secret, memo)
         return out
     if isinstance(value, (list, tuple)):
-        return [_redact_tree(v, depth + 1, text, secret) for v in value]
+        return [_redact_tree(v, depth + 1, text, secret, memo) for v in value]
     return value
 
 
 # The exact types ``_redact_tree`` returns unchanged (no subclass: a subclass may be anything).
 _PLAIN = frozenset({int, float, bool, type(None)})
+
+# A tree's text rule remembers its answers. A flow's summary holds the same hundred-odd key names
+# and values every time (protocol, outcome, stop reason, model, units ...), and each cost a
+# Python call or two and two regular-expression passes; a lookup costs about a tenth of that.
+# The rule is a pure function of the string, the kind of output (metadata or JSON), the echo set
+# of the redactor and the operator's secrets: one memo per (kind, echo set), at most MAX_MEMOS
+# (the oldest forgotten first), each at most MEMO_SIZE strings of at most MEMO_TEXT characters
+# (emptied when full); ``register_secret`` forgets them all.
+_MEMOS: dict[tuple[str, frozenset[str]], dict[str, str]] = {}
+MAX_MEMOS = 8
+MEMO_SIZE = 2048
+
+
+def _memo(kind: str, secrets: frozenset[str]) -> dict[str, str]:
+    key = (kind, secrets)
+    memo = _MEMOS.get(key)
+    if memo is None:
+        if len(_MEMOS) >= MAX_MEMOS:
+            del _MEMOS[next(iter(_MEMOS))]
+        memo = _MEMOS[key] = {}
+    return memo
+
+
+def _remember(memo: dict[str, str], text: str, out: str) -> str:
+    if len(text) <= MEMO_TEXT:
+        if len(memo) >= MEMO_SIZE:
+            memo.clear()
+        memo[text] = out
+    return out
 
 
 def _json_secret(v: Any) -> Any | None:
@@ -332,7 +374,7 @@ def _json_secret(v: Any) -> Any | None:
 
 def redact_json_value(value: Any, depth: int = 0) -> Any:
     """A redacted copy of a parsed JSON value: secret-named keys and credential-shaped strings."""
-    return _redact_tree(value, depth, redact_text, _json_secret)
+    return _redact_tree(value, depth, redact_text, _json_secret, _memo("json", frozenset()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,20 +587,16 @@ class Redactor:
 
     def json_value(self, value: Any, depth: int = 0) -> Any:
         """A redacted copy of a parsed JSON value."""
-        return _redact_tree(value, depth, self.text, _json_secret)
+        return _redact_tree(value, depth, self.text, _json_secret, _memo("json", frozenset(self._secrets)))
 
     def metadata(self, value: Any) -> Any:
         """``flow.metadata`` (nested dict/list/str/bytes/numbers): secret keys, tokens, URL queries."""
-        return _redact_tree(value, 0, self._meta_text, _meta_secret)
+        return _redact_tree(value, 0, self._meta_text, _meta_secret, _memo("meta", frozenset(self._secrets)))
 
     def _meta_text(self, value: str) -> str:
         if "://" in value or value.startswith("/"):
             return self.url(value)
-        # ``self.text(value)`` written out: a summary holds about a hundred strings, and two
-        # Python calls each were a third of the redaction's instructions once the text rule was
-        # remembered
-        out = _redact_short(value) if len(value) <= MEMO_TEXT else _redact_text(value)
-        return self._echo(out) if self._secrets else out
+        return self.text(value)
 
     def body(
         self, data: bytes, content_type: str | None = None, *, max_scan: int = DEFAULT_MAX_SCAN

@@ -1,7 +1,8 @@
 """proxai.redact's remembered answers and its tree walk: the same answers as computed afresh.
 
 The name rule (``_secret_name``) and the text rule of short strings (``_redact_short``) remember
-their answers, bounded; the tree walk keeps numbers, flags and None without a call. Each is
+their answers, bounded; the tree walk remembers its text rule's answers per kind of output and
+echo set (``_memo``) and keeps numbers, flags and None without a call. Each is
 checked here against the rule computed without the memory (``__wrapped__``, ``_redact_text``) and
 against the walk as it was written before (``_reference_tree`` below), over the key names and
 strings of every recorded stream, planted secrets, and generated trees.
@@ -18,7 +19,10 @@ from hypothesis import strategies as st
 
 from proxai import redact
 from proxai.redact import (
+    _MEMOS,
     MAX_DEPTH,
+    MAX_MEMOS,
+    MEMO_SIZE,
     MEMO_TEXT,
     REDACTED,
     Redactor,
@@ -233,3 +237,35 @@ _TREES = st.recursive(
 def test_tree_walk_as_before_on_generated_trees(tree: Any) -> None:
     _same(tree)
     _same({"proxai": tree})
+
+
+def test_tree_memo_forgets_when_an_operator_secret_is_registered() -> None:
+    meta = {"message": "upstream said PLNTmemoTreeOperator0043 is wrong"}
+    assert redact_metadata(meta) == meta
+    assert Redactor().json_value(meta) == meta
+    register_secret("PLNTmemoTreeOperator0043")
+    assert redact_metadata(meta) == {"message": f"upstream said {REDACTED} is wrong"}
+    assert Redactor().json_value(meta) == {"message": f"upstream said {REDACTED} is wrong"}
+
+
+def test_tree_memo_is_per_echo_set() -> None:
+    meta = {"error": "the key PLNTechoOnlyForOneFlow99 was refused"}
+    assert redact_metadata(meta) == meta  # remembered for the empty echo set
+    red = Redactor()
+    red.learn("PLNTechoOnlyForOneFlow99")
+    assert red.metadata(meta) == {"error": f"the key {REDACTED} was refused"}
+    assert red.json_value(meta) == {"error": f"the key {REDACTED} was refused"}
+    assert redact_metadata(meta) == meta
+
+
+def test_tree_memos_are_bounded() -> None:
+    for i in range(MAX_MEMOS + 5):
+        red = Redactor()
+        red.learn(f"PLNTboundedEchoSet{i:04d}")
+        red.metadata({"k": "v"})
+    assert len(_MEMOS) <= MAX_MEMOS
+    redact_metadata({f"key {i}": f"value {i}" for i in range(MEMO_SIZE)})
+    assert all(len(m) <= MEMO_SIZE for m in _MEMOS.values())
+    long = "y" * (MEMO_TEXT + 1)
+    assert redact_metadata({"k": long}) == {"k": long}
+    assert all(long not in m for m in _MEMOS.values())
