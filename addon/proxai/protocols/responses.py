@@ -57,6 +57,10 @@ class State(Enum):
     DONE = "done"  # a terminal event (completed / incomplete / failed)
     ERRORED = "errored"
 
+    # The machine's table is keyed by state: hash a member by identity in C (members are
+    # singletons, compared by identity) instead of ``Enum.__hash__``, a Python call per lookup.
+    __hash__ = object.__hash__
+
 
 _MACHINE = Machine[State](
     {
@@ -156,7 +160,9 @@ class _Item:
         # message: the content part added last, while it is open (its deltas come one after
         # another): its content index, its key in ``_parts`` and its kept text. The delta's index
         # is compared by identity: CPython has one object per small int, so ``is`` is the type and
-        # value check in one, and any other index takes the lookup in ``_parts``.
+        # value check in one, and any other index takes the lookup in ``_parts``. Set only by
+        # ``_part_added`` (a message item not done) and cleared when the part closes, which a
+        # message's parts all do before the item is done (``_finish_item``, ``_completed``).
         self.part_ci: object = _NO_PART
         self.part_key = _NO_KEY
         self.part = _NO_TEXT
@@ -271,14 +277,12 @@ class ResponsesObserver(ObserverBase):
         # one branch per kind, most frequent first, each with its own end (fewer tests per event)
         if kind in {"text", "refusal"}:
             if out is not None:
-                if item.done or item.kind != "message":
-                    return False
                 ci = obj.get("content_index")
-                if ci is item.part_ci:
+                if ci is item.part_ci:  # its open part: so a message item, and not done
                     key = item.part_key
                     parts = item.part
                 else:
-                    if type(ci) is not int:
+                    if item.done or item.kind != "message" or type(ci) is not int:
                         return False
                     key = (iid, ci)
                     found = self._parts.get(key)
