@@ -32,7 +32,7 @@ from typing import Any
 from . import sse
 from .error_kind import error_message
 from .errors import ProxaiError, SseLimitError
-from .model import Counts, ErrorInfo, ErrorKind, Protocol, StreamSummary, Timing
+from .model import Counts, ErrorInfo, ErrorKind, Protocol, StreamSummary, Timing, ToolCallInfo
 from .protocols.anthropic import AnthropicObserver
 from .protocols.chat import ChatObserver
 from .protocols.common import Accum, ObserverBase
@@ -322,6 +322,14 @@ class StreamObserver:
             return self._done
         end = self.last_byte_at if self.last_byte_at is not None else self._headers_at
         return self._build(end, final=False)
+
+    def tool_calls(self) -> list[ToolCallInfo]:
+        """``summary().tool_calls``, without building the rest of the summary (the guard asks for
+        them whenever a call may have closed: a whole summary is about 50,000 instructions, most
+        of it the dataclasses the guard does not read)."""
+        if self._done is not None:
+            return self._done.tool_calls
+        return self._proto.acc.tool_calls()
 
     def diagnostics(self) -> dict[str, Any]:
         """Unfinished-tool diagnostics (tail plus state; docs/design/outcomes.md), as a JSON-able dict."""

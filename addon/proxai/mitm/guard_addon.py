@@ -127,7 +127,7 @@ class FlowGuard:
         calls: list[Any] = []
         if with_calls and self.config.abnormal_arguments:
             limit = getattr(getattr(obs, "limits", None), "max_tool_args", None)
-            calls = [c for c in obs.summary().tool_calls if limit is None or c.arguments_bytes <= limit]
+            calls = [c for c in obs.tool_calls() if limit is None or c.arguments_bytes <= limit]
         verdict = guard.check(
             self.config,
             open_calls=open_calls,

@@ -419,18 +419,7 @@ class Accum:
         counts: Counts,
         aborted: bool = False,
     ) -> StreamSummary:
-        tools = [
-            ToolCallInfo(
-                id=t.id,
-                name=t.name,
-                kind=t.kind,
-                arguments_complete=t.finished,
-                arguments_valid_json=t.finished and t.valid,
-                arguments_bytes=t.nbytes,
-                arguments=self._tool_text(t),
-            )
-            for t in self.tool_order
-        ]
+        tools = self.tool_calls()
         extra: dict[str, Any] = dict(self.extra)
         if self.notes:
             extra["notes"] = list(self.notes)
@@ -470,6 +459,21 @@ class Accum:
             reasoning=None if self.cap_reasoning is None else self.cap_reasoning.getvalue(),
             extra=extra,
         )
+
+    def tool_calls(self) -> list[ToolCallInfo]:
+        """The summary's tool calls (the guard judges them without building the rest)."""
+        return [
+            ToolCallInfo(
+                id=t.id,
+                name=t.name,
+                kind=t.kind,
+                arguments_complete=t.finished,
+                arguments_valid_json=t.finished and t.valid,
+                arguments_bytes=t.nbytes,
+                arguments=self._tool_text(t),
+            )
+            for t in self.tool_order
+        ]
 
     def _tool_text(self, t: ToolBuffer) -> str | None:
         if not self.capture:
