@@ -222,10 +222,10 @@ class ChatObserver(ObserverBase):
             (c,) = obj["choices"]  # a list of exactly one choice
             delta = c["delta"]
             if (
-                c["index"] != 0
+                len(delta) != 1  # first: what fails most often (reasoning beside content)
+                or c["index"] != 0
                 or obj["id"] != acc.id
                 or obj["model"] != acc.model
-                or len(delta) != 1
                 or c.get("finish_reason") is not None
                 or ("usage" in obj and obj["usage"] is not None)
                 or ("error" in obj and obj["error"] is not None)
@@ -247,8 +247,11 @@ class ChatObserver(ObserverBase):
                         out.block_start(TEXT_KEY, "text")
                     out.delta(TEXT_KEY, "text", s)
             return True
+        calls = delta.get("tool_calls")
+        if calls is None:
+            return False  # another one-field delta (reasoning): no exception raised for it
         try:
-            (tc,) = delta["tool_calls"]  # exactly {"index": i, "function": {"arguments": ...}}
+            (tc,) = calls  # exactly {"index": i, "function": {"arguments": ...}}
             index = tc["index"]
             fn = tc["function"]
             args = fn["arguments"]
