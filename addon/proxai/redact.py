@@ -409,6 +409,47 @@ def _meta_secret(v: Any) -> str | bytes | None:
 _DELTA_KEYS = frozenset({"text", "delta", "partial_json", "arguments", "thinking", "content", "refusal"})
 
 
+# What a header field or a URL gives the echo set is a pure function of its bytes (``learn``
+# then keeps what is long enough), remembered: a client sends the same dozen or more headers and
+# the same URL with every request, and each field cost a pass of the credential patterns (about
+# 10,000 instructions). At most 1,024 fields and 256 URLs of at most MEMO_FIELD bytes; they stay
+# in memory only, as the flows' own headers do.
+MEMO_FIELD = 2048
+
+
+@functools.lru_cache(maxsize=1024)
+def _header_finds(name: bytes, raw: bytes) -> tuple[str, ...]:
+    """The values ``Redactor.learn_headers`` learns from one header field."""
+    found: list[str] = []
+    value = raw.decode("latin-1")
+    low = name.decode("latin-1").strip().lower()
+    if low in ("cookie", "set-cookie", "set-cookie2"):
+        pairs = value.split(";") if low == "cookie" else value.split(";", 1)[:1]
+        found += [pair.partition("=")[2] for pair in pairs]
+    elif is_secret_name(low):
+        found.append(value)
+        found += [part.partition("=")[2] if "=" in part else part for part in re.split(r"[\s,]+", value)]
+    found += [m.group(0) for m in _TOKEN_RE.finditer(value)]
+    return tuple(found)
+
+
+def _query_finds(query: str) -> list[str]:
+    """The values of a query string's secret parameters."""
+    return [value for name, value in parse_qsl(query, keep_blank_values=True) if is_secret_param(name)]
+
+
+@functools.lru_cache(maxsize=256)
+def _url_finds(url: str) -> tuple[str, ...]:
+    """The values ``Redactor.learn_url`` learns from a URL: secret query parameters, userinfo."""
+    head, _, query = url.partition("?")
+    found = _query_finds(query.partition("#")[0])
+    _scheme, sep, rest = head.partition("://")
+    userinfo, at, _host = rest.split("/", 1)[0].rpartition("@")
+    if sep and at:
+        found += [userinfo, userinfo.partition(":")[2]]
+    return tuple(found)
+
+
 class Redactor:
     """The three rules for one flow (or any outputs that belong together): name, value and echo.
 
@@ -441,32 +482,19 @@ class Redactor:
     def learn_headers(self, fields: Iterable[tuple[bytes, bytes]]) -> None:
         """Learn the values of secret-named headers (each cookie value on its own)."""
         for name, raw in fields:
-            value = raw.decode("latin-1")
-            low = name.decode("latin-1").strip().lower()
-            if low in ("cookie", "set-cookie", "set-cookie2"):
-                pairs = value.split(";") if low == "cookie" else value.split(";", 1)[:1]
-                for pair in pairs:
-                    self.learn(pair.partition("=")[2])
-            elif is_secret_name(low):
+            found = (
+                _header_finds(name, raw) if len(raw) <= MEMO_FIELD else _header_finds.__wrapped__(name, raw)
+            )
+            for value in found:
                 self.learn(value)
-                for part in re.split(r"[\s,]+", value):
-                    self.learn(part.partition("=")[2] if "=" in part else part)
-            for m in _TOKEN_RE.finditer(value):
-                self.learn(m.group(0))
 
     def learn_query(self, query: str) -> None:
-        for name, value in parse_qsl(query, keep_blank_values=True):
-            if is_secret_param(name):
-                self.learn(value)
+        for value in _query_finds(query):
+            self.learn(value)
 
     def learn_url(self, url: str) -> None:
-        head, _, query = url.partition("?")
-        self.learn_query(query.partition("#")[0])
-        _scheme, sep, rest = head.partition("://")
-        userinfo, at, _host = rest.split("/", 1)[0].rpartition("@")
-        if sep and at:
-            self.learn(userinfo)
-            self.learn(userinfo.partition(":")[2])
+        for value in _url_finds(url) if len(url) <= MEMO_FIELD else _url_finds.__wrapped__(url):
+            self.learn(value)
 
     def learn_json(self, value: Any, depth: int = 0) -> None:
         """Learn the string values of secret-named keys in a parsed JSON value."""

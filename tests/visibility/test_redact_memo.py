@@ -269,3 +269,99 @@ def test_tree_memos_are_bounded() -> None:
     long = "y" * (MEMO_TEXT + 1)
     assert redact_metadata({"k": long}) == {"k": long}
     assert all(long not in m for m in _MEMOS.values())
+
+
+# -- learning from headers and URLs ----------------------------------------------------------------
+
+
+def _reference_learn(fields: list[tuple[bytes, bytes]], url: str) -> frozenset[str]:
+    """``learn_headers`` and ``learn_url`` as they were written before their finds were remembered."""
+    import re
+    from urllib.parse import parse_qsl
+
+    red = Redactor()
+    for name, raw in fields:
+        value = raw.decode("latin-1")
+        low = name.decode("latin-1").strip().lower()
+        if low in ("cookie", "set-cookie", "set-cookie2"):
+            pairs = value.split(";") if low == "cookie" else value.split(";", 1)[:1]
+            for pair in pairs:
+                red.learn(pair.partition("=")[2])
+        elif redact.is_secret_name(low):
+            red.learn(value)
+            for part in re.split(r"[\s,]+", value):
+                red.learn(part.partition("=")[2] if "=" in part else part)
+        for m in redact._TOKEN_RE.finditer(value):
+            red.learn(m.group(0))
+    head, _, query = url.partition("?")
+    for qname, qvalue in parse_qsl(query.partition("#")[0], keep_blank_values=True):
+        if redact.is_secret_param(qname):
+            red.learn(qvalue)
+    _scheme, sep, rest = head.partition("://")
+    userinfo, at, _host = rest.split("/", 1)[0].rpartition("@")
+    if sep and at:
+        red.learn(userinfo)
+        red.learn(userinfo.partition(":")[2])
+    return red.secrets
+
+
+def _learned(fields: list[tuple[bytes, bytes]], url: str) -> frozenset[str]:
+    red = Redactor()
+    red.learn_headers(fields)
+    red.learn_url(url)
+    return red.secrets
+
+
+PLANTED_FIELDS = [
+    (b"Authorization", f"Bearer {planted.OPENAI_KEY}".encode()),
+    (b"x-api-key", planted.ANTHROPIC_KEY.encode()),
+    (b"api-key", planted.AZURE_KEY.encode()),
+    (b"cookie", f"sid={planted.COOKIE_VALUE}; theme=dark".encode()),
+    (b"set-cookie", f"sid={planted.COOKIE_VALUE}; Path=/; HttpOnly".encode()),
+    (b"x-amz-security-token", planted.AWS_SESSION_TOKEN.encode()),
+    (b"x-custom", f"see {planted.GOOGLE_KEY} here".encode()),
+    (b"user-agent", b"Anthropic/Python 0.40.0"),
+    (b"content-type", b"application/json"),
+    (b"x-long", b"k" * (redact.MEMO_FIELD + 5) + planted.JWT.encode()),
+]
+PLANTED_URLS = [
+    f"https://user:{planted.BASIC_USERPASS}@h.example/v1/messages?key={planted.QUERY_KEY}&x=1#frag",
+    f"https://h.example/v1?api-key={planted.QUERY_API_KEY}&access_token={planted.QUERY_TOKEN}",
+    "http://127.0.0.1:9/v1/chat/completions",
+    "https://h.example/" + "p" * (redact.MEMO_FIELD + 1) + f"?token={planted.QUERY_TOKEN}",
+]
+
+
+def test_learning_as_before_on_planted_headers_and_urls() -> None:
+    for url in PLANTED_URLS:
+        for n in range(len(PLANTED_FIELDS) + 1):
+            fields = PLANTED_FIELDS[:n]
+            assert _learned(fields, url) == _reference_learn(fields, url)  # computed
+            assert _learned(fields, url) == _reference_learn(fields, url)  # remembered
+    assert planted.OPENAI_KEY in _learned(PLANTED_FIELDS, PLANTED_URLS[0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    fields=st.lists(
+        st.tuples(
+            st.sampled_from([b"authorization", b"cookie", b"set-cookie", b"x-api-key", b"x-thing", b"Token"]),
+            st.binary(max_size=60),
+        ),
+        max_size=5,
+    ),
+    url=st.text(max_size=80),
+)
+def test_learning_as_before_on_generated_headers_and_urls(
+    fields: list[tuple[bytes, bytes]], url: str
+) -> None:
+    assert _learned(fields, url) == _reference_learn(fields, url)
+
+
+def test_learning_memos_are_bounded() -> None:
+    for i in range(1500):
+        Redactor().learn_headers([(b"x-request-id", f"req-{i}".encode())])
+        Redactor().learn_url(f"https://h.example/v1?n={i}")
+    assert redact._header_finds.cache_info().maxsize == 1024
+    assert redact._header_finds.cache_info().currsize <= 1024
+    assert redact._url_finds.cache_info().currsize <= 256
