@@ -177,6 +177,8 @@ _WRITER_KINDS = {
     "function_call": "function_call",
     "web_search_call": "web_search",
 }
+_NO_ITEM = _Item("", "")  # (never read: only with ``_NO_PART`` as its id)
+_TEXT_DELTA = "response.output_text.delta"
 _FC_DELTA = "response.function_call_arguments.delta"
 _FC_DONE = "response.function_call_arguments.done"
 
@@ -202,12 +204,27 @@ class ResponsesObserver(ObserverBase):
 
     protocol = Protocol.OPENAI_RESPONSES
 
-    __slots__ = ("_parts", "_refusal", "_rid", "_room", "_stopped", "_tools", "items", "next_seq", "state")
+    __slots__ = (
+        "_last_iid",
+        "_last_item",
+        "_parts",
+        "_refusal",
+        "_rid",
+        "_room",
+        "_stopped",
+        "_tools",
+        "items",
+        "next_seq",
+        "state",
+    )
 
     def __init__(self, acc: Accum) -> None:
         super().__init__(acc)
         self.state = State.WAITING
         self.items: dict[str, _Item] = {}  # every added item by its id
+        # the item id of the last fast delta and its item (none yet: an id no parse gives)
+        self._last_iid: object = _NO_PART
+        self._last_item = _NO_ITEM
         # the sequence number the next event should carry (None: no event carried one yet)
         self.next_seq: int | None = None
         # The writer's: the id of ``response.created`` (None: not started), the open content
@@ -257,15 +274,27 @@ class ResponsesObserver(ObserverBase):
         is missing) rather than by ``dict.get`` calls, the cheaper form on this path; a missing
         key or an unhashable type or id declines the event, and the general path judges it. No
         ``error`` check: every type taken here starts with ``response.``, which the general
-        path never reads as an error event."""
+        path never reads as an error event. Two string comparisons come before the lookups
+        they spare (each new string from the parse is hashed by its first lookup): the type
+        with the most frequent one, the item id with the last delta's (deltas come in runs of
+        one item; an item, once added, is never replaced)."""
         if self.state is not _ACTIVE:
             return False
         try:
-            kind = _FAST_DELTAS.get(obj["type"])
-            if kind is None:
-                return False
+            etype = obj["type"]
+            if etype == _TEXT_DELTA:
+                kind = "text"
+            else:
+                other = _FAST_DELTAS.get(etype)
+                if other is None:
+                    return False
+                kind = other
             iid = obj["item_id"]
-            item = self.items[iid]
+            if iid == self._last_iid:
+                item = self._last_item
+            else:
+                item = self._last_item = self.items[iid]
+                self._last_iid = iid
             seq = obj["sequence_number"]
             s = obj["delta"]
         except (KeyError, TypeError):
