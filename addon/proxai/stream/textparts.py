@@ -38,7 +38,7 @@ def encoded_text(encoded: bytes | bytearray) -> str:
     inner = (
         encoded.replace(b"\\\\", b"\x00")
         .replace(b'\\"', b"\x01")
-        .replace(b'"', b"")
+        .translate(None, b'"')
         .replace(b"\x01", b'\\"')
         .replace(b"\x00", b"\\\\")
     )
