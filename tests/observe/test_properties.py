@@ -195,6 +195,51 @@ def test_fast_paths_change_nothing_on_fixtures(path: Path) -> None:
     assert observe(protocol, [raw], Limits()) == _without_fast_paths(protocol, raw, [raw])
 
 
+def _chat_chunk(choices: object, **top: object) -> bytes:
+    chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", **top}
+    if "id" in top and top["id"] is None:
+        del chunk["id"]
+    return b"data: " + orjson.dumps({**chunk, "choices": choices}) + b"\n\n"
+
+
+def _chat_delta(delta: object, **choice: object) -> list[dict[str, object]]:
+    return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None, **choice}]
+
+
+_CHAT_OPEN = _chat_chunk(_chat_delta({"role": "assistant", "content": ""})) + _chat_chunk(
+    _chat_delta({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f"}}]})
+)
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        _chat_chunk("x"),  # a one-character string where the choices list belongs
+        _chat_chunk({"x": 1}),  # a one-key object there
+        _chat_chunk(_chat_delta("x")),  # a one-character string as the delta
+        _chat_chunk(_chat_delta(["content"])),  # a one-element list as the delta
+        _chat_chunk(_chat_delta({"content": ["x"]})),
+        _chat_chunk(_chat_delta({"content": "x"}), id=None),  # no id
+        _chat_chunk(_chat_delta({"content": "x"}), usage=None),  # a null usage: still the hot shape
+        _chat_chunk(_chat_delta({"content": "x"}), error={"message": "boom"}),
+        _chat_chunk(_chat_delta({"content": "x"}, index=False)),
+        _chat_chunk(_chat_delta({"reasoning": "x"})),
+        _chat_chunk(_chat_delta({"tool_calls": "x"})),
+        _chat_chunk(_chat_delta({"tool_calls": {"index": 0}})),
+        _chat_chunk(_chat_delta({"tool_calls": [{"index": 0, "function": ["x"]}]})),
+        _chat_chunk(_chat_delta({"tool_calls": [{"index": [0], "function": {"arguments": "{"}}]})),
+        _chat_chunk(_chat_delta({"tool_calls": [{"index": 0, "function": {"arguments": 1}}]})),
+        _chat_chunk(_chat_delta({"tool_calls": [{"index": 0, "function": {"arguments": "{"}, "id": "x"}]})),
+    ],
+)
+def test_chat_fast_path_leaves_every_other_shape_to_the_general_path(odd: bytes) -> None:
+    """The Chat fast path reads a chunk's shape by subscripts and unpacking: a value of another
+    type or length, or a missing key, is read as the general path reads it."""
+    raw = _CHAT_OPEN + odd + _chat_chunk(_chat_delta({"content": "y"})) + b"data: [DONE]\n\n"
+    summary = observe(Protocol.OPENAI_CHAT, [raw], Limits())
+    assert summary == _without_fast_paths(Protocol.OPENAI_CHAT, raw, [raw])
+
+
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=mutated())
 def test_fast_paths_change_nothing_on_mutated_fixtures(case: tuple[Protocol, bytes]) -> None:
