@@ -69,7 +69,8 @@ PING = ev("ping", {"type": "ping"})
 
 
 class Rig:
-    def __init__(self, protocol: Protocol, config: GuardConfig = CFG) -> None:
+    def __init__(self, protocol: Protocol, config: GuardConfig = CFG, *, later: Any = None) -> None:
+        """``later``: the guard's scheduler of judgements (``None``: judged at once)."""
         self.now = 0.0
         self.ended: list[Any] = []
         self.observer = StreamObserver(protocol, start=0.0)
@@ -78,7 +79,14 @@ class Rig:
         self.carrier = Carrier(
             self.observer, protocol=protocol, decoder=make_decoder(None), clock=lambda: self.now
         )
-        self.guard = FlowGuard(config, object(), self.carrier, start=0.0, end_stream=self._end)  # type: ignore[arg-type]
+        self.guard = FlowGuard(
+            config,
+            object(),  # type: ignore[arg-type]
+            self.carrier,
+            start=0.0,
+            end_stream=self._end,
+            later=later,
+        )
 
     def _end(self, flow: Any) -> bool:
         self.ended.append(flow)

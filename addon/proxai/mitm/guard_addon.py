@@ -10,6 +10,10 @@ silent upstream. ``proxai.guard`` decides (pure); this module wires it:
 - timer-driven: ``GuardTimer`` is armed for ``guard.next_deadline``; when it fires with a verdict, the
   carrier keeps the error pending and ``injection.end_stream`` makes mitmproxy call the carrier with its
   end of message, which delivers it (``proxai.mitm.injection`` holds all mitmproxy internals);
+- a time rule (tool stall, idle) is judged only once the bytes already received are counted
+  (docs/design/guard.md, "Bytes already read count"): when the timer fires or a chunk finds a deadline
+  passed, the judgement runs a few event-loop passes later (``after_reads``), after the rest of that
+  read and any bytes that came in with the timer; the verdict then goes out as the timer's does;
 - the outcome: ``unfinished_tool`` (stall, abnormal arguments) or ``error`` with kind ``idle_timeout``,
   the details in ``flow.metadata["proxai"]["extra"]["guard"]``; the addon writes the diagnostics JSON;
 - not streamed (``WaitGuard``): from the request on, an upstream that sends no response headers within
@@ -21,6 +25,7 @@ silent upstream. ``proxai.guard`` decides (pure); this module wires it:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -33,7 +38,7 @@ from mitmproxy.addonmanager import Loader
 
 from proxai import guard, verdict
 from proxai.error_shapes import error_body, http_status_for
-from proxai.guard import GuardConfig, Verdict
+from proxai.guard import GuardConfig, Verdict, VerdictKind
 from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.option_errors import checked_options
@@ -54,6 +59,26 @@ def _upstream_protocol(flow: http.HTTPFlow) -> Protocol:
         return Protocol(name)
     except ValueError:
         return Protocol.OPENAI_CHAT
+
+
+def after_reads() -> Callable[[Callable[[], None]], None] | None:
+    """What the guards judge through: ``fn`` runs once the bytes already received are handed over
+    (docs/design/guard.md, "Bytes already read count"). ``None`` without a running event loop (a test
+    driving the addon by hand): the guards then judge at once.
+
+    Three passes of the loop later: each pass polls the sockets before it runs what is ready. When
+    the timer and the bytes are due in one pass, the reading task runs in the next one; when that
+    pass's poll did not report them (epoll interrupted by a stop signal returns nothing once its
+    timeout has passed), the next pass's poll does and the task runs in the pass after."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+    def later(fn: Callable[[], None]) -> None:
+        loop.call_soon(loop.call_soon, loop.call_soon, fn)
+
+    return later
 
 
 def parse_seconds(name: str, value: str) -> float:
@@ -82,7 +107,11 @@ class FlowGuard:
         start: float,
         timer: bool = True,
         end_stream: Callable[[Any], bool] = injection.end_stream,
+        later: Callable[[Callable[[], None]], object] | None = None,
     ) -> None:
+        """``later``: runs a callable once the bytes already received were handed to the carrier
+        (``after_reads``); a time rule is judged through it. ``None`` (the unit tests' clock-driven
+        rigs, no event loop): judged at once."""
         self.config = config
         self.flow = flow
         self.carrier = carrier
@@ -96,6 +125,8 @@ class FlowGuard:
         # The observer's accumulator (``changes``: whether there is anything new to judge).
         self._acc: Accum | None = getattr(carrier.observer, "acc", None)
         self._end_stream = end_stream
+        self._later = later
+        self._judging = False  # a time rule's judgement waits for ``later``
         self.timer = injection.GuardTimer(self.on_timer, carrier.clock)
         if not timer:
             self.timer.cancel()  # data-driven only: a closed timer never arms
@@ -202,6 +233,10 @@ class FlowGuard:
                 # armed timer is already at or before it (``arm`` would return at once).
                 self.timer.arm(self.deadline(open_calls))
             return None
+        if not ending and verdict.kind is not VerdictKind.ABNORMAL_ARGUMENTS and self._judge_later("data"):
+            # A deadline passed, but the rest of this read (mitmproxy hands it over chunk by chunk)
+            # may hold the stalled call's next delta: judged once it is counted.
+            return None
         self.verdict, self.path = verdict, "end" if ending else "data"
         self.timer.cancel()
         if ending:
@@ -212,6 +247,28 @@ class FlowGuard:
         )
 
     def on_timer(self) -> None:
+        if self._guarding() and not self._judge_later("timer"):
+            self.judge("timer")
+
+    def _judge_later(self, path: str) -> bool:
+        """Have ``judge(path)`` run once the bytes already read are counted; False: no ``later``.
+
+        A proxy that did not run for a while (a loaded machine, a garbage collection) wakes up with
+        its timer due and the upstream's bytes of that while already read: the event loop runs the
+        timer before the read's task hands them over, and mitmproxy hands a read's chunks over one
+        by one. Judged at once, a stall would be reported before deltas that had already arrived.
+        ``later`` runs it after both (mitmproxy processes a read without awaiting)."""
+        if self._later is None:
+            return False
+        if not self._judging:
+            self._judging = True
+            self._later(lambda: self.judge(path))
+        return True
+
+    def judge(self, path: str) -> None:
+        """Judge the time rules now; a verdict ends the stream out of band (the carrier keeps the
+        error pending until it can go out). ``path``: what noticed the deadline."""
+        self._judging = False
         if not self._guarding():
             return
         now = self.carrier.clock()
@@ -219,7 +276,8 @@ class FlowGuard:
         if verdict is None:
             self.timer.arm(self.deadline(open_calls))
             return
-        self.verdict, self.path = verdict, "timer"
+        self.verdict, self.path = verdict, path
+        self.timer.cancel()
         logger.info("proxai: %s", log_safe(verdict.message))
         # The carrier keeps the error pending; ending the stream makes mitmproxy call the carrier with
         # its end of message, which delivers it. Without the internals it goes out with the next chunk.
@@ -272,12 +330,16 @@ class WaitGuard:
         protocol: Protocol,
         clock: Callable[[], float],
         answer: Callable[[Any, Any], bool] = injection.answer_now,
+        *,
+        later: Callable[[Callable[[], None]], object] | None = None,
     ) -> None:
+        """``later``: as ``FlowGuard``'s, the limit is judged once what was read is handed over."""
         self.flow = flow
         self.limit = limit
         self.protocol = protocol  # the upstream's: the answer is translated back like its errors
         self.clock = clock
         self.answer = answer
+        self.later = later
         self.phase = "headers"
         self.since = clock()
         self.answered: dict[str, Any] | None = None
@@ -299,7 +361,18 @@ class WaitGuard:
         self.timer.cancel()
 
     def on_timer(self) -> None:
+        if self.later is None:
+            self.judge()
+        else:
+            self.later(self.judge)
+
+    def judge(self) -> None:
         if self.answered is not None:
+            return
+        response = self.flow.response
+        if response is not None and (self.phase == "headers" or response.timestamp_end is not None):
+            # What was waited for had been read when the limit passed (mitmproxy sets the response
+            # before its hooks run): the ``responseheaders`` / ``response`` hook takes over.
             return
         waited = self.clock() - self.since
         what = "no response headers" if self.phase == "headers" else "no complete response body"
@@ -425,7 +498,9 @@ class GuardAddon:
             flow.request.headers["accept-encoding"] = "identity"
         limit = self.config.idle_timeout
         if flow.response is None and flow.live and self.use_timer and limit > 0 and injection.install():
-            self.waits[flow] = WaitGuard(flow, limit, _upstream_protocol(flow), time.monotonic)
+            self.waits[flow] = WaitGuard(
+                flow, limit, _upstream_protocol(flow), time.monotonic, later=after_reads()
+            )
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         """Runs after ``ProxAI.responseheaders``, which made a streamed response's carrier."""
@@ -460,4 +535,6 @@ class GuardAddon:
         if not self.active:
             return
         injection.install()  # idempotent; normally done at `running` (a reloaded script may miss it)
-        FlowGuard(self.config, flow, carrier, start=carrier.clock(), timer=self.use_timer)
+        FlowGuard(
+            self.config, flow, carrier, start=carrier.clock(), timer=self.use_timer, later=after_reads()
+        )
