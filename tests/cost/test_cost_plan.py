@@ -5,7 +5,8 @@
 against genai-prices' own calls: every price of the bundled table (every model of every provider,
 every dated price) with usages that exercise each rule (cached tokens, tiers above 200k input
 tokens, no output, more cached than input tokens), the whole ``cost`` object and note against
-``calc_price`` for models, addresses and dates, and the memories' bounds.
+``calc_price`` for models, addresses and dates, and the memories' bounds; and that a genai-prices
+release the comparison was not run with (or one missing an internal) is priced by ``calc_price``.
 """
 
 from __future__ import annotations
@@ -190,3 +191,96 @@ def test_price_flow_as_calc_price(protocol: str) -> None:
     assert seen_priced
     # Anthropic's input_tokens leave the cached ones out, so its mapping never has more cached
     assert seen_refused or protocol == "anthropic_messages"
+
+
+# -- another genai-prices release: its public calc_price, never its internals ------------------
+
+
+@pytest.fixture
+def public_only(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``price_flow`` as it runs on a release it was not checked with: it must call genai-prices'
+    ``calc_price`` (counted) and never the step-by-step plan."""
+    import genai_prices
+
+    calls: list[int] = []
+    real = genai_prices.calc_price
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    def no_plan(price: ModelPrice) -> Any:
+        raise AssertionError("the step-by-step plan ran on a release it was not checked with")
+
+    monkeypatch.setattr(genai_prices, "calc_price", counted)
+    monkeypatch.setattr(cost, "_plan", no_plan)
+    cost._stepwise.cache_clear()
+    yield calls
+    cost._stepwise.cache_clear()
+
+
+def test_the_installed_release_is_priced_step_by_step() -> None:
+    # constraints.txt pins the release CI checks; a newer pin fails here until the comparison above
+    # passes with it and the release is added to cost.STEPWISE_RELEASES
+    assert cost.version() in cost.STEPWISE_RELEASES, cost.version()
+    assert cost._stepwise()
+
+
+def _priced_as_reference(protocol: str) -> int:
+    n = 0
+    for model, url, usage in itertools.product(
+        MODELS[:6] + MODELS[-2:],
+        URLS,
+        [
+            {"input_tokens": 12, "output_tokens": 300, "cache_read_tokens": 5},
+            {"input_tokens": 10, "cache_read_tokens": 50},
+        ],
+    ):
+        meta: dict[str, Any] = {"protocol": protocol, "model": model, "usage": usage}
+        want = _reference(meta, url, 1_767_225_600.0)
+        assert cost.price_flow(meta, api_url=url, at=1_767_225_600.0) == want, (model, url, usage)
+        n += want.cost is not None
+    return n
+
+
+@pytest.mark.parametrize("protocol", ["anthropic_messages", "openai_chat"])
+def test_a_release_not_checked_is_priced_by_calc_price(
+    monkeypatch: pytest.MonkeyPatch, public_only: list[int], protocol: str
+) -> None:
+    monkeypatch.setattr(cost, "version", lambda: "99.0.0")
+    assert not cost._stepwise()
+    assert _priced_as_reference(protocol)
+    assert public_only  # through calc_price
+    # a priced flow still names the release that priced it
+    meta = {"protocol": protocol, "model": "gpt-4o-mini", "usage": {"input_tokens": 3, "output_tokens": 4}}
+    priced = cost.price_flow(meta)
+    assert priced.cost is not None and priced.cost["version"] == "99.0.0"
+    assert priced.cost["amount"] == pytest.approx(3 * 0.15e-6 + 4 * 0.6e-6)
+
+
+@pytest.mark.parametrize(
+    ("module", "owner", "name"),
+    [
+        ("genai_prices.types", None, "_collect_resolved_model_prices"),
+        ("genai_prices.units", None, "_get_registry"),
+        ("genai_prices.validation", None, "validate_priced_units"),
+        ("genai_prices.decompose", None, "is_descendant_or_self"),
+        ("genai_prices.data_snapshot", "DataSnapshot", "find_provider_model"),
+        ("genai_prices.types", "ModelInfo", "get_prices"),
+    ],
+)
+def test_an_internal_gone_is_priced_by_calc_price(
+    monkeypatch: pytest.MonkeyPatch, public_only: list[int], module: str, owner: str | None, name: str
+) -> None:
+    import importlib
+
+    target: Any = importlib.import_module(module)
+    if owner is not None:
+        target = getattr(target, owner)
+    # gone while price_flow decides (once per process); back afterwards, since genai-prices' own
+    # calc_price calls it under this release
+    with monkeypatch.context() as gone:
+        gone.delattr(target, name)
+        assert not cost._stepwise()
+    assert _priced_as_reference("openai_responses")
+    assert public_only
