@@ -118,7 +118,11 @@ def price_flow(meta: Mapping[str, Any], *, api_url: str | None = None, at: float
         if _stepwise():
             # genai-prices' calc_price, step by step (its lookup, its price in force, its units'
             # arithmetic), with what depends only on the price remembered (``_plan``)
-            provider, info = get_snapshot().find_provider_model(model, None, provider_id, None)
+            snapshot = get_snapshot()
+            try:
+                provider, info = snapshot.find_provider_model(model, None, provider_id, None)
+            finally:  # found or not, with _provider_for's lookup
+                _bound_lookups(snapshot)
             input_price, output_price, total_price = _calc(_plan(info.get_prices(when)), units)
         else:
             from genai_prices import calc_price
@@ -186,7 +190,27 @@ def _stepwise() -> bool:
         from genai_prices.validation import validate_priced_units  # noqa: F401
     except ImportError:
         return False
-    return hasattr(DataSnapshot, "find_provider_model") and hasattr(ModelInfo, "get_prices")
+    fields = getattr(DataSnapshot, "__dataclass_fields__", {})
+    return (
+        hasattr(DataSnapshot, "find_provider_model")
+        and hasattr(ModelInfo, "get_prices")
+        and all(name in fields for name in _LOOKUP_MEMOS)
+    )
+
+
+# genai-prices' table remembers the answer to every lookup it was asked (by model name, provider
+# and full upstream URL, found or not) without a bound: a long-running proxy would keep every
+# distinct model name and URL (a query's credentials with it) a client or upstream ever sent. Those
+# memories only spare the lookup, so they are emptied when one holds more than MAX_LOOKUPS answers.
+MAX_LOOKUPS = 1024
+_LOOKUP_MEMOS = ("_lookup_cache", "_provider_cache", "_provider_misses")
+
+
+def _bound_lookups(snapshot: Any) -> None:
+    for name in _LOOKUP_MEMOS:
+        memo = getattr(snapshot, name)
+        if len(memo) > MAX_LOOKUPS:
+            memo.clear()
 
 
 @dataclass(frozen=True, slots=True)

@@ -284,3 +284,32 @@ def test_an_internal_gone_is_priced_by_calc_price(
         assert not cost._stepwise()
     assert _priced_as_reference("openai_responses")
     assert public_only
+
+
+def test_genai_prices_lookup_memories_stay_bounded() -> None:
+    # every distinct model name and upstream URL (query included) is a new key in genai-prices'
+    # own lookup memories; a long-running proxy must not keep them all
+    snapshot = get_snapshot()
+    memos = [getattr(snapshot, name) for name in cost._LOOKUP_MEMOS]
+    largest = [0, 0, 0]
+    for i in range(3 * cost.MAX_LOOKUPS):
+        urls = [f"https://api.openai.com/v1/chat/completions?key=sk-{i:06d}", f"http://127.0.0.1:9/{i}", None]
+        for model in (f"gpt-4o-mini-{i}", f"claude-{i}", f"no-such-model-{i}", "gpt-4o-mini"):
+            meta = {
+                "protocol": "openai_chat",
+                "model": model,
+                "usage": {"input_tokens": 3, "output_tokens": 4},
+            }
+            cost.price_flow(meta, api_url=urls[i % 3], at=1_767_225_600.0)
+        largest = [max(n, len(m)) for n, m in zip(largest, memos, strict=True)]
+    assert all(n <= cost.MAX_LOOKUPS + 1 for n in largest), largest
+    assert min(largest) > cost.MAX_LOOKUPS // 2  # each memo was filled and emptied
+    # and the answers are the same once emptied
+    meta = {
+        "protocol": "openai_chat",
+        "model": "gpt-4o-mini",
+        "usage": {"input_tokens": 3, "output_tokens": 4},
+    }
+    url = "https://api.openai.com/v1/chat/completions"
+    assert cost.price_flow(meta, api_url=url, at=1.8e9) == _reference(meta, url, 1.8e9)
+    assert cost.price_flow(meta, api_url=url, at=1.8e9).cost is not None
