@@ -91,7 +91,18 @@ def _scanned(up: Protocol, client: Protocol, pieces: list[bytes]) -> tuple[list[
         except ProxaiError as exc:
             error = str(exc)
             reads.append(tr.fail(error_kind_of(exc), error))
-    reads.append(b"" if error is not None else tr.finish())
+    if error is not None:
+        reads.append(b"")
+        return reads, error
+    # The end of the stream: the events the scanner completes only there (a pending CR ends its
+    # line) reach the translator before its finish, in the same last read, as on the carrier.
+    try:
+        last = tr.feed(sc.close())
+    except ProxaiError as exc:
+        error = str(exc)
+        reads.append(tr.fail(error_kind_of(exc), error))
+        return reads, error
+    reads.append(last + tr.finish())
     return reads, error
 
 
