@@ -31,7 +31,6 @@ are ignored (forward compatibility); events after ``message_stop`` are not inter
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
 import orjson
@@ -44,10 +43,10 @@ from proxai.stream.sink import BlockKind, Citation, Phase, Stop, TokenUsage, Web
 from proxai.translate.stop_reasons import from_anthropic
 
 from .common import _NOT_JSON, Accum, ObserverBase, ToolBuffer, error_fields, json_valid, nbytes
-from .machine import Machine, as_dict, as_int, as_list, as_str
+from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
 
-class State(Enum):
+class State(StateEnum):
     WAITING = "waiting"  # before message_start
     MESSAGE = "message"  # content blocks flowing
     STOPPING = "stopping"  # message_delta seen; only message_stop (or more deltas) may follow

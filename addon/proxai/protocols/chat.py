@@ -26,7 +26,6 @@ the summary and the client alike (docs/design/translation.md).
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
 from proxai.error_kind import classify
@@ -37,19 +36,15 @@ from proxai.stream import stops
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Phase, Sink, Stop, TokenUsage
 
 from .common import Accum, ObserverBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
-from .machine import Machine, as_dict, as_int, as_list, as_str
+from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
 
-class State(Enum):
+class State(StateEnum):
     WAITING = "waiting"  # no chunk yet
     STREAMING = "streaming"
     FINISHED = "finished"  # a finish_reason arrived; usage-only chunks may follow
     DONE = "done"  # [DONE] (terminal)
     ERRORED = "errored"
-
-    # The identity hash (a member is a singleton, equal only to itself): ``Enum.__hash__`` is a
-    # Python call, paid by every transition's table lookup
-    __hash__ = object.__hash__
 
 
 _MACHINE = Machine[State](

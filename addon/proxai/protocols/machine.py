@@ -29,6 +29,7 @@ __all__ = [
     "Machine",
     "ProtocolStateError",
     "Severity",
+    "StateEnum",
     "StateErrorType",
     "as_dict",
     "as_int",
@@ -61,6 +62,14 @@ def as_list(v: Any) -> list[Any]:
 
 
 # -- the state machine ---------------------------------------------------------------------------
+
+
+class StateEnum(Enum):
+    """A grammar's states. A member hashes by identity, in C (a member is a singleton, equal only
+    to itself): ``Enum.__hash__`` is a Python function, and every transition looks its state up
+    in the machine's table."""
+
+    __hash__ = object.__hash__
 
 
 class ProtocolStateError(SemanticStreamError):

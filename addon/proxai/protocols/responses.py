@@ -33,7 +33,6 @@ client alike (docs/design/translation.md).
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
 import orjson
@@ -48,18 +47,14 @@ from proxai.stream.sink import BlockKey, Citation, DeltaKind, Phase, Sink, Stop,
 from proxai.stream.textparts import ENCODED
 
 from .common import Accum, ObserverBase, ToolBuffer, error_fields, nbytes, openai_usage
-from .machine import Machine, as_dict, as_int, as_list, as_str
+from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
 
-class State(Enum):
+class State(StateEnum):
     WAITING = "waiting"  # before response.created
     ACTIVE = "active"
     DONE = "done"  # a terminal event (completed / incomplete / failed)
     ERRORED = "errored"
-
-    # The machine's table is keyed by state: hash a member by identity in C (members are
-    # singletons, compared by identity) instead of ``Enum.__hash__``, a Python call per lookup.
-    __hash__ = object.__hash__
 
 
 _MACHINE = Machine[State](
