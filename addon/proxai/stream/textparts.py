@@ -12,7 +12,8 @@ lengths and ``ENCODED`` per bytearray and checks ``9 * counted`` against ``8 * m
 
 The Responses grammar keeps UTF-8 (decoded at its ``.done`` checks). The Responses writer, which
 serializes each delta anyway for its event, keeps that JSON string (``encoded += dumps(text)``,
-quotes and all, one after another); ``encoded_text`` gives the text back.
+quotes and all, one after another); ``encoded_text`` gives the text back, ``encoded_json`` the
+JSON string of the whole text (what its final events carry).
 """
 
 from __future__ import annotations
@@ -24,23 +25,34 @@ import orjson
 ENCODED = getsizeof(bytearray()) + 8  # a kept bytearray's header and over-allocation constant
 
 
-def encoded_text(encoded: bytes | bytearray) -> str:
-    """The text of the JSON strings in ``encoded`` (``dumps`` outputs, one after another).
+# An escaped backslash and an escaped quote, each set aside as two control bytes (the same length:
+# replaced in place), and what the translate gives back for those bytes.
+_BACKSLASH, _BACKSLASH_SET_ASIDE = b"\\\\", b"\x00\x00"
+_QUOTE, _QUOTE_SET_ASIDE = b'\\"', b"\x01\x02"
+_PUT_BACK = bytes.maketrans(b"\x00\x01\x02", b'\\\\"')
+
+
+def encoded_json(encoded: bytes | bytearray) -> bytes:
+    """The JSON strings in ``encoded`` (``dumps`` outputs, one after another) as one JSON string
+    of their whole text: the bytes ``orjson.dumps(encoded_text(encoded))`` gives, since that
+    escaping is one character at a time. A writer puts it in its final events as it is
+    (``orjson.Fragment``), without decoding the text and encoding it again.
 
     Inside an encoded string every quote and backslash is escaped, and no control character is
     raw. So with each escaped backslash (``\\\\``) and then each escaped quote (``\\"``) set
-    aside as a control byte, every quote left is a string's own: dropping them and putting the
-    escapes back leaves one JSON string of the whole text, read at once (a pair of quotes alone
-    is not always a boundary: a piece ending in an escaped quote is followed by three quotes).
-    Six bulk passes over the bytes cost less than reading the pieces one by one in Python."""
-    if not encoded:
-        return ""
+    aside as two control bytes, every quote left is a string's own: one translate drops them and
+    puts the escapes back, which leaves the escaped text (a pair of quotes alone is not always a
+    boundary: a piece ending in an escaped quote is followed by three quotes). Three bulk passes
+    over the bytes cost less than reading the pieces one by one in Python."""
     inner = (
-        encoded.replace(b"\\\\", b"\x00")
-        .replace(b'\\"', b"\x01")
-        .translate(None, b'"')
-        .replace(b"\x01", b'\\"')
-        .replace(b"\x00", b"\\\\")
+        encoded.replace(_BACKSLASH, _BACKSLASH_SET_ASIDE)
+        .replace(_QUOTE, _QUOTE_SET_ASIDE)
+        .translate(_PUT_BACK, b'"')
     )
-    text: str = orjson.loads(b'"' + inner + b'"')
+    return b'"'.join((b"", inner, b""))
+
+
+def encoded_text(encoded: bytes | bytearray) -> str:
+    """The text of the JSON strings in ``encoded`` (``dumps`` outputs, one after another)."""
+    text: str = orjson.loads(encoded_json(encoded))
     return text

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from orjson import Fragment
 
 from proxai.stream.sink import TokenUsage
 from proxai.translate.call_shapes import call_item
@@ -81,7 +82,7 @@ def response(  # noqa: PLR0917
 
 
 def part(item: Item, final: bool) -> dict[str, Any]:
-    text = item.text() if final else ""
+    text = Fragment(item.json()) if final else ""
     if item.kind == "refusal":
         return {"type": "refusal", "refusal": text}
     if item.kind == "thinking":
@@ -96,7 +97,13 @@ def item_json(item: Item, final: bool) -> dict[str, Any]:
         return dict(item.raw or {})
     if kind == "tool":
         assert item.call_id is not None and item.name is not None
-        return call_item(item.call_id, item.name, item.text(), item.shape, status=status, final=final)
+        shape = item.shape
+        if shape is not None and shape.item != "function_call":  # its input is read from the text
+            return call_item(item.call_id, item.name, item.text(), shape, status=status, final=final)
+        call = call_item(item.call_id, item.name, "", shape, status=status, final=final)
+        if final:  # the arguments as they are (the key keeps its place)
+            call["arguments"] = Fragment(item.json())
+        return call
     if kind == "thinking":
         out: dict[str, Any] = {"id": item.item_id, "type": "reasoning", "summary": [], "status": status}
         if item.summary:

@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from proxai.stream.sink import BlockKey, BlockKind, Citation, TokenUsage
-from proxai.stream.textparts import encoded_text
+from proxai.stream.textparts import encoded_json
 from proxai.translate.ir import CallShape
 
 
@@ -39,6 +41,7 @@ class Item:
     # text / refusal / reasoning text / arguments: each delta's JSON string (textparts.encoded_text)
     encoded: bytearray = field(default_factory=bytearray)
     decoded: tuple[int, str] = (0, "")  # ``text()`` of the first so many encoded bytes
+    joined: tuple[int, bytes] = (0, b'""')  # ``json()`` of the first so many encoded bytes
     call_id: str | None = None
     name: str | None = None
     signature: str | None = None  # thinking: encrypted_content
@@ -52,12 +55,22 @@ class Item:
     citations: list[Citation] = field(default_factory=list)  # text: another protocol's, written at its end
     delta_format: bytes = b""  # its delta event, pre-serialized but for seq and delta (output.delta_format)
 
+    def json(self) -> bytes:
+        """The content kept so far as one JSON string (``textparts.encoded_json``), joined once
+        per length: the ``.done`` events, the part, the item and the terminal snapshot carry it
+        as it is (``orjson.Fragment``), the text neither decoded nor encoded again."""
+        n, data = self.joined
+        if n != len(self.encoded):
+            data = encoded_json(self.encoded)
+            self.joined = (len(self.encoded), data)
+        return data
+
     def text(self) -> str:
-        """The content kept so far (decoded once per length: the ``.done`` events, the part
-        and the item read it again)."""
+        """The content kept so far, decoded once per length (what is read as text: a freeform
+        call's input, a citation's span)."""
         n, text = self.decoded
         if n != len(self.encoded):
-            text = encoded_text(self.encoded)
+            text = orjson.loads(self.json())
             self.decoded = (len(self.encoded), text)
         return text
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from orjson import Fragment
 
 from proxai.error_shapes import openai_error_object
 from proxai.errors import SseLimitError
@@ -296,23 +297,23 @@ class ResponsesWriter:
             pass  # a tool search call has no argument events: output_item.done carries them
         elif item.kind == "tool":
             name = item.name if shape is None else shape.name
-            self._emit("response.function_call_arguments.done", **loc, name=name, arguments=item.text())
+            arguments = Fragment(item.json())
+            self._emit("response.function_call_arguments.done", **loc, name=name, arguments=arguments)
         elif item.summary:
-            text = item.text()
-            self._emit("response.reasoning_summary_text.done", **loc, summary_index=0, text=text)
+            summary = Fragment(item.json())
+            self._emit("response.reasoning_summary_text.done", **loc, summary_index=0, text=summary)
             self._emit(
                 "response.reasoning_summary_part.done", **loc, summary_index=0, part=output.part(item, True)
             )
         elif item.kind in _DONE_EVENTS:
             etype, field = _DONE_EVENTS[item.kind]
-            text = item.text()
             for c in item.citations:
                 note = {
                     "type": "url_citation",
                     "url": c.url,
                     "title": c.title or "",
                     "start_index": 0 if c.start is None else c.start,
-                    "end_index": len(text) if c.end is None else c.end,
+                    "end_index": len(item.text()) if c.end is None else c.end,
                 }
                 self._emit(
                     "response.output_text.annotation.added",
@@ -323,7 +324,7 @@ class ResponsesWriter:
                 )
                 item.annotations.append(note)
             extra: dict[str, object] = {"logprobs": []} if item.kind == "text" else {}
-            self._emit(etype, **loc, content_index=0, **{field: text}, **extra)
+            self._emit(etype, **loc, content_index=0, **{field: Fragment(item.json())}, **extra)
             self._emit("response.content_part.done", **loc, content_index=0, part=output.part(item, True))
         self._emit(
             "response.output_item.done", output_index=item.output_index, item=output.item_json(item, True)
