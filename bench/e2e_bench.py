@@ -11,8 +11,8 @@ same N concurrent streams:
 
 Variants alternate for ``rounds`` rounds; each reports its best round (noise only adds).
 
-The floor (``bench.floor``: lines + ``orjson.loads`` of every payload, the least any correct
-observer must do) runs in this process over the same bytes in the same read sizes, and is
+The floor (``bench.floor``: lines + ``orjson.loads`` of every payload, what a plain observer
+does) runs in this process over the same bytes in the same read sizes, and is
 reported per MB beside the two variants: it shows how much of the 25% budget any observer
 needs before it does anything else.
 """
@@ -203,7 +203,7 @@ def _report_layout(r: dict[str, Any]) -> list[str]:
         f"| {fp:.4f} | {fp / pp:.2f} ({fp / pp * 100:.0f}% of plain) |",
         "",
         "The floor: lines + `orjson.loads` of every payload over the same streams in the same read "
-        "sizes (bench/floor.py), the least any correct observer must do; what the addon adds, in "
+        "sizes (bench/floor.py), what a plain observer does; what the addon adds, in "
         f"floors: {(ca - cp) / fu:.1f} unpaced, {(pa - pp) / fp:.1f} paced.",
         "",
         "Each variant's best round above; addon / plain within each round (they alternate), paced: "

@@ -145,6 +145,15 @@ def _guard_every_chunk() -> contextlib.AbstractContextManager[None]:
     return _patched(FlowGuard, "on_chunk", on_chunk)
 
 
+def _no_lean() -> contextlib.AbstractContextManager[None]:
+    """The Anthropic grammar reads every payload whole (``ObserverBase._lean`` declines every one;
+    tests/observe/test_lean_reading.py compares the two)."""
+    from proxai.protocols.anthropic import AnthropicObserver
+    from proxai.protocols.common import ObserverBase
+
+    return _patched(AnthropicObserver, "_lean", ObserverBase._lean)
+
+
 def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
     """Fast path -> a context manager that switches it off (its general path patched in)."""
     from proxai.protocols.anthropic import AnthropicObserver
@@ -154,6 +163,7 @@ def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]
     return {
         "carrier hot read": _carrier_general,
         "scanner payload path": _scanner_general,
+        "anthropic lean reading": _no_lean,
         "anthropic _fast": _no_fast(AnthropicObserver),
         "chat _fast": _no_fast(ChatObserver),
         "responses _fast": _no_fast(ResponsesObserver),
@@ -163,6 +173,7 @@ def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]
 
 # The upstream protocol whose paths a fast path serves (the others: every path).
 SERVES = {
+    "anthropic lean reading": "anthropic_messages",
     "anthropic _fast": "anthropic_messages",
     "chat _fast": "openai_chat",
     "responses _fast": "openai_responses",

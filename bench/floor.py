@@ -1,10 +1,11 @@
 """The same-process floor every hot-path benchmark is divided by.
 
-The floor is the least any correct observer must do with the same 512-byte chunks: join
-the chunks into lines (a linear carry of the partial line, never a re-scan) and
-``orjson.loads`` every ``data:`` payload. It does no SSE field handling, no UTF-8
-replacement, no event objects and no protocol state, so a ratio of 1.0 is unreachable and a
-ratio near 2 means the observer costs about one extra floor.
+The floor is what a plain observer does with the same 512-byte chunks: join the chunks into
+lines (a linear carry of the partial line, never a re-scan) and ``orjson.loads`` every
+``data:`` payload. It does no SSE field handling, no UTF-8 replacement, no event objects and
+no protocol state, so a ratio near 2 means the observer costs about one extra floor. (The
+Anthropic grammar's lean reading parses only the string of its commonest delta, not the whole
+payload: docs/design/protocol-grammars.md, "The event loop".)
 
 The rule (docs/design/scanner.md): "the SSE scanner runs once per chunk": the floor is
 that one linear pass.

@@ -80,6 +80,7 @@ def _targets() -> list[object]:
     return [
         StreamCarrier.feed,
         SseScanner.feed_payloads,
+        AnthropicObserver._lean,
         AnthropicObserver._fast,
         ChatObserver._fast,
         ResponsesObserver._fast,

@@ -202,15 +202,26 @@ def test_observer_returns_the_scanners_events(path: Path) -> None:
 
 
 def _counting_loads(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every payload the grammars parse (``ObserverBase.observe``'s parser), in order."""
+    """Every payload the grammars read, in order: parsed whole (``ObserverBase.observe``'s
+    parser), or read lean (``AnthropicObserver._lean``: only its one string value parsed)."""
+    from proxai.protocols.anthropic import AnthropicObserver
+
     seen: list[object] = []
     real = common._loads
+    real_lean = AnthropicObserver._lean
 
     def loads(data: bytes | str) -> Any:
         seen.append(data)  # held: no two payloads share an id
         return real(data)
 
+    def lean(self: AnthropicObserver, data: bytes, now: float) -> bool:
+        read = real_lean(self, data, now)
+        if read:
+            seen.append(data)
+        return read
+
     monkeypatch.setattr(common, "_loads", loads)
+    monkeypatch.setattr(AnthropicObserver, "_lean", lean)
     return seen
 
 

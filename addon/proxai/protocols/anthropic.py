@@ -42,7 +42,7 @@ from proxai.sse import RawName
 from proxai.stream.sink import BlockKind, Citation, Phase, Stop, TokenUsage, WebSearchCall
 from proxai.translate.stop_reasons import from_anthropic
 
-from .common import _NOT_JSON, Accum, ObserverBase, ToolBuffer, error_fields, json_valid, nbytes
+from .common import _NOT_JSON, NO_LEAN, Accum, ObserverBase, ToolBuffer, error_fields, json_valid, nbytes
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
 
@@ -162,6 +162,11 @@ _PING_NAMES: frozenset[object] = frozenset({b"ping", "ping"})
 _DATA_ONLY: frozenset[object] = frozenset({None, b"", b"message", "message"})  # no ``event:`` line
 _UNNAMED = "anthropic_messages.unnamed_event"
 _DELTA_RAW = b"content_block_delta"  # a named delta's event type as the scanner gives it
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+_BRACE = 0x7D  # ``}``
+_TEXT_PREFIX = b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":'
+_THINKING_PREFIX = b'{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":'
 
 
 class _Block:
@@ -194,7 +199,17 @@ def usage_into(u: dict[str, Any], into: TokenUsage) -> None:
 class AnthropicObserver(ObserverBase):
     protocol = Protocol.ANTHROPIC_MESSAGES
 
-    __slots__ = ("_searches", "_stop_raw", "_usage", "blocks", "next_index", "state")
+    __slots__ = (
+        "_lean_index",
+        "_lean_prefix",
+        "_lean_text",
+        "_searches",
+        "_stop_raw",
+        "_usage",
+        "blocks",
+        "next_index",
+        "state",
+    )
 
     def __init__(self, acc: Accum) -> None:
         super().__init__(acc)
@@ -205,6 +220,9 @@ class AnthropicObserver(ObserverBase):
         self._stop_raw: str | None = None
         # web searches by block index (translating only): the server_tool_use id, its input JSON
         self._searches: dict[int, tuple[str, list[str]]] = {}
+        self._lean_prefix = b""  # the armed block's payload up to its delta's string (``_lean``)
+        self._lean_index = 0
+        self._lean_text = True
 
     @property
     def phase(self) -> Phase:
@@ -274,6 +292,8 @@ class AnthropicObserver(ObserverBase):
             s = delta.get("text")
             if type(s) is not str:
                 return False
+            if name == _DELTA_RAW and self.lean_name is NO_LEAN:
+                self._arm(index, True)
             if s:
                 acc.content_seen = True
                 acc.text_bytes += len(s) if s.isascii() else nbytes(s)
@@ -286,6 +306,8 @@ class AnthropicObserver(ObserverBase):
             s = delta.get("thinking")
             if type(s) is not str:
                 return False
+            if name == _DELTA_RAW and self.lean_name is NO_LEAN:
+                self._arm(index, False)
             if s:
                 acc.content_seen = True
                 acc.reasoning_bytes += len(s) if s.isascii() else nbytes(s)
@@ -309,6 +331,52 @@ class AnthropicObserver(ObserverBase):
                 out.delta(index, "signature", s)
             return True
         return False
+
+    def _arm(self, index: int, text: bool) -> None:
+        """A named text or thinking delta of open block ``index`` came in the message state: the
+        next ones are read lean (``_lean``) until an event off the fast paths (``_general``)."""
+        self.lean_name = _DELTA_RAW
+        self._lean_prefix = (_TEXT_PREFIX if text else _THINKING_PREFIX) % index
+        self._lean_index = index
+        self._lean_text = text
+
+    def _lean(self, data: bytes, now: float) -> bool:
+        """``{"type":"content_block_delta","index":I,"delta":{"type":"text_delta","text":S}W}`` of
+        the armed block (or its thinking twin), byte for byte but for the value ``S`` and the
+        padding ``W`` (spaces and tabs: the API pads some deltas there): ``S`` alone is parsed.
+        When it is one JSON string, the whole payload parses to exactly that object, so the
+        effect is ``_fast``'s for it; anything else (another index, key order or spacing, more
+        keys, a value that is not a string) goes the usual way."""
+        prefix = self._lean_prefix
+        start = len(prefix)
+        end = data.rfind(b"}", start, -1)  # the delta object's brace
+        if end < 0 or data[-1] != _BRACE or not data.startswith(prefix):
+            return False
+        if end != len(data) - 2 and data[end + 1 : -1].strip(b" \t"):
+            return False
+        try:
+            s = _loads(data[start:end])
+        except _JSONDecodeError:
+            return False
+        if type(s) is not str:
+            return False
+        if s:
+            acc = self.acc
+            acc.content_seen = True
+            out = self.out
+            if self._lean_text:
+                acc.text_bytes += len(s) if s.isascii() else nbytes(s)
+                if acc.cap_text is not None:
+                    acc.capture_text(s)
+                if out is not None:
+                    out.delta(self._lean_index, "text", s)
+            else:
+                acc.reasoning_bytes += len(s) if s.isascii() else nbytes(s)
+                if acc.cap_reasoning is not None:
+                    acc.capture_reasoning(s)
+                if out is not None:
+                    out.delta(self._lean_index, "thinking", s)
+        return True
 
     def _event(self, name: str, obj: dict[str, Any], now: float) -> None:
         etype = name

@@ -8,7 +8,9 @@ sizes, complete tool calls, usage, stop reason, error, notes and findings), and
 (docs/design/protocol-grammars.md, docs/design/outcomes.md):
 
 - each event's JSON is parsed once with orjson (no pydantic per event), and a stream
-  translator attached to the grammar is fed from that one parse (its writer is ``out``);
+  translator attached to the grammar is fed from that one parse (its writer is ``out``); an
+  event in the grammar's lean shape (``_lean``) has only its one string parsed, the shape being
+  one whose whole parse is then known;
 - a protocol violation (``UpstreamProtocolError``) or a payload of the wrong shape puts the
   state machine in its errored state for good; later events are
   counted by the carrier but no longer interpreted;
@@ -54,6 +56,7 @@ MAX_NOTES = 20
 MAX_FINDINGS = 100  # classified deviations kept per stream (bounded on untrusted input)
 
 _loads = orjson.loads
+NO_LEAN = object()  # ``ObserverBase.lean_name`` when no shape is read lean: equal to no event name
 _JSONDecodeError = orjson.JSONDecodeError
 _NOT_JSON = object()
 
@@ -525,6 +528,7 @@ class ObserverBase:
         "errored",
         "events",
         "failed",
+        "lean_name",
         "max_buffer",
         "normalize",
         "out",
@@ -545,6 +549,9 @@ class ObserverBase:
         self.failed: ProxaiError | None = None
         self.pending_bad: str | None = None
         self.broken: set[str] | None = None  # the conformance rules found so far (``conform``)
+        # The event type whose commonest shape the grammar reads without a parse of the whole
+        # payload (``_lean``), set while that shape's effect is known (``NO_LEAN``: none).
+        self.lean_name: object = NO_LEAN
 
     # -- streamed -------------------------------------------------------------------------------
 
@@ -571,22 +578,25 @@ class ObserverBase:
         for raw_name, data in payloads:
             k += 1
             try:
-                obj = loads(data)
-            except _JSONDecodeError:
-                # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
-                obj = _NOT_JSON if isinstance(data, str) or data.isascii() else _loads_text(data)
-            if type(obj) is dict:
+                # The grammar's lean shape (``lean_name``, a bytes type: the scanner's payload path,
+                # whose data is bytes too), read without a parse of the whole payload.
+                if raw_name == self.lean_name and self._lean(data, now):  # type: ignore[arg-type]
+                    continue
                 try:
-                    if fast(raw_name, obj, now):
-                        continue
-                except SHAPE_ERRORS as exc:
-                    self.acc.event_index = base + k
-                    self._malformed(event_name(raw_name), exc)
-                    return
-                except ProxaiError as exc:  # only while translating: the writer, or its limits
-                    self.acc.event_index = base + k
-                    self._stop(exc)
-                    return
+                    obj = loads(data)
+                except _JSONDecodeError:
+                    # Bytes that are not UTF-8 read as the general rules decode them (U+FFFD).
+                    obj = _NOT_JSON if isinstance(data, str) or data.isascii() else _loads_text(data)
+                if type(obj) is dict and fast(raw_name, obj, now):
+                    continue
+            except SHAPE_ERRORS as exc:
+                self.acc.event_index = base + k
+                self._malformed(event_name(raw_name), exc)
+                return
+            except ProxaiError as exc:  # only while translating: the writer, or its limits
+                self.acc.event_index = base + k
+                self._stop(exc)
+                return
             self.acc.event_index = base + k
             if self._general(event_name(raw_name), data, obj, now):
                 return
@@ -594,8 +604,14 @@ class ObserverBase:
                 self._bad_not_last()  # a bad payload, and another event follows it
                 return
 
+    def _lean(self, data: bytes, now: float) -> bool:
+        """An event of type ``lean_name`` in the grammar's lean shape, read without a parse of the
+        whole payload; False: not that shape (the usual path reads it)."""
+        return False
+
     def _general(self, name: str, data: bytes | str, obj: Any, now: float) -> bool:
         """One event off the fast path; True: interpret no more (errored, or the terminal event)."""
+        self.lean_name = NO_LEAN  # whatever it changes, the lean shape is found again by ``_fast``
         self.acc.changes += 1
         try:
             if type(obj) is dict:
