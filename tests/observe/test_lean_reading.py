@@ -146,6 +146,9 @@ def test_the_lean_shape_is_read_lean_and_as_the_whole_parse_reads_it(
 ODD = [
     _delta(b'"a"', pad=b"\x0c"),  # a form feed is no JSON whitespace: not JSON
     _delta(b'"a"', pad=b" } "),  # a third brace
+    _delta(b'"a"}'),  # a third brace, no padding
+    _delta(b'"a"', pad=b"}"),
+    _delta(b'"a"', pad=b" x "),  # padding that is not whitespace
     _delta(b'"a","x":1'),  # another key after the text
     _delta(b'"a"},"x":{"y":1'),  # another key after the delta
     b'{"type":"content_block_delta","index":0,"delta":{"text":"a","type":"text_delta"}}',  # key order

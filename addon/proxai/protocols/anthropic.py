@@ -164,7 +164,6 @@ _UNNAMED = "anthropic_messages.unnamed_event"
 _DELTA_RAW = b"content_block_delta"  # a named delta's event type as the scanner gives it
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
-_BRACE = 0x7D  # ``}``
 _TEXT_PREFIX = b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":'
 _THINKING_PREFIX = b'{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":'
 
@@ -347,15 +346,23 @@ class AnthropicObserver(ObserverBase):
         When it is one JSON string, the whole payload parses to exactly that object, so the
         effect is ``_fast``'s for it; anything else (another index, key order or spacing, more
         keys, a value that is not a string) goes the usual way."""
-        prefix = self._lean_prefix
-        start = len(prefix)
-        end = data.rfind(b"}", start, -1)  # the delta object's brace
-        if end < 0 or data[-1] != _BRACE or not data.startswith(prefix):
+        # (``removeprefix`` / ``removesuffix`` / ``rstrip`` take their argument without the
+        # argument parsing ``startswith`` / ``endswith`` / ``rfind`` do, several times cheaper; a
+        # result equal to its input removed nothing.)
+        rest = data.removeprefix(self._lean_prefix)
+        if rest == data:
             return False
-        if end != len(data) - 2 and data[end + 1 : -1].strip(b" \t"):
-            return False
+        value = rest.removesuffix(b"}}")
+        if value == rest:  # padded between the braces, or not the shape
+            value = rest.removesuffix(b"}")
+            if value == rest:
+                return False
+            inner = value.rstrip(b" \t")
+            value = inner.removesuffix(b"}")
+            if value == inner:
+                return False
         try:
-            s = _loads(data[start:end])
+            s = _loads(value)
         except _JSONDecodeError:
             return False
         if type(s) is not str:
