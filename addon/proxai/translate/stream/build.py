@@ -17,7 +17,7 @@ from proxai.protocols.common import Accum
 from proxai.protocols.responses import ResponsesObserver
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.translate.call_shapes import CallShapes
-from proxai.translate.stream.driver import GrammarReader, Reader, StreamTranslatorImpl, Writer
+from proxai.translate.stream.driver import StreamTranslatorImpl, TranslatingGrammar, Writer
 from proxai.translate.stream.to_anthropic.writer import AnthropicWriter
 from proxai.translate.stream.to_chat.writer import ChatWriter
 from proxai.translate.stream.to_responses.writer import ResponsesWriter
@@ -55,17 +55,17 @@ def build(
             call_shapes=call_shapes or {},
             strict=strict,
         )
-    reader: Reader
+    reading: TranslatingGrammar
     if upstream is Protocol.ANTHROPIC_MESSAGES:
         grammar = AnthropicObserver(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
         grammar.out, grammar.normalize = writer, normalize
-        reader = GrammarReader(grammar)
+        reading = grammar
     elif upstream is Protocol.OPENAI_CHAT:
         cgrammar = ChatObserver(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
         cgrammar.out, cgrammar.normalize = writer, normalize
-        reader = GrammarReader(cgrammar)
+        reading = cgrammar
     else:
         rgrammar = ResponsesObserver(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
         rgrammar.out, rgrammar.normalize, rgrammar.max_buffer = writer, normalize, max_buffer
-        reader = GrammarReader(rgrammar)
-    return StreamTranslatorImpl(reader, writer, upstream, normalize=normalize)
+        reading = rgrammar
+    return StreamTranslatorImpl(reading, writer, upstream, normalize=normalize)

@@ -1,10 +1,10 @@
 """The stream translator: one reading of the upstream protocol driving one target writer (the
 ``StreamTranslator`` contract of ``proxai.translate.stream``; docs/design/translation.md).
 
-The reading is a ``Reader``: the upstream protocol's grammar (``proxai.protocols``) with the
-writer as its ``out`` (``GrammarReader``). A ``GrammarReader`` reads the events itself, unless
-the flow's ``StreamObserver`` attached its own grammar (``bind``): then the observer's one reading
-of each event has already fed the writer, and ``feed_payloads`` only collects the bytes.
+The reading is the upstream protocol's grammar (``proxai.protocols``) with the writer as its
+``out``. The translator's grammar reads the events itself, unless the flow's ``StreamObserver``
+attached its own grammar (``bind``): then the observer's one reading of each event has already
+fed the writer, and ``feed_payloads`` only collects the bytes.
 
 - ``feed_payloads(payloads)`` returns the client bytes for a batch of upstream events
   (``sse.Payloads``, as the scanner and the stream observer return them; read only when no
@@ -30,32 +30,12 @@ from proxai.sse import Payloads, SseEvent, payloads_of
 from proxai.stream.sink import Phase, Sink
 
 
-class Reader(TypingProtocol):
-    """The upstream protocol read for a translation."""
-
-    @property
-    def phase(self) -> Phase: ...
-
-    def read(self, payloads: Payloads) -> bool:
-        """One batch of events; True when the upstream stream is over (its end, or its own
-        error, was read); raises the first typed problem."""
-
-    def eof(self) -> None:
-        """The upstream ended; raises if its stream was not complete."""
-
-    def fail(self) -> None:
-        """The translation failed: read nothing more."""
-
-    def bind(self, grammar: object) -> bool:
-        """Read through ``grammar`` (the flow observer's) instead of reading again."""
-
-
 class _Ended(TypingProtocol):
     terminal: bool
 
 
 class TranslatingGrammar(TypingProtocol):
-    """What ``GrammarReader`` needs of a grammar (``proxai.protocols.common.ObserverBase``)."""
+    """What the translator needs of a grammar (``proxai.protocols.common.ObserverBase``)."""
 
     out: Sink | None
     normalize: bool
@@ -74,52 +54,6 @@ class TranslatingGrammar(TypingProtocol):
     def observe(self, payloads: Payloads, now: float) -> None: ...
 
     def translate_eof(self) -> None: ...
-
-
-class GrammarReader:
-    """A protocol grammar as a translation's reader: the grammar feeds the writer (its ``out``)."""
-
-    __slots__ = ("_attached", "_failed", "grammar")
-
-    def __init__(self, grammar: TranslatingGrammar) -> None:
-        self.grammar = grammar
-        self._attached = False
-        self._failed = False
-
-    @property
-    def phase(self) -> Phase:
-        return Phase.ERRORED if self._failed else self.grammar.phase
-
-    def read(self, payloads: Payloads) -> bool:
-        g = self.grammar
-        if not self._attached:
-            g.observe(payloads, 0.0)  # the core reads no clock; a translation needs no time
-        exc = g.translate_error
-        if exc is not None:
-            g.translate_error = None
-            raise exc
-        # (the phase is STOPPED or ERRORED: read per batch, without the phase's lookups)
-        return g.errored or g.acc.terminal
-
-    def eof(self) -> None:
-        self.grammar.translate_eof()
-
-    def fail(self) -> None:
-        self._failed = True
-        self.grammar.out = None
-
-    def bind(self, grammar: object) -> bool:
-        own = self.grammar
-        if type(grammar) is not type(own) or self._attached or own.events:
-            return False
-        g: Any = grammar
-        if g.events or g.out is not None:
-            return False
-        g.out, g.normalize, g.max_buffer = own.out, own.normalize, own.max_buffer
-        own.out = None
-        self.grammar = g
-        self._attached = True
-        return True
 
 
 class Writer(Sink, TypingProtocol):
@@ -141,21 +75,25 @@ def error_kind_of(exc: ProxaiError) -> ErrorKind:
 
 
 class StreamTranslatorImpl:
-    """``feed`` / ``finish`` / ``fail`` over a reader (the upstream's grammar) and a target writer."""
+    """``feed`` / ``finish`` / ``fail`` over the upstream's grammar and a target writer (its ``out``)."""
 
     __slots__ = (
+        "_attached",
         "_closed",
+        "_failed",
         "_pending",
         "client_protocol",
         "error",
+        "grammar",
         "normalize",
-        "reader",
         "upstream_protocol",
         "writer",
     )
 
-    def __init__(self, reader: Reader, writer: Writer, upstream: Protocol, *, normalize: bool) -> None:
-        self.reader = reader
+    def __init__(
+        self, grammar: TranslatingGrammar, writer: Writer, upstream: Protocol, *, normalize: bool
+    ) -> None:
+        self.grammar = grammar
         self.writer = writer
         self.client_protocol = writer.protocol
         self.upstream_protocol = upstream
@@ -163,33 +101,49 @@ class StreamTranslatorImpl:
         self.error: ProxaiError | None = None  # the typed error that ended the translation, if any
         self._pending = b""
         self._closed = False  # the client stream ended (terminal, error, or fail)
+        self._attached = False  # the flow observer's grammar reads for this translator (``bind``)
+        self._failed = False  # the translation failed: its grammar feeds the writer no more
 
     @property
     def phase(self) -> Phase:
-        return self.reader.phase
+        return Phase.ERRORED if self._failed else self.grammar.phase
 
     @property
     def upstream_error(self) -> bool:
         """True when the upstream itself sent an error event (translated for the client)."""
-        return self.reader.phase is Phase.ERRORED and self.error is None
+        return self.phase is Phase.ERRORED and self.error is None
 
     def bind(self, grammar: object) -> bool:
         """Attach the flow observer's grammar (``StreamObserver.attach``): its one reading of
         each event feeds this translator's writer, and ``feed_payloads`` reads nothing again.
         False when the grammar cannot serve (another protocol, or events already read)."""
-        return self.reader.bind(grammar)
+        own = self.grammar
+        if type(grammar) is not type(own) or self._attached or own.events:
+            return False
+        g: Any = grammar
+        if g.events or g.out is not None:
+            return False
+        g.out, g.normalize, g.max_buffer = own.out, own.normalize, own.max_buffer
+        own.out = None
+        self.grammar = g
+        self._attached = True
+        return True
 
     def feed_payloads(self, payloads: Payloads) -> bytes:
         """Upstream events (``Payloads``: one ``(type, data)`` tuple each) -> client bytes."""
         if self._closed:
             return b""
-        try:
-            if self.reader.read(payloads):
-                self._closed = True
-        except ProxaiError as exc:
+        g = self.grammar
+        if not self._attached:
+            g.observe(payloads, 0.0)  # the core reads no clock; a translation needs no time
+        exc = g.translate_error
+        if exc is not None:  # the reading stopped at a typed problem: keep what came before it
+            g.translate_error = None
             self.error = exc
             self._pending = self.writer.take()
-            raise
+            raise exc
+        if g.errored or g.acc.terminal:  # the upstream's stream is over (its end, or its error)
+            self._closed = True
         return self.writer.take()
 
     def feed(self, events: list[SseEvent]) -> bytes:
@@ -202,7 +156,7 @@ class StreamTranslatorImpl:
         if self.error is not None:
             return self.fail(error_kind_of(self.error), str(self.error))
         try:
-            self.reader.eof()
+            self.grammar.translate_eof()
         except ProxaiError as exc:
             self.error = exc
             return self._fail_bytes(
@@ -221,7 +175,8 @@ class StreamTranslatorImpl:
 
     def _fail_bytes(self, kind: ErrorKind, message: str) -> bytes:
         self._closed = True
-        self.reader.fail()
+        self._failed = True
+        self.grammar.out = None  # read on (an attached grammar still observes), write no more
         out = self._pending + self.writer.take()
         self._pending = b""
         self.writer.fail(kind, message)
