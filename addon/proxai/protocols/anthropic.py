@@ -285,8 +285,6 @@ class AnthropicObserver(ObserverBase):
         if not blk.open:
             return False
         family = blk.family
-        acc = self.acc
-        out = self.out
         if dtype == "text_delta" and family == "text":
             s = delta.get("text")
             if type(s) is not str:
@@ -294,12 +292,7 @@ class AnthropicObserver(ObserverBase):
             if name == _DELTA_RAW and self.lean_name is NO_LEAN:
                 self._arm(index, True)
             if s:
-                acc.content_seen = True
-                acc.text_bytes += len(s) if s.isascii() else nbytes(s)
-                if acc.cap_text is not None:
-                    acc.capture_text(s)
-                if out is not None:
-                    out.delta(index, "text", s)
+                self._text(index, s)
             return True
         if dtype == "thinking_delta" and family == "thinking":
             s = delta.get("thinking")
@@ -308,12 +301,7 @@ class AnthropicObserver(ObserverBase):
             if name == _DELTA_RAW and self.lean_name is NO_LEAN:
                 self._arm(index, False)
             if s:
-                acc.content_seen = True
-                acc.reasoning_bytes += len(s) if s.isascii() else nbytes(s)
-                if acc.cap_reasoning is not None:
-                    acc.capture_reasoning(s)
-                if out is not None:
-                    out.delta(index, "thinking", s)
+                self._thinking(index, s)
             return True
         if dtype == "input_json_delta" and family == "tool":
             s = delta.get("partial_json")
@@ -326,6 +314,7 @@ class AnthropicObserver(ObserverBase):
             s = delta.get("signature")
             if type(s) is not str:
                 return False
+            out = self.out
             if s and out is not None:
                 out.delta(index, "signature", s)
             return True
@@ -368,22 +357,33 @@ class AnthropicObserver(ObserverBase):
         if type(s) is not str:
             return False
         if s:
-            acc = self.acc
-            acc.content_seen = True
-            out = self.out
             if self._lean_text:
-                acc.text_bytes += len(s) if s.isascii() else nbytes(s)
-                if acc.cap_text is not None:
-                    acc.capture_text(s)
-                if out is not None:
-                    out.delta(self._lean_index, "text", s)
+                self._text(self._lean_index, s)
             else:
-                acc.reasoning_bytes += len(s) if s.isascii() else nbytes(s)
-                if acc.cap_reasoning is not None:
-                    acc.capture_reasoning(s)
-                if out is not None:
-                    out.delta(self._lean_index, "thinking", s)
+                self._thinking(self._lean_index, s)
         return True
+
+    def _text(self, index: int, s: str) -> None:
+        """A non-empty text delta of open block ``index`` (the fast paths' one effect for it)."""
+        acc = self.acc
+        acc.content_seen = True
+        acc.text_bytes += len(s) if s.isascii() else nbytes(s)
+        if acc.cap_text is not None:
+            acc.capture_text(s)
+        out = self.out
+        if out is not None:
+            out.delta(index, "text", s)
+
+    def _thinking(self, index: int, s: str) -> None:
+        """A non-empty thinking delta of open block ``index`` (the fast paths' one effect for it)."""
+        acc = self.acc
+        acc.content_seen = True
+        acc.reasoning_bytes += len(s) if s.isascii() else nbytes(s)
+        if acc.cap_reasoning is not None:
+            acc.capture_reasoning(s)
+        out = self.out
+        if out is not None:
+            out.delta(index, "thinking", s)
 
     def _event(self, name: str, obj: dict[str, Any], now: float) -> None:
         etype = name
