@@ -56,6 +56,12 @@ class TranslatedRequest:
         return orjson.dumps(self.body)
 
 
+def read_request(body: dict[str, Any], protocol: Protocol) -> ir.RequestIR:
+    """A client body of ``protocol`` as the neutral form: the protocol's one request reader
+    (translation and replay's matching read requests through it). ``TranslationError``."""
+    return _PARSERS[protocol](body)
+
+
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The client's JSON body as an object, or a ``TranslationError``."""
     try:
@@ -77,7 +83,7 @@ def translate_request(
         out = body if opts.model is None else {**body, "model": opts.model}
         capped = cap_output_tokens(out, target, opts)
         return TranslatedRequest(capped[0], bool(body.get("stream")), model, notes=capped[1])
-    parsed = _PARSERS[client](body)
+    parsed = read_request(body, client)
     parsed, search_notes = _web_search(parsed, target)
     _refuse_what_cannot_be_given(parsed, opts)
     dropped: dict[str, int] = {}
