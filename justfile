@@ -1,13 +1,14 @@
 # ProxAI developer tasks. `just` is optional: every recipe is one plain command.
 venv := ".venv/bin/"
 
-# Install the project and its dev dependencies into .venv
+# Install everything the tests need: .venv (the project and its dev dependencies), the agent CLIs,
+# the Node SDKs, Phoenix, chromium and tmux (each step quick when its program is there)
 install:
-    python3 -m venv .venv && {{venv}}pip install -q -c constraints.txt -e '.[dev]'
+    bash .ci/install
 
-# Run the whole test suite (the same command as CI)
-test:
-    {{venv}}python -m pytest -q
+# Install what is missing, then run the whole test suite (the same command as CI)
+test *ARGS:
+    bash .ci/run {{ARGS}}
 
 # Run the demo: fake upstream + mitmdump + the real SDKs, flows saved under flows/
 demo:

@@ -2,7 +2,7 @@
 headless chromium driven over the DevTools protocol (a websocket, from Python).
 
 Every wait polls for a condition with a generous overall limit; nothing waits on a sleep. A tool that
-is missing fails with a message that says how CI installs it (``.ci/install-ui``); it never skips.
+is missing fails with a message that says how to install it (``.ci/install-ui``); it never skips.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def need(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:
         raise AssertionError(
-            f"{tool} is not installed: the UI tests use Debian's {tool} "
-            "(CI installs it with .ci/install-ui: apt-get install -y chromium tmux)"
+            f"{tool} is not installed: the UI tests use Debian's {tool}; "
+            "run `sudo bash .ci/install-ui` (apt-get install -y chromium tmux fonts-noto-color-emoji)"
         )
     return path
 
