@@ -7,8 +7,14 @@ connection once it has read the terminal event). ProxAI keeps, per LLM flow, the
 received, up to a per-flow cap and a total cap over all kept bodies that are still alive; past a cap
 the flow's body is dropped (the summary still shows) and the reason is kept as a note.
 
-Pure: no mitmproxy, no clock. ``KeepingStream`` wraps any stream callable (bytes -> bytes or a list of
-bytes) and returns exactly what it returns: the client's bytes never change.
+With the bytes, the moments they left: ``ReadMarks`` holds, for each read the client got, the body
+offset it ended at and its time since the request (what a replay plays back, docs/replay.md), at most
+``MAX_READS`` of them (past it every other one is dropped and only every second read is marked from
+then on, so the marks stay even over the whole body); the last read is always kept.
+
+Pure: no mitmproxy, and no clock of its own (the shell hands ``KeepingStream`` its clock).
+``KeepingStream`` wraps any stream callable (bytes -> bytes or a list of bytes) and returns exactly
+what it returns: the client's bytes never change.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import Callable
 
 DEFAULT_MAX_PER_FLOW = 8 * 1024 * 1024
 DEFAULT_MAX_TOTAL = 256 * 1024 * 1024
+MAX_READS = 1024
 
 StreamFn = Callable[[bytes], bytes | list[bytes]]
 
@@ -87,23 +94,74 @@ class KeptBody:
         return data
 
 
+class ReadMarks:
+    """When the client's reads left: (body offset the read ended at, seconds since ``start``)."""
+
+    __slots__ = ("last", "marks", "most", "offset", "reads", "start", "stride")
+
+    def __init__(self, start: float, most: int = MAX_READS) -> None:
+        self.start = start
+        self.most = max(2, most)
+        self.marks: list[tuple[int, float]] = []
+        self.last: tuple[int, float] | None = None  # the latest read, marked or not
+        self.offset = 0  # bytes sent so far
+        self.reads = 0
+        self.stride = 1
+
+    def read(self, n: int, now: float) -> None:
+        if n <= 0:
+            return
+        self.offset += n
+        mark = (self.offset, now - self.start)
+        self.last = mark
+        if self.reads % self.stride == 0:
+            if len(self.marks) >= self.most:
+                self.marks = self.marks[::2]
+                self.stride *= 2
+            self.marks.append(mark)
+        self.reads += 1
+
+    def to_metadata(self) -> list[list[float]]:
+        """``[[offset, seconds], ...]`` (seconds rounded to 0.1 ms), the last read included."""
+        marks = list(self.marks)
+        if self.last is not None and (not marks or marks[-1] != self.last):
+            marks.append(self.last)
+        return [[offset, round(at, 4)] for offset, at in marks]
+
+
 class KeepingStream:
     """A stream callable that keeps what another one returns. ``inner`` is the wrapped callable
-    (the carrier), ``kept`` its body; the return value is ``inner``'s, unchanged."""
+    (the carrier), ``kept`` its body; the return value is ``inner``'s, unchanged. With a
+    ``clock``, ``marks`` records when each read left."""
 
-    __slots__ = ("inner", "kept")
+    __slots__ = ("clock", "inner", "kept", "marks")
 
-    def __init__(self, inner: StreamFn, kept: KeptBody) -> None:
+    def __init__(
+        self,
+        inner: StreamFn,
+        kept: KeptBody,
+        clock: Callable[[], float] | None = None,
+        marks: ReadMarks | None = None,
+    ) -> None:
         self.inner = inner
         self.kept = kept
+        self.clock = clock
+        self.marks = marks
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         out = self.inner(chunk)
         kept = self.kept
-        if kept.dropped is None:
-            if isinstance(out, bytes):
+        n = 0
+        if isinstance(out, bytes):
+            n = len(out)
+            if kept.dropped is None:
                 kept.add(out)
-            else:
-                for piece in out:
+        else:
+            for piece in out:
+                n += len(piece)
+                if kept.dropped is None:
                     kept.add(piece)
+        marks = self.marks
+        if n and marks is not None and self.clock is not None:
+            marks.read(n, self.clock())
         return out

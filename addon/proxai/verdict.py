@@ -238,6 +238,18 @@ def fault_label(meta: Mapping[str, Any]) -> str:
     return f"injected fault {_str(str(fault.get('fault')))}"
 
 
+def replay_label(meta: Mapping[str, Any]) -> str:
+    """``replayed from flow 2`` for a flow answered from a recorded run, ``replay miss`` for one no
+    recording matched (docs/replay.md); "" otherwise."""
+    replay = meta.get("replay")
+    if not isinstance(replay, Mapping):
+        return ""
+    if replay.get("replayed"):
+        index = replay.get("flow_index")
+        return f"replayed from flow {index}" if isinstance(index, int) else "replayed"
+    return "replay miss" if replay.get("miss") else ""
+
+
 def price_text(meta: Mapping[str, Any]) -> str | None:
     """The flow's price (``$0.000345``), or None when it has none (the view says why)."""
     amount = cost.amount(meta)
@@ -272,6 +284,9 @@ def comment_line(meta: Mapping[str, Any]) -> str:
     fault = fault_label(meta)
     if fault:
         parts.append(fault)
+    replay = replay_label(meta)
+    if replay:
+        parts.append(replay)
     sdk = sdk_label(meta)
     if sdk:
         parts.append(sdk)

@@ -46,6 +46,7 @@ from proxai.mitm.faults import FaultAddon
 from proxai.mitm.guard_addon import GuardAddon
 from proxai.mitm.option_errors import checked_options
 from proxai.mitm.otlp_export import OtlpExport
+from proxai.mitm.replay import Replay
 from proxai.mitm.routing import Routing, client_stream
 from proxai.model import ErrorKind, Outcome, Protocol, StopClass, StreamSummary
 from proxai.redact import Redactor, redact_url
@@ -110,6 +111,7 @@ class FlowState:
     route: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
     kept: keep.KeptBody | None = None  # the streamed body as the client received it (proxai_keep_body)
+    marks: keep.ReadMarks | None = None  # when the client's reads left (a replay plays them back)
 
 
 class ProxAI:
@@ -144,7 +146,9 @@ class ProxAI:
         self.on_record: list[Callable[[http.HTTPFlow, StreamSummary, dict[str, Any]], None]] = []
         self.otlp = OtlpExport()
         self.on_record.append(self.otlp.record)
-        self.addons = [self.guard, self.visibility, self.faults, self.otlp]
+        # Replay of recorded runs (docs/replay.md): options proxai_replay, proxai_replay_speed, _miss.
+        self.replay = Replay()
+        self.addons = [self.guard, self.visibility, self.faults, self.otlp, self.replay]
         # Routing + request/JSON translation (docs/translation.md): option proxai_routes.
         self.routing = Routing()
 
@@ -385,6 +389,8 @@ class ProxAI:
             "detected_by": how,
             "original_url": state.original_url,
         }
+        if self.replay.answer(flow, state):
+            return  # answered from a recording (or its miss answered): nothing is routed
         self.route_request(flow, state)
 
     @_safe()
@@ -393,6 +399,7 @@ class ProxAI:
         if state is None or flow.response is None:
             return
         state.headers_at = self.clock()
+        self.replay.restore(flow, state)
         if not flow.live or not _is_sse(flow.response) or flow.response.stream:
             return  # buffered: observed whole in the response hook
         if flow.response.raw_content is not None:
@@ -434,7 +441,8 @@ class ProxAI:
             state.extra["scrub"] = stream  # what the client got is counted there
         if self.keep_body:
             state.kept = keep.KeptBody(self.keep_budget)
-            flow.response.stream = keep.KeepingStream(stream, state.kept)
+            state.marks = keep.ReadMarks(state.start)
+            flow.response.stream = keep.KeepingStream(stream, state.kept, self.clock, state.marks)
         else:
             flow.response.stream = stream
 
@@ -445,6 +453,7 @@ class ProxAI:
         state = self.flows.pop(flow, None)
         if state is None or flow.response is None:
             return
+        self.replay.finish(flow, state)
         self.store_kept(flow, state)  # first: whatever fails below, the client's bytes are kept
         now = self.clock()
         carrier = state.carrier
@@ -499,6 +508,7 @@ class ProxAI:
         state = self.flows.pop(flow, None)
         if state is None:
             return
+        self.replay.finish(flow, state)
         self.store_kept(flow, state)
         now = self.clock()
         message = flow.error.msg if flow.error is not None else "the flow failed"
@@ -543,11 +553,14 @@ class ProxAI:
         (``store_streamed_bodies``). Its bytes count against ``proxai_keep_body_total`` until the
         flow is freed. Nothing goes on the wire: the stream has been sent."""
         kept, state.kept = state.kept, None
+        marks, state.marks = state.marks, None
         if kept is None or flow.response is None:
             return
         if kept.dropped is not None:
             state.extra["body_not_kept"] = kept.dropped
             return
+        if marks is not None and marks.reads:
+            state.extra["reads"] = marks.to_metadata()  # the body they describe is stored
         if flow.response.raw_content is not None:
             kept.drop("stored by mitmproxy")
             return
@@ -581,6 +594,10 @@ class ProxAI:
             meta["client_protocol"] = str(state.client_protocol)
         if "body_not_kept" in state.extra:
             meta["body_not_kept"] = state.extra["body_not_kept"]
+        if "reads" in state.extra:
+            meta["reads"] = state.extra["reads"]
+        if "replay" in state.extra:
+            meta["replay"] = state.extra["replay"]
         carrier = state.carrier
         if carrier is not None:
             scrub = state.extra.get("scrub")
