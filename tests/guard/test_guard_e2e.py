@@ -601,5 +601,7 @@ def test_degraded_without_internals_still_injects_on_the_next_chunk(
         line for line in log.splitlines() if "mitmproxy internals needed to end a silent stream" in line
     ]
     assert len(warnings) == 1, warnings
-    assert "HttpStream.simulated_missing" in warnings[0] and "data-driven" in warnings[0]
+    assert (
+        "missing (HttpStream.response_body_buf); the guard falls back to the data-driven path" in warnings[0]
+    )
     no_tracebacks(g_degraded)

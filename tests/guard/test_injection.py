@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import enum
+import importlib
+import inspect
 import logging
+import re
 
 import pytest
 
@@ -34,6 +38,92 @@ def test_missing_internals_warn_once_and_degrade(
     assert injection.end_stream(object()) is False
 
 
+def test_every_internal_a_function_relies_on_is_checked_and_every_checked_one_is_used() -> None:
+    names = [i.name for i in injection.INTERNALS]
+    assert len(names) == len(set(names))
+    used = {name for needs in injection.RELIES_ON.values() for name in needs}
+    assert used == set(names)
+    # The HttpLayer handlers and helpers that touch mitmproxy each declare what they use.
+    assert {
+        "_define_events",
+        "_hook_http_layer",
+        "_stream_of",
+        "_tunnels_http",
+        "_streams_body",
+        "_close_client",
+        "_answer_events",
+        "_cancel_dropped",
+        "_defer_end_events",
+        "drop_server_events",
+        "_inject",
+    } <= set(injection.RELIES_ON)
+
+
+def test_an_unknown_internal_is_refused_where_it_is_declared() -> None:
+    with pytest.raises(LookupError, match=re.escape("not in INTERNALS: HttpStream.nonexistent")):
+        injection._relies_on("HttpStream.flow", "HttpStream.nonexistent")
+
+
+def _owner(path: str) -> object:
+    module, _, qualname = path.partition(":")
+    owner: object = importlib.import_module(module)
+    for part in filter(None, qualname.split(".")):
+        owner = getattr(owner, part)
+    return owner
+
+
+def _remove(monkeypatch: pytest.MonkeyPatch, internal: injection.Internal) -> None:
+    """Make ``internal`` absent, as a mitmproxy without it would be (restored after the test)."""
+    owner = _owner(internal.owner)
+    if internal.kind == "field":
+        assert isinstance(owner, type)
+        for klass in owner.__mro__:
+            declared = inspect.get_annotations(klass)
+            if internal.attr in declared:
+                kept = {k: v for k, v in declared.items() if k != internal.attr}
+                monkeypatch.setattr(klass, "__annotations__", kept)
+    elif internal.kind == "member":
+        assert isinstance(owner, enum.EnumMeta)
+        module, _, name = internal.owner.partition(":")
+        others = [m.name for m in owner if m.name != internal.attr]  # type: ignore[var-annotated]
+        monkeypatch.setattr(importlib.import_module(module), name, enum.Enum(name, others))
+    else:
+        monkeypatch.setattr(owner, internal.attr, None)  # a method inherited from a base would remain
+
+
+@pytest.mark.parametrize("internal", injection.INTERNALS, ids=lambda i: i.name)
+def test_each_missing_internal_is_named_in_one_warning_and_degrades(
+    internal: injection.Internal, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _remove(monkeypatch, internal)
+    # Removing a class removes what it owns too.
+    gone = {internal.name} | {
+        i.name for i in injection.INTERNALS if i.owner == f"{internal.owner}:{internal.attr}"
+    }
+    report = injection.check_internals()
+    assert report.ok is False
+    assert set(report.missing) == gone
+    monkeypatch.setattr(injection._State, "installed", False)
+    monkeypatch.setattr(injection._State, "available", False)
+    monkeypatch.setattr(injection._State, "warned", False)
+    with caplog.at_level(logging.WARNING, logger="proxai.mitm.injection"):
+        assert injection.install() is False
+        assert injection.install() is False
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "proxai: mitmproxy internals needed to end a silent stream are missing "
+        f"({', '.join(report.missing)}); the guard falls back to the data-driven path: errors are "
+        "injected on the next upstream chunk only"
+    ]
+    assert injection.available() is False
+    flow = object()
+    assert injection.end_stream(flow) is False
+    assert injection.answer_now(flow, object()) is False
+    assert injection.attach_hold(flow, injection.StreamHold(lambda: False)) is False
+    assert injection.release(flow) is False
+    assert injection.reset_stream(flow, "fault") is False
+
+
 def test_install_wraps_the_http_layer_once() -> None:
     from mitmproxy.proxy.layers import http as mhttp
 
@@ -47,6 +137,15 @@ def test_install_wraps_the_http_layer_once() -> None:
         injection._State.installed = True
     assert mhttp.HttpLayer._handle_event is first
     assert getattr(first, injection._WRAPPED) is True
+    assert injection._State.event_base is not None
+    assert set(injection._HANDLERS) == {
+        injection._State.end_event_type,
+        injection._State.answer_event_type,
+        injection._State.hold_event_type,
+        injection._State.release_event_type,
+        injection._State.reset_event_type,
+    }
+    assert all(issubclass(t, injection._State.event_base) for t in injection._HANDLERS)
 
 
 def test_timer_keeps_the_earliest_deadline_and_fires_once() -> None:

@@ -123,7 +123,7 @@ class FlowGuard:
         self._finished_seen = 0  # the observer's finished tool calls when last judged
         self._changes_seen = -1  # ``Accum.changes`` at the last full look (-1: none yet)
         # The observer's accumulator (``changes``: whether there is anything new to judge).
-        self._acc: Accum | None = getattr(carrier.observer, "acc", None)
+        self._acc: Accum = carrier.observer.acc
         self._end_stream = end_stream
         self._later = later
         self._judging = False  # a time rule's judgement waits for ``later``
@@ -157,8 +157,8 @@ class FlowGuard:
         open_calls: list[Any] = obs.open_tool_calls()
         calls: list[Any] = []
         if with_calls and self.config.abnormal_arguments:
-            limit = getattr(getattr(obs, "limits", None), "max_tool_args", None)
-            calls = [c for c in obs.tool_calls() if limit is None or c.arguments_bytes <= limit]
+            limit = obs.limits.max_tool_args
+            calls = [c for c in obs.tool_calls() if c.arguments_bytes <= limit]
         verdict = guard.check(
             self.config,
             open_calls=open_calls,
@@ -200,8 +200,7 @@ class FlowGuard:
         acc = self._acc
         at = self.timer.armed_at
         if (
-            acc is not None
-            and at is not None
+            at is not None
             and now < at
             and acc.changes == self._changes_seen
             and carrier.state is not CarrierState.ENDING  # ``carrier.ending``, inline
@@ -215,8 +214,7 @@ class FlowGuard:
             # trip and ``arm`` would return at once. tests/guard/test_guard_timer_skip.py compares
             # this with judging every chunk.
             return None
-        if acc is not None:
-            self._changes_seen = acc.changes
+        self._changes_seen = acc.changes
         if not self._guarding():
             self.timer.cancel()
             return None
