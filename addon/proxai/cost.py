@@ -13,7 +13,9 @@ The rules (docs/design/cost.md):
   and ``matched_by`` says which.
 - Tokens are mapped to genai-prices' units by protocol: Anthropic reports ``input_tokens``
   without the cached ones, OpenAI's ``prompt_tokens`` / ``input_tokens`` include them; genai-prices
-  counts cache reads and writes inside its ``input_tokens``.
+  counts cache reads and writes inside its ``input_tokens``. Cache writes split by lifetime
+  (Anthropic's 5-minute and 1-hour writes) go in as genai-prices' ``cache_write_5m_tokens`` /
+  ``cache_write_1h_tokens``, inside its ``cache_write_tokens``, each priced at its own rate.
 - No model, no usage, or a model genai-prices does not know: ``None`` and a note, never a guess.
 """
 
@@ -36,6 +38,8 @@ SOURCE = "genai-prices"
 CURRENCY = "USD"  # genai-prices prices every model in US dollars
 ANTHROPIC = "anthropic_messages"
 NOTE_PREFIX = "cost: "  # every note this module writes starts with it
+# The summary's cache writes by lifetime; genai-prices' usage units have the same names.
+LIFETIME_KEYS = ("cache_write_5m_tokens", "cache_write_1h_tokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,13 @@ def price_tokens(meta: Mapping[str, Any]) -> dict[str, int] | None:
         units["cache_read_tokens"] = read
     if write:
         units["cache_write_tokens"] = write
+        # The writes by lifetime, inside cache_write_tokens: genai-prices prices each at its own
+        # rate where the model has one (a 1-hour write costs more) and what is left of the total
+        # at the plain cache-write rate.
+        for key in LIFETIME_KEYS:
+            n = _int(usage.get(key))
+            if n:
+                units[key] = n
     return units
 
 
@@ -377,6 +388,17 @@ def note(meta: Mapping[str, Any]) -> str | None:
         if isinstance(n, str) and n.startswith(NOTE_PREFIX):
             return n[len(NOTE_PREFIX) :]
     return None
+
+
+def lifetimes_text(usage: Mapping[str, Any]) -> str | None:
+    """The cache writes by lifetime, ``1000 5m, 2000 1h``, where the upstream split them (shown
+    beside the cache writes wherever they show); ``None`` when it did not."""
+    parts = [
+        f"{n} {label}"
+        for key, label in zip(LIFETIME_KEYS, ("5m", "1h"), strict=True)
+        if (n := _int(usage.get(key))) is not None
+    ]
+    return ", ".join(parts) if parts else None
 
 
 def format_amount(value: float | None) -> str:

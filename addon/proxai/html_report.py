@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from proxai.cost import format_amount, total_text
+from proxai.cost import format_amount, lifetimes_text, total_text
 from proxai.run import Message, Run, Turn
 
 MAX_TEXT = 20_000  # characters of one text shown; the rest is counted
@@ -148,7 +148,9 @@ def _tokens(t: Turn) -> str:
     if u.get("cache_read_tokens"):
         bits.append(f"{_e(u['cache_read_tokens'])} cache read")
     if u.get("cache_write_tokens"):
-        bits.append(f"{_e(u['cache_write_tokens'])} cache write")
+        lifetimes = lifetimes_text(u)
+        split = f" ({_e(lifetimes)})" if lifetimes else ""
+        bits.append(f"{_e(u['cache_write_tokens'])} cache write{split}")
     return " · ".join(bits)
 
 
@@ -288,13 +290,16 @@ def _totals(run: Run) -> str:
     verdicts = ", ".join(f"{n} {LABELS.get(v, v)}" for v, n in tot["verdicts"].items()) or "none"
     amounts = [None if t.cost is None else float(t.cost["amount"]) for t in run.turns]
     cost = total_text(amounts)
+    split = tot["cache_write_5m_tokens"] or tot["cache_write_1h_tokens"]
+    lifetimes = lifetimes_text(tot) if split else None
     rows = [
         ("flows", f"{tot['flows']} ({_e(verdicts)})"),
         ("duration", _secs(tot["duration_s"])),
         (
             "tokens",
             f"{tot['input_tokens']} in · {tot['output_tokens']} out · "
-            f"{tot['cache_read_tokens']} cache read · {tot['cache_write_tokens']} cache write",
+            f"{tot['cache_read_tokens']} cache read · {tot['cache_write_tokens']} cache write"
+            + (f" ({_e(lifetimes)})" if lifetimes else ""),
         ),
         ("tool calls", str(tot["tool_calls"])),
         ("cost", _e(cost)),

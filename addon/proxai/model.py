@@ -64,13 +64,19 @@ class ErrorKind(StrEnum):
 
 @dataclass(slots=True)
 class Usage:
-    """Normalized usage (docs/metadata.md, "Usage normalization"). ``None``: never reported."""
+    """Normalized usage (docs/metadata.md, "Usage normalization"). ``None``: never reported.
+
+    ``cache_write_tokens`` is every cache write; ``cache_write_5m_tokens`` /
+    ``cache_write_1h_tokens`` split it by the cache entry's lifetime where the upstream says
+    (Anthropic's ``cache_creation``), since a 1-hour write is billed at a higher rate."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     total_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
+    cache_write_5m_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
 
     def to_metadata(self) -> dict[str, int | None]:
         return {
@@ -79,6 +85,8 @@ class Usage:
             "total_tokens": self.total_tokens,
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
+            "cache_write_5m_tokens": self.cache_write_5m_tokens,
+            "cache_write_1h_tokens": self.cache_write_1h_tokens,
         }
 
 

@@ -173,9 +173,12 @@ def usage_lines(meta: Mapping[str, Any]) -> list[str]:
             f"output {_dash(usage.get('output_tokens'))}",
             f"total {_dash(usage.get('total_tokens'))}",
         ]
-        for key, name in (("cache_read_tokens", "cache read"), ("cache_write_tokens", "cache write")):
-            if usage.get(key) is not None:
-                tokens.append(f"{name} {usage[key]}")
+        if usage.get("cache_read_tokens") is not None:
+            tokens.append(f"cache read {usage['cache_read_tokens']}")
+        if usage.get("cache_write_tokens") is not None:
+            lifetimes = cost.lifetimes_text(usage)
+            split = f" ({lifetimes})" if lifetimes else ""
+            tokens.append(f"cache write {usage['cache_write_tokens']}{split}")
         lines.append("tokens: " + " · ".join(tokens))
     if "cost" in meta:
         lines.append("cost: " + cost_text(meta))

@@ -22,6 +22,15 @@ from proxai import verdict
 from proxai.redact import Redactor
 
 MAX_PARENTS = 64  # earlier turns searched for the conversation a request continues
+# A turn's usage: the summary's token counts (the cache writes with their split by lifetime).
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_5m_tokens",
+    "cache_write_1h_tokens",
+)
 Message = dict[str, Any]  # {"role": str, "parts": [part, ...]}
 
 
@@ -117,6 +126,8 @@ class Run:
             "output_tokens": tokens("output_tokens"),
             "cache_read_tokens": tokens("cache_read_tokens"),
             "cache_write_tokens": tokens("cache_write_tokens"),
+            "cache_write_5m_tokens": tokens("cache_write_5m_tokens"),
+            "cache_write_1h_tokens": tokens("cache_write_1h_tokens"),
             "tool_calls": sum(len(t.tool_calls) for t in self.turns),
             "cost": pricing.total([None if t.cost is None else t.cost["amount"] for t in self.turns]),
             "duration_s": round(max(ends) - min(starts), 6) if starts else None,
@@ -427,10 +438,7 @@ def build_run(inputs: Sequence[FlowInput], red: Redactor | None = None) -> Run:
                 error=_error(meta),
                 ttft_s=_num(timing.get("first_token_s")),
                 total_s=_num(timing.get("total_s")),
-                usage={
-                    k: _int(usage.get(k))
-                    for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-                },
+                usage={k: _int(usage.get(k)) for k in USAGE_KEYS},
                 cost=dict(cost)
                 if isinstance(cost, Mapping) and _num(cost.get("amount")) is not None
                 else None,

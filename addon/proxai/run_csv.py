@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from proxai.run import Run, Turn
+from proxai.run import USAGE_KEYS, Run, Turn
 
 COLUMNS = (
     "index",
@@ -30,10 +30,7 @@ COLUMNS = (
     "outcome",
     "stop_reason",
     "error_kind",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
+    *USAGE_KEYS,
     "first_token_s",
     "total_s",
     "tool_calls",
@@ -70,10 +67,7 @@ def _row(t: Turn) -> list[str]:
         t.outcome,
         t.stop_reason,
         None if t.error is None else t.error.get("kind"),
-        t.usage.get("input_tokens"),
-        t.usage.get("output_tokens"),
-        t.usage.get("cache_read_tokens"),
-        t.usage.get("cache_write_tokens"),
+        *(t.usage.get(k) for k in USAGE_KEYS),
         t.ttft_s,
         t.total_s,
         " ".join(str(c.get("name")) for c in t.tool_calls),

@@ -24,7 +24,8 @@ from genai_prices.types import ModelPrice
 
 from proxai import cost
 
-# The units price_tokens can produce: input and output always, cache reads and writes when non-zero.
+# The units price_tokens can produce: input and output always, cache reads and writes when non-zero,
+# and the writes by lifetime (5-minute, 1-hour) inside the writes when the upstream split them.
 USAGES: list[dict[str, int]] = [
     {"input_tokens": 0, "output_tokens": 0},
     {"input_tokens": 1, "output_tokens": 0},
@@ -37,6 +38,24 @@ USAGES: list[dict[str, int]] = [
     {"input_tokens": 100, "output_tokens": 5, "cache_read_tokens": 101},  # more cached than input
     {"input_tokens": 100, "output_tokens": 5, "cache_read_tokens": 60, "cache_write_tokens": 60},
     {"input_tokens": 3, "output_tokens": 123_456_789, "cache_read_tokens": 3},
+    {"input_tokens": 4100, "output_tokens": 9, "cache_write_tokens": 4000, "cache_write_1h_tokens": 4000},
+    {
+        "input_tokens": 6000,
+        "output_tokens": 100,
+        "cache_read_tokens": 1000,
+        "cache_write_tokens": 3000,
+        "cache_write_5m_tokens": 1000,
+        "cache_write_1h_tokens": 2000,
+    },
+    {
+        "input_tokens": 300_000,
+        "output_tokens": 1,
+        "cache_write_tokens": 70_000,
+        "cache_write_1h_tokens": 20_000,
+    },
+    # more 1-hour writes than writes
+    {"input_tokens": 500, "output_tokens": 2, "cache_write_tokens": 100, "cache_write_1h_tokens": 101},
+    {"input_tokens": 90, "output_tokens": 2, "cache_write_tokens": 80, "cache_write_5m_tokens": 80},
 ]
 
 
@@ -102,7 +121,13 @@ def test_a_plan_is_remembered_per_price_and_bounded() -> None:
 def test_inferred_counts_are_bounded() -> None:
     assert cost._inferred.cache_info().maxsize == 1024
     keys = ["cache_write_1h_tokens", "web_searches", "input_audio_tokens", "output_reasoning_tokens"]
-    reported = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
+    reported = [
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cache_write_5m_tokens",
+    ]
     for key in keys:
         for n in range(len(reported) + 1):
             for subset in itertools.combinations(reported, n):
@@ -178,6 +203,14 @@ def test_price_flow_as_calc_price(protocol: str) -> None:
         {"input_tokens": 220_000, "output_tokens": 10, "cache_write_tokens": 9},
         {"input_tokens": 10, "output_tokens": 1, "cache_read_tokens": 50},
         {"output_tokens": 4},
+        {
+            "input_tokens": 7,
+            "output_tokens": 40,
+            "cache_write_tokens": 900,
+            "cache_write_5m_tokens": 300,
+            "cache_write_1h_tokens": 600,
+        },
+        {"input_tokens": 210_000, "output_tokens": 3, "cache_write_tokens": 5, "cache_write_1h_tokens": 6},
     ]
     seen_priced = seen_refused = 0
     for model, url, at, usage in itertools.product(MODELS, URLS, [1_767_225_600.0, 1.9e9], usages):

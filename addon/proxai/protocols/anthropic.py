@@ -6,8 +6,10 @@ The rules (docs/design/protocol-grammars.md, "Anthropic Messages"):
 (the terminal event: completed). Content blocks are keyed by their ``index``; a duplicate start,
 a delta or stop for a block that never started or already stopped, and a delta whose type does
 not match its block are violations. Usage is ``input_tokens`` / ``output_tokens`` /
-``cache_read_input_tokens`` (cache read) / ``cache_creation_input_tokens`` (cache write);
-``message_delta`` usage values are cumulative and overwrite earlier ones.
+``cache_read_input_tokens`` (cache read) / ``cache_creation_input_tokens`` (cache write), the
+write split by the cache entry's lifetime in ``cache_creation`` (``ephemeral_5m_input_tokens`` /
+``ephemeral_1h_input_tokens``); ``message_delta`` usage values are cumulative and overwrite
+earlier ones.
 
 Tolerated quirks (the SDKs accept them; each is a finding with a note): block indexes that are
 not dense, a second ``message_delta``, ``message_stop`` without ``message_delta``, and blocks
@@ -37,7 +39,7 @@ import orjson
 
 from proxai.error_kind import classify_error
 from proxai.errors import SemanticStreamError, UpstreamProtocolError
-from proxai.model import Protocol, StopClass
+from proxai.model import Protocol, StopClass, Usage
 from proxai.sse import RawName
 from proxai.stream.sink import BlockKind, Citation, Phase, Stop, TokenUsage, WebSearchCall
 from proxai.translate.stop_reasons import from_anthropic
@@ -176,6 +178,28 @@ class _Block:
         self.tool = tool
         self.opaque = opaque  # handed to the writer as Anthropic content (``Sink.opaque_start``)
         self.open = True
+
+
+# Anthropic's usage keys -> the summary's usage fields (``_usage_summary``); the lifetimes are the
+# keys of its ``cache_creation`` object.
+_USAGE_FIELDS = (
+    ("input_tokens", "input_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("cache_read_input_tokens", "cache_read_tokens"),
+    ("cache_creation_input_tokens", "cache_write_tokens"),
+)
+_LIFETIME_FIELDS = (
+    ("ephemeral_5m_input_tokens", "cache_write_5m_tokens"),
+    ("ephemeral_1h_input_tokens", "cache_write_1h_tokens"),
+)
+
+
+def _overwrite(usage: Usage, u: dict[str, Any], fields: tuple[tuple[str, str], ...]) -> None:
+    """Each of ``fields`` that ``u`` holds as an integer overwrites the usage's value."""
+    for key, name in fields:
+        v = as_int(u.get(key))
+        if v is not None:
+            setattr(usage, name, v)
 
 
 def usage_into(u: dict[str, Any], into: TokenUsage) -> None:
@@ -771,18 +795,10 @@ class AnthropicObserver(ObserverBase):
         if not u:
             return
         usage = self.acc.usage
-        v = as_int(u.get("input_tokens"))
-        if v is not None:
-            usage.input_tokens = v
-        v = as_int(u.get("output_tokens"))
-        if v is not None:
-            usage.output_tokens = v
-        v = as_int(u.get("cache_read_input_tokens"))
-        if v is not None:
-            usage.cache_read_tokens = v
-        v = as_int(u.get("cache_creation_input_tokens"))
-        if v is not None:
-            usage.cache_write_tokens = v
+        _overwrite(usage, u, _USAGE_FIELDS)
+        split = u.get("cache_creation")  # the writes by lifetime, inside cache_creation_input_tokens
+        if type(split) is dict:
+            _overwrite(usage, split, _LIFETIME_FIELDS)
         parts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
         usage.total_tokens = sum(p for p in parts if p is not None)
 

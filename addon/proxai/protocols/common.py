@@ -445,6 +445,8 @@ class Accum:
                 self.usage.total_tokens,
                 self.usage.cache_read_tokens,
                 self.usage.cache_write_tokens,
+                self.usage.cache_write_5m_tokens,
+                self.usage.cache_write_1h_tokens,
             ),
             tool_calls=tools,
             error=None
