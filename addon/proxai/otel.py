@@ -2,8 +2,8 @@
 
 Pure: a flow's summary (``flow.metadata["proxai"]``) and a few plain facts of the flow (its id,
 the upstream URL, the request body, wall-clock start and end, a ``traceparent`` header) go in; a
-``Span`` with its attributes comes out. ``proxai.otlp`` encodes spans for the wire and
-``proxai.mitm.otlp_export`` sends them. Secrets never reach an attribute: URLs, error messages and
+``Span`` with its attributes, ids and times comes out. ``proxai.mitm.otel_sdk`` hands it to the
+OpenTelemetry SDK, which encodes and sends it. Secrets never reach an attribute: URLs, error messages and
 (when content export is on) every message go through ``proxai.redact``; message content is only
 exported when asked for.
 """

@@ -2,6 +2,10 @@
 flow to a real receiver, Arize Phoenix (its own process on loopback), and the spans are read back
 through Phoenix's REST API. The real SDKs talk to the fake upstream through the proxy.
 
+``proxai_otlp=otel`` with only the standard ``OTEL_*`` variables exports to Phoenix (its project
+chosen by the headers variable) and to a small test receiver (``tests/otlp/receiver.py``) that
+sees the configured headers, compression and service name.
+
 Also: a dead receiver costs one warning and no flow.
 """
 
@@ -14,6 +18,8 @@ from typing import Any
 import anthropic
 import orjson
 import pytest
+
+from tests.otlp.receiver import attributes, running_receiver
 
 from .harness import Mitmdump, anthropic_client, openai_client, proxai_meta, running_mitmdump, tag
 from .phoenix import Phoenix, running_phoenix
@@ -213,3 +219,100 @@ def test_a_dead_receiver_costs_one_warning_and_no_flow(upstream: Any, tmp_path: 
     assert warnings == [f"OTLP export to {dead}/v1/traces failed"], log
     assert "Traceback" not in log
     assert re.search(r"OTLP export to \S+: 0 spans sent, 12 not sent", log), log
+
+
+RECEIVER_KEY = "sk-proj-" + "R" * 40  # the receiver's API key, in the headers variable
+
+
+def _no_otel(env: dict[str, str]) -> dict[str, str]:
+    """``env`` over the test's environment with every other OTEL_ variable set empty (the SDK and
+    ProxAI read an empty variable as unset), so only the ones given count."""
+    import os
+
+    return {**{k: "" for k in os.environ if k.startswith("OTEL_")}, **env}
+
+
+def test_otel_mode_with_only_the_standard_variables_exports_to_phoenix(
+    upstream: Any, phoenix: Phoenix, tmp_path: Any
+) -> None:
+    project = f"proxai-{tag()}"
+    t = tag()
+    env = _no_otel(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.url,
+            "OTEL_EXPORTER_OTLP_HEADERS": f"x-project-name={project}",  # Phoenix's project: the header
+            "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+            "OTEL_SERVICE_NAME": "proxai-otel-mode",
+        }
+    )
+    with running_mitmdump(
+        upstream.url, mode="reverse", workdir=tmp_path, options={"proxai_otlp": "otel"}, env=env
+    ) as md:
+        gpt = openai_client(md, t)
+        gpt.chat.completions.create(
+            model="gpt-4o-2024-08-06",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={SCENARIO: "text"},
+        )
+        (f,) = md.wait_flows(t, 1)
+        (span,) = phoenix.wait_spans(project, 1)
+    meta = proxai_meta(f)
+    a = span["attributes"]
+    assert span["name"] == "chat gpt-4o-2024-08-06"
+    assert a["proxai.flow_id"] == f.id
+    assert a["gen_ai.operation.name"] == "chat"
+    assert a["gen_ai.system"] == "openai"
+    assert a["gen_ai.request.model"] == a["gen_ai.response.model"] == "gpt-4o-2024-08-06"
+    assert a["gen_ai.usage.input_tokens"] == meta["usage"]["input_tokens"]
+    assert a["gen_ai.usage.output_tokens"] == meta["usage"]["output_tokens"]
+    assert a["proxai.outcome"] == "completed"
+
+
+def test_otel_mode_sends_the_configured_headers_to_the_receiver(upstream: Any, tmp_path: Any) -> None:
+    t = tag()
+    with running_receiver() as rx:
+        env = _no_otel(
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{rx.url}/v1/traces",
+                "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{RECEIVER_KEY},x-tenant=ci",
+                "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "gzip",
+                "OTEL_SERVICE_NAME": "ci-proxy",
+                "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=ci",
+            }
+        )
+        options = {"proxai_otlp": "otel", "termlog_verbosity": "debug"}  # the SDK's lines too
+        with running_mitmdump(upstream.url, mode="reverse", workdir=tmp_path, options=options, env=env) as md:
+            claude = anthropic_client(md, t)
+            claude.messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=64,
+                messages=[{"role": "user", "content": "hi"}],
+                extra_headers={SCENARIO: "cache_usage"},
+            )
+            (f,) = md.wait_flows(t, 1)
+            rx.wait(lambda r: len(r.spans()) == 1, "the flow's span")
+            claude.close()  # no client connection left open at shutdown
+            md.stop()
+            log = md.log_tail(1_000_000)
+    (req,) = rx.received
+    assert req.path == "/v1/traces"
+    assert req.headers["authorization"] == f"Bearer {RECEIVER_KEY}"
+    assert req.headers["x-tenant"] == "ci"
+    assert req.headers["content-encoding"] == "gzip"
+    res = req.resource()
+    assert (res["service.name"], res["deployment.environment"]) == ("ci-proxy", "ci")
+    meta = proxai_meta(f)
+    (span,) = req.spans()
+    a = attributes(span)
+    assert a["proxai.flow_id"] == f.id
+    assert a["gen_ai.system"] == a["gen_ai.provider.name"] == "anthropic"
+    assert a["gen_ai.request.model"] == "claude-sonnet-4-6"
+    assert a["gen_ai.usage.input_tokens"] == _expected_input(meta)
+    assert a["gen_ai.usage.cache_read.input_tokens"] == meta["usage"]["cache_read_tokens"]
+    assert a["proxai.outcome"] == "completed"
+    # The span's times are the flow's own.
+    assert span.start_time_unix_nano == int(f.request.timestamp_start * 1e9)
+    assert span.end_time_unix_nano == int((f.request.timestamp_start + meta["timing"]["total_s"]) * 1e9)
+    assert RECEIVER_KEY not in log
+    assert "OTLP export" not in log  # it worked: nothing to say
+    assert "Traceback" not in log

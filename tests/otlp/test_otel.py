@@ -1,5 +1,6 @@
-"""Spans of LLM flows (``proxai.otel``) and their OTLP protobuf encoding (``proxai.otlp``): the
-GenAI attributes, trace context, status, no content unless asked, and never a secret."""
+"""Spans of LLM flows (``proxai.otel``): the GenAI attributes, trace context, status, no content
+unless asked, and never a secret. What the SDK makes of them on the wire:
+``tests/otlp/test_sdk_export.py``."""
 
 from __future__ import annotations
 
@@ -8,11 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
-from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from proxai import otlp
 from proxai.otel import FlowFacts, build_span, span_ids
 
 SECRET = "sk-ant-api03-" + "Z" * 40
@@ -203,60 +200,6 @@ def test_input_messages_by_protocol(protocol: str, body: dict[str, Any], expecte
     assert orjson.loads(str(span.attributes["gen_ai.input.messages"])) == expected
     assert span.attributes["gen_ai.system"] == "openai"
     assert span.attributes["server.port"] == 9
-
-
-def test_encoded_request_decodes_with_the_official_messages() -> None:
-    span = build_span(
-        _meta(outcome="error", error={"kind": "server", "message": "boom"}),
-        _facts(traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
-    )
-    data = otlp.encode_request([span], {"service.name": "proxai-ci", "host.name": "h"}, "0.1.0")
-    req = ExportTraceServiceRequest.FromString(data)
-    (rs,) = req.resource_spans
-    assert {kv.key: kv.value.string_value for kv in rs.resource.attributes} == {
-        "service.name": "proxai-ci",
-        "host.name": "h",
-    }
-    (ss,) = rs.scope_spans
-    assert (ss.scope.name, ss.scope.version) == ("proxai", "0.1.0")
-    (pb,) = ss.spans
-    assert pb.trace_id.hex() == "0af7651916cd43dd8448eb211c80319c"
-    assert pb.parent_span_id.hex() == "b7ad6b7169203331"
-    assert pb.span_id == span.span_id and pb.name == span.name
-    assert pb.kind == PbSpan.SPAN_KIND_CLIENT
-    assert (pb.start_time_unix_nano, pb.end_time_unix_nano) == (START, START + 1_500_000_000)
-    assert (pb.status.code, pb.status.message) == (Status.STATUS_CODE_ERROR, "boom")
-    attrs = {kv.key: kv.value for kv in pb.attributes}
-    assert attrs["gen_ai.usage.input_tokens"].int_value == 130
-    assert attrs["proxai.streaming"].bool_value is True
-    assert attrs["proxai.cost.amount"].double_value == 0.0012
-    assert [v.string_value for v in attrs["proxai.tool_calls"].array_value.values] == [
-        "get_weather",
-        "get_time",
-    ]
-    assert attrs["gen_ai.system"].string_value == "anthropic"
-    assert len(attrs) == len(span.attributes)
-
-
-@pytest.mark.parametrize(
-    ("endpoint", "url"),
-    [
-        ("http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/traces"),
-        ("http://127.0.0.1:4318/", "http://127.0.0.1:4318/v1/traces"),
-        (
-            "https://otel.example.com/api/public/otel/v1/traces",
-            "https://otel.example.com/api/public/otel/v1/traces",
-        ),
-    ],
-)
-def test_traces_url(endpoint: str, url: str) -> None:
-    assert otlp.traces_url(endpoint) == url
-
-
-@pytest.mark.parametrize("endpoint", ["127.0.0.1:4318", "grpc://x:4317", "http:///v1/traces"])
-def test_traces_url_refuses(endpoint: str) -> None:
-    with pytest.raises(ValueError):
-        otlp.traces_url(endpoint)
 
 
 AZURE = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"  # an Azure key: 32 hex digits, no shape to spot
