@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-SUBCOMMANDS = ("proxai.cli_demo", "proxai.cli_report", "proxai.cli_export")
+SUBCOMMANDS = ("proxai.cli_demo", "proxai.cli_report", "proxai.cli_export", "proxai.cli_diff")
 
 
 def _load() -> list[ModuleType]:

@@ -65,10 +65,10 @@ class MadeRun:
     final_answers: dict[str, str]  # what each agent loop's SDK returned last
 
 
-def _anthropic_loop(md: Mitmdump, t: str) -> str:
-    """Two turns: the model calls ``bash``, the client answers with the tool's output."""
+def anthropic_loop(md: Mitmdump, t: str, command: str = "cat notes.txt") -> str:
+    """Two turns: the model calls ``bash`` with ``command``, the client answers with the tool's output."""
     client = anthropic_client(md, t, default_headers={SCENARIO: "agent"})
-    prompt = f"My key is {ANTHROPIC_KEY}. {HOSTILE} Run `cat notes.txt` and tell me what it says"
+    prompt = f"My key is {ANTHROPIC_KEY}. {HOSTILE} Run `{command}` and tell me what it says"
     messages: list[Any] = [{"role": "user", "content": prompt}]
     kw: dict[str, Any] = {
         "model": "claude-sonnet-4-6",
@@ -79,7 +79,7 @@ def _anthropic_loop(md: Mitmdump, t: str) -> str:
     with client.messages.stream(messages=messages, **kw) as s:
         first = s.get_final_message()
     call = next(b for b in first.content if b.type == "tool_use")
-    assert call.name == "bash" and call.input == {"command": "cat notes.txt"}
+    assert call.name == "bash" and call.input == {"command": command}
     messages += [
         {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
         {
@@ -130,7 +130,7 @@ def make_run(workdir: Path) -> MadeRun:
         with running_mitmdump(up.url, workdir=workdir / "mitm", options=options) as md:
             t = tag()
             answers = {
-                "anthropic": _anthropic_loop(md, t),
+                "anthropic": anthropic_loop(md, t),
                 "chat": _chat_loop(md, t, "gpt-4o", "/tmp"),
                 "translated": _chat_loop(md, t, "xlate-agent", "/srv"),
             }

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -61,27 +60,14 @@ def page(made: MadeRun, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ch
         yield c
 
 
-def texts(c: Chromium, selector: str) -> list[str]:
-    return list(c.js(f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.innerText.trim())"))
-
-
-def attr(c: Chromium, selector: str, name: str) -> list[str]:
-    return list(
-        c.js(
-            f"[...document.querySelectorAll({json.dumps(selector)})]"
-            f".map(e => e.getAttribute({json.dumps(name)}))"
-        )
-    )
-
-
 def test_the_page_shows_the_whole_run(page: Chromium, made: MadeRun, tmp_path: Path) -> None:
     shot = tmp_path / "run-report.png"
     page.screenshot(shot)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
-    assert attr(page, "section.turn", "data-verdict") == VERDICTS
-    assert attr(page, ".tl-bar", "data-verdict") == VERDICTS  # the timeline, one bar per flow
-    assert len(texts(page, ".tl-ttft")) == 7  # a first-token tick where a first token came
-    assert texts(page, "section.turn.problem h3") == [
+    assert page.attrs("section.turn", "data-verdict") == VERDICTS
+    assert page.attrs(".tl-bar", "data-verdict") == VERDICTS  # the timeline, one bar per flow
+    assert len(page.texts(".tl-ttft")) == 7  # a first-token tick where a first token came
+    assert page.texts("section.turn.problem h3") == [
         "#7 gpt-4o error rate_limited",
         "#8 claude-sonnet-4-6 truncated (token limit) truncated",
         "#9 claude-sonnet-4-6 unfinished tool call tool_stall guard: tool_stall injected",
@@ -89,7 +75,7 @@ def test_the_page_shows_the_whole_run(page: Chromium, made: MadeRun, tmp_path: P
     amounts = recorded_costs(made)
     assert amounts.count(None) == 1  # only the 429 has no usage, so no price
     total = cost.format_amount(sum(a for a in amounts if a is not None))
-    rows = dict(r.split("\t", 1) for r in texts(page, "#totals tr"))
+    rows = dict(r.split("\t", 1) for r in page.texts("#totals tr"))
     assert rows["flows"] == "9 (6 completed, 1 error, 1 truncated (token limit), 1 unfinished tool call)"
     assert rows["tool calls"] == "5"
     assert rows["cost"] == f"{total} (1 flow without a price)"
@@ -97,7 +83,7 @@ def test_the_page_shows_the_whole_run(page: Chromium, made: MadeRun, tmp_path: P
 
 
 def test_each_turn_shows_what_is_new_the_answer_and_the_tools(page: Chromium, made: MadeRun) -> None:
-    assert texts(page, ".diff") == [
+    assert page.texts(".diff") == [
         "1 message: a new conversation",
         "2 new of 3 messages since turn #1",
         "1 message: a new conversation",
@@ -112,12 +98,12 @@ def test_each_turn_shows_what_is_new_the_answer_and_the_tools(page: Chromium, ma
     assert first is not None
     assert "tool call bash" in first and '"command": "cat notes.txt"' in first
     page.click("#turn-1 details.reasoning summary")
-    assert texts(page, "#turn-1 details.reasoning pre") == [AGENT_THINKING]
+    assert page.texts("#turn-1 details.reasoning pre") == [AGENT_THINKING]
     second = page.text("#turn-2")
     assert second is not None and f"tool result toolu_01000100agentcall\n{NOTES}" in second
-    assert texts(page, "#turn-2 .answer .msg > pre") == [made.final_answers["anthropic"]]
+    assert page.texts("#turn-2 .answer .msg > pre") == [made.final_answers["anthropic"]]
     assert (
-        texts(page, "#turn-4 .answer .msg > pre")
+        page.texts("#turn-4 .answer .msg > pre")
         == [made.final_answers["chat"]]
         == ["The tool returned: b.txt"]
     )
@@ -127,20 +113,18 @@ def test_each_turn_shows_what_is_new_the_answer_and_the_tools(page: Chromium, ma
 
 
 def test_errors_guard_and_translations_stand_out(page: Chromium, made: MadeRun) -> None:
-    assert texts(page, "#turn-7 .errorbox")[0].startswith(
-        "rate_limited tokens: Rate limit reached for gpt-4o"
-    )
-    assert texts(page, "#turn-9 .errorbox.guard") == [
+    assert page.texts("#turn-7 .errorbox")[0].startswith("rate_limited tokens: Rate limit reached for gpt-4o")
+    assert page.texts("#turn-9 .errorbox.guard") == [
         "guard injected tool_stall: ProxAI guard: tool call 'get_weather' (id toolu_01000902fakecall) "
-        + texts(page, "#turn-9 .errorbox.guard")[0].split("(id toolu_01000902fakecall) ", 1)[1]
+        + page.texts("#turn-9 .errorbox.guard")[0].split("(id toolu_01000902fakecall) ", 1)[1]
     ]
-    assert "unfinished" in texts(page, "#turn-9 .tool-call")[1]
-    assert texts(page, "#turn-5 .flag.info") == ["translated openai_chat → anthropic_messages"]
+    assert "unfinished" in page.texts("#turn-9 .tool-call")[1]
+    assert page.texts("#turn-5 .flag.info") == ["translated openai_chat → anthropic_messages"]
     sides = page.text("#turn-6 .both-sides")
     assert sides is not None
     assert "client request (openai_chat)" in sides and "upstream request (anthropic_messages)" in sides
     assert sides.count("Run `ls /srv` and tell me what is there") == 2  # the user's words on both sides
-    assert texts(page, "#turn-6 .answer .msg > pre") == [made.final_answers["translated"]]
+    assert page.texts("#turn-6 .answer .msg > pre") == [made.final_answers["translated"]]
     # the switch hides the flows that need no look
     page.click("#only-problems")
     shown = page.js("[...document.querySelectorAll('section.turn')].filter(e => e.offsetParent).length")
@@ -151,12 +135,10 @@ def test_errors_guard_and_translations_stand_out(page: Chromium, made: MadeRun) 
 def test_hostile_content_stays_text_and_secrets_are_gone(page: Chromium) -> None:
     html = page.html_path.read_text()  # type: ignore[attr-defined]
     assert ANTHROPIC_KEY not in html
-    assert page.js("typeof window.__pwned") == "undefined"
-    assert page.js("document.querySelectorAll('script, img, link, iframe, object, embed').length") == 0
-    assert page.js("performance.getEntriesByType('resource').length") == 0  # loads nothing at all
+    page.assert_inert()
     first = page.text("#turn-1 .msg pre")
     assert first == f"My key is [REDACTED]. {HOSTILE} Run `cat notes.txt` and tell me what it says"
-    assert texts(page, "#turn-2 .answer .msg > pre") == [f"The tool returned: {HOSTILE}"]
+    assert page.texts("#turn-2 .answer .msg > pre") == [f"The tool returned: {HOSTILE}"]
 
 
 def test_turns_json_csv_and_filters(made: MadeRun) -> None:

@@ -265,6 +265,29 @@ class Chromium:
         )
         return value if isinstance(value, str) else None
 
+    def texts(self, selector: str) -> list[str]:
+        """The visible text of every element matching ``selector``, trimmed, in document order."""
+        found = self.js(
+            f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.innerText.trim())"
+        )
+        return [str(t) for t in found]
+
+    def attrs(self, selector: str, name: str) -> list[str | None]:
+        """Attribute ``name`` of every element matching ``selector``, in document order."""
+        found = self.js(
+            f"[...document.querySelectorAll({json.dumps(selector)})]"
+            f".map(e => e.getAttribute({json.dumps(name)}))"
+        )
+        return list(found)
+
+    def assert_inert(self) -> None:
+        """The page ran none of the hostile markup a flow carried (``HOSTILE`` of the run report's
+        tests sets ``window.__pwned``), holds no element that runs or loads anything, and loaded
+        nothing at all."""
+        assert self.js("typeof window.__pwned") == "undefined"
+        assert self.js("document.querySelectorAll('script, img, link, iframe, object, embed').length") == 0
+        assert self.js("performance.getEntriesByType('resource').length") == 0
+
     def wait_text(self, selector: str, text: str, limit: float = LIMIT) -> str:
         def probe() -> str | None:
             found = self.text(selector)

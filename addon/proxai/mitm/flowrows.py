@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -40,13 +41,35 @@ class FlowFileError(ProxaiError):
     """A file could not be read as mitmproxy flows."""
 
 
+# what mitmproxy's loading raises, besides FlowReadException, on a stored flow that lacks a part it
+# needs (a state without "request" is a KeyError inside the flow's from_state)
+_MALFORMED = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+_FLOW_START = re.compile(rb"[0-9]{1,10}:[0-9]{1,10}:")  # a saved flow: a dict whose first key is a string
+
+
 def read_flows(path: str) -> list[mflow.Flow]:
-    """All flows of a ``.flow`` file; raises ``FlowFileError``."""
+    """All flows of a ``.flow`` file; raises ``FlowFileError``, whose message says whether the file
+    is no flow file at all or one that broke after some flows (cut short or damaged)."""
+    out: list[mflow.Flow] = []
+    head = b""
     try:
         with open(path, "rb") as fh:
-            return list(io.FlowReader(fh).stream())
-    except (OSError, exceptions.FlowReadException) as exc:
+            head = fh.read(12)
+            fh.seek(0)
+            out.extend(io.FlowReader(fh).stream())
+    except OSError as exc:
         raise FlowFileError(f"cannot read {path}: {exc}") from exc
+    except (exceptions.FlowReadException, *_MALFORMED) as exc:
+        reason = str(exc) if isinstance(exc, exceptions.FlowReadException) else f"{type(exc).__name__} {exc}"
+        n = len(out)
+        if n:
+            where = f"cut short or damaged after {n} flow{'s' * (n != 1)}"
+        elif _FLOW_START.match(head):  # a flow's tnetstring length: the first flow is the broken one
+            where = "cut short or damaged in its first flow"
+        else:
+            where = "not a mitmproxy flow file"
+        raise FlowFileError(f"cannot read {path}: {where} ({reason})") from exc
+    return out
 
 
 def write_flows(path: str, flows: Iterable[mflow.Flow]) -> int:

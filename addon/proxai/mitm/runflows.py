@@ -11,6 +11,7 @@ the stored response body with content capture on.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -19,7 +20,7 @@ from mitmproxy import flowfilter, http
 
 from proxai.errors import ProxaiError
 from proxai.mitm.export import flow_redactor
-from proxai.mitm.flowrows import flow_metadata
+from proxai.mitm.flowrows import flow_metadata, read_flows
 from proxai.model import Protocol
 from proxai.observe import observe_body
 from proxai.redact import Redactor
@@ -87,6 +88,22 @@ def _answer(f: http.HTTPFlow, meta: Mapping[str, Any]) -> tuple[str | None, str 
     return s.text, s.reasoning, [t.arguments for t in s.tool_calls]
 
 
+def missing_body(f: http.HTTPFlow, meta: Mapping[str, Any]) -> str | None:
+    """Why a recorded LLM flow holds too little to compare, or None: its request body was not
+    recorded (an LLM request always has one), or its response body was not (the addon dropped it past
+    a ``proxai_keep_body`` cap, mitmproxy streamed it without storing it, or a tool saved the flow
+    without it: a successful answer is never empty). A response that never came is an outcome, not a
+    missing body."""
+    if not f.request.raw_content:
+        return "the request body was not recorded"
+    if isinstance(meta.get("body_not_kept"), str):
+        return str(meta["body_not_kept"])  # "the response body was not kept: it passed ..."
+    resp = f.response
+    if resp is not None and (resp.raw_content is None or (not resp.raw_content and resp.status_code < 300)):
+        return "the response body was not recorded"
+    return None
+
+
 def run_redactor(flows: Sequence[http.HTTPFlow]) -> Redactor:
     """One redaction engine for the whole report: it learned the secrets of every flow (their
     URLs, headers and bodies), so a key sent in one flow is removed wherever it shows up."""
@@ -122,4 +139,28 @@ def run_inputs(flows: Sequence[http.HTTPFlow]) -> list[FlowInput]:
                 marked=f.marked,
             )
         )
+    return out
+
+
+@dataclass(slots=True)
+class RecordedRun:
+    """A flow file read for comparing: its HTTP flows (for the redactor), the inputs of the LLM flows
+    whose bodies were recorded, and the others with why they were left out."""
+
+    flows: list[http.HTTPFlow]
+    inputs: list[FlowInput] = field(default_factory=list)
+    skipped: list[tuple[FlowInput, str]] = field(default_factory=list)
+
+
+def read_recorded(path: str) -> RecordedRun:
+    """Raises ``FlowFileError`` (``proxai.mitm.flowrows.read_flows``)."""
+    flows = select(read_flows(path), None)
+    out = RecordedRun(flows)
+    by_id = {f.id: f for f in flows}
+    for inp in run_inputs(flows):
+        why = missing_body(by_id[inp.flow_id], inp.meta)
+        if why is None:
+            out.inputs.append(inp)
+        else:
+            out.skipped.append((inp, why))
     return out
