@@ -3,9 +3,9 @@
 Escape sequences (clipboard write, window title, screen clear, 8-bit CSI, text-direction overrides)
 are planted in every string a flow can carry into an output: model, error message, tool names, stop
 reason, URL, comment, diagnostics tail, streamed text. Every terminal path prints them escaped: the
-``report`` CLI (table and JSON), the ``proxai.report`` command, the contentview, the ``export`` CLI,
-log lines (``log_safe``) and the routes-file errors. Hypothesis varies the planted text; a fixed set
-of real attack sequences is always included."""
+``report`` CLI (table and JSON), the ``diff`` CLI (text and JSON), the ``proxai.report`` command, the
+contentview, the ``export`` CLI, log lines (``log_safe``) and the routes-file errors. Hypothesis
+varies the planted text; a fixed set of real attack sequences is always included."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from mitmproxy.addons.dumper import Dumper
 from mitmproxy.contentviews import Metadata
 from mitmproxy.test import taddons, tflow, tutils
 
-from proxai import cli_export, cli_report, verdict
+from proxai import cli_diff, cli_export, cli_report, verdict
 from proxai.mitm.addon import ProxAI
 from proxai.mitm.contentview import view
 from proxai.mitm.dumpline import DumpLine
@@ -110,6 +110,15 @@ def _all_outputs(evil: str, tmp: Path, capsys: Any, caplog: Any, *, command: boo
     assert cli_report.main([str(path), "--json"]) == 0
     out["report --json"] = capsys.readouterr().out
     json.loads(out["report --json"])  # still valid JSON
+    other = tmp / "other.flow"  # another run, so that every fact of the diff differs and is printed
+    write_flows(str(other), [_flow(evil + "?", tmp)])
+    assert cli_diff.main([str(path), str(other)]) == 0
+    captured = capsys.readouterr()
+    out["diff"] = captured.out + captured.err
+    assert "DIVERGED (tool calls differ)" in out["diff"]  # the tool names differ: printed, escaped
+    assert cli_diff.main([str(path), str(other), "--json"]) == 0
+    out["diff --json"] = capsys.readouterr().out
+    json.loads(out["diff --json"])
     assert cli_export.main([str(path), str(tmp / "exported.flow")]) == 0
     captured = capsys.readouterr()
     out["export"] = captured.out + captured.err
