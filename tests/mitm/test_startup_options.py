@@ -3,6 +3,7 @@ bad option (the option and the problem, no traceback) and exits 1 (proxai.mitm.o
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,13 +17,21 @@ from proxai.mitm.addon import ProxAI
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _mitmdump(*sets: str) -> subprocess.CompletedProcess[str]:
+def _mitmdump(*sets: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     args = [str(Path(sys.executable).parent / "mitmdump"), "-s", str(ROOT / "addon" / "proxai.py")]
     args += ["--listen-host", "127.0.0.1", "-p", "0"]
     for s in sets:
         args += ["--set", s]
     # the timeout only guards against a mitmdump that runs on (the bug): it must exit by itself
-    return subprocess.run(args, check=False, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        args,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _errors(proc: subprocess.CompletedProcess[str]) -> list[str]:
@@ -50,6 +59,32 @@ def test_an_invalid_option_stops_mitmdump_with_one_line(setting: str, error: str
     assert _errors(proc) == [f"proxai: invalid option: {error}"]
     assert "Traceback" not in out
     assert out.rstrip().endswith("Error logged during startup, exiting...")
+
+
+KEY = "sk-proj-" + "V" * 40  # a receiver's key, in a malformed headers variable
+
+
+@pytest.mark.parametrize(
+    ("env", "error"),
+    [
+        (
+            {"OTEL_EXPORTER_OTLP_HEADERS": f"x-a=1,Authorization Bearer {KEY}"},
+            "proxai_otlp: OTEL_EXPORTER_OTLP_HEADERS: item 2 is not key=value (values URL-encoded)",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"},
+            "proxai_otlp: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc: proxai_otlp=otel exports OTLP over "
+            "HTTP (http/protobuf) only",
+        ),
+    ],
+)
+def test_a_bad_standard_variable_stops_mitmdump_with_one_line(env: dict[str, str], error: str) -> None:
+    proc = _mitmdump("proxai_otlp=otel", env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert _errors(proc) == [f"proxai: invalid option: {error}"]
+    assert "Traceback" not in out
+    assert KEY not in out
 
 
 def test_every_invalid_option_is_named_and_mitmdump_exits(tmp_path: Path) -> None:

@@ -134,8 +134,9 @@ class OtlpExport:
             settings = export_settings(
                 opts.proxai_otlp, opts.proxai_otlp_headers, opts.proxai_otlp_service, os.environ
             )
-        except ValueError as exc:
-            raise exceptions.OptionsError(str(exc)) from None  # type: ignore[no-untyped-call]
+        except ValueError as exc:  # a variable at fault is named under the option it spoils
+            why = str(exc) if str(exc).startswith("proxai_") else f"proxai_otlp: {exc}"
+            raise exceptions.OptionsError(why) from None  # type: ignore[no-untyped-call]
         if settings is None:
             self._replace(None)
             return
