@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import time
 from collections.abc import Sequence
@@ -10,6 +11,7 @@ from pathlib import Path
 
 NAME = "demo"
 HELP = "start the fake upstream and mitmdump, drive the real SDKs through it, print how each flow ended"
+SDKS = ("openai", "anthropic")  # the clients the demo drives: the ``demo`` extra
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,9 +28,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from proxai.demo import run_demo, table
+    from proxai.mitm.launch import ToolNotFound
 
+    missing_sdks = [name for name in SDKS if importlib.util.find_spec(name) is None]
+    if missing_sdks:
+        print(
+            f"proxai demo: the demo drives the {' and '.join(missing_sdks)} SDK"
+            f"{'s' if len(missing_sdks) > 1 else ''}: pip install 'proxai[demo]'",
+            file=sys.stderr,
+        )
+        return 2
     started = time.monotonic()
-    rows = run_demo(flows_dir=Path(args.flows_dir), time_scale=args.time_scale)
+    try:
+        rows = run_demo(flows_dir=Path(args.flows_dir), time_scale=args.time_scale)
+    except ToolNotFound as exc:
+        print(f"proxai demo: {exc}", file=sys.stderr)
+        return 2
     sys.stdout.write("\n".join(table(rows)) + "\n")
     missing = sum(1 for r in rows if r.meta is None)
     flow_file = Path(args.flows_dir) / "demo.flow"

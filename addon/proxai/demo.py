@@ -1,10 +1,10 @@
 """``python -m proxai demo``: the fake upstream, a real mitmdump with the addon, the real SDKs.
 
 The demo (docs/usage.md, "The demo"): with no API key and no internet, start the embedded fake
-upstream and ``mitmdump -s addon/proxai.py`` (reverse mode to the upstream, flows saved with
-``-w``), drive the real ``openai`` and ``anthropic`` SDKs through it across the scenarios for all
-three protocols, then read the saved flows back and print how each one ended (the outcomes completed
-/ closed / error / unfinished_tool of docs/design/outcomes.md).
+upstream and a ``mitmdump`` with the package's script (``proxai.mitm.launch``; reverse mode to the
+upstream, flows saved with ``-w``), drive the real ``openai`` and ``anthropic`` SDKs through it
+across the scenarios for all three protocols, then read the saved flows back and print how each one
+ended (the outcomes completed / closed / error / unfinished_tool of docs/design/outcomes.md).
 
 This is a command-line program (like ``proxai.upstream``, a real component): it starts a
 subprocess and talks over loopback sockets; it reads the flows through ``proxai.mitm``.
@@ -13,16 +13,15 @@ subprocess and talks over loopback sockets; it reads the flows through ``proxai.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .mitm.launch import tool_argv
 from .model import Protocol
 from .verdict import verdict
 
@@ -54,21 +53,6 @@ class Row:
     streamed: bool
     client: str  # what the SDK gave back, in a few words
     meta: dict[str, Any] | None = None
-
-
-def addon_script() -> Path:
-    """``addon/proxai.py``, the mitmdump script beside this package."""
-    return Path(__file__).resolve().parent.parent / "proxai.py"
-
-
-def mitmdump_binary() -> str:
-    beside = Path(sys.executable).parent / "mitmdump"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("mitmdump")
-    if found is None:
-        raise SystemExit("mitmdump not found: install the project first (pip install -e '.[dev]')")
-    return found
 
 
 def _free_port() -> int:
@@ -247,23 +231,23 @@ def run_demo(
     env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
     with FakeUpstream(time_scale=time_scale) as up:
         port = _free_port()
-        args = [
-            mitmdump_binary(),
-            "--listen-host",
-            "127.0.0.1",
-            "--listen-port",
-            str(port),
-            "--mode",
-            f"reverse:{up.url}",
-            "-s",
-            str(addon_script()),
-            "-w",
-            str(flow_file),
-            "--set",
-            "connection_strategy=lazy",
-            "--set",
-            f"proxai_diagnostics_dir={flows_dir / 'diagnostics'}",
-        ]
+        args = tool_argv(
+            "mitmdump",
+            [
+                "--listen-host",
+                "127.0.0.1",
+                "--listen-port",
+                str(port),
+                "--mode",
+                f"reverse:{up.url}",
+                "-w",
+                str(flow_file),
+                "--set",
+                "connection_strategy=lazy",
+                "--set",
+                f"proxai_diagnostics_dir={flows_dir / 'diagnostics'}",
+            ],
+        )
         echo(f"fake upstream at {up.url}; mitmdump (reverse mode) on 127.0.0.1:{port}")
         with open(log_file, "wb") as log:
             proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)

@@ -212,9 +212,13 @@ def start_mitmdump(
     script: Path = ADDON_SCRIPT,
     timeout: float = 30.0,
     env: dict[str, str] | None = None,
+    command: Sequence[str] | None = None,
+    cwd: Path = REPO,
 ) -> Mitmdump:
     """Start mitmdump with the addon; returns once it accepts connections. ``env``: extra
-    environment variables for the mitmdump process (a route's key variable)."""
+    environment variables for the mitmdump process (a route's key variable). ``command``: what
+    starts a mitmdump that loads the addon itself (``proxai mitmdump`` of an installed package),
+    instead of ``mitmdump -s script``; ``cwd``: its working directory."""
     if mode not in ("reverse", "regular"):
         raise ValueError(mode)
     workdir = Path(workdir or tempfile.mkdtemp(prefix="proxai-e2e-"))
@@ -230,13 +234,11 @@ def start_mitmdump(
     }
     opts.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()})
     args = [
-        str(MITMDUMP),
+        *(command or [str(MITMDUMP), "-s", str(script)]),
         "--listen-host",
         "127.0.0.1",
         "--listen-port",
         str(port),
-        "-s",
-        str(script),
         "-w",
         str(workdir / "flows.flow"),
     ]
@@ -249,7 +251,7 @@ def start_mitmdump(
     env = {**os.environ, **(env or {})}
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         env.pop(var, None)
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO), env=env)
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=str(cwd), env=env)
     log.close()
     md = Mitmdump(mode=mode, port=port, workdir=workdir, proc=proc, upstream_url=upstream_url, args=args)
     deadline = time.monotonic() + timeout
