@@ -30,7 +30,7 @@ COLOURS = {
 }
 LABELS = {
     "completed": "completed",
-    "truncated": "truncated (token limit)",
+    "truncated": "truncated (cut short)",
     "closed": "closed before its end",
     "error": "error",
     "unfinished_tool": "unfinished tool call",

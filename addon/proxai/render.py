@@ -24,8 +24,8 @@ from proxai.verdict import (
     TERMINAL_EVENT_LONG,
     Verdict,
     client_protocol,
-    client_stop_reason,
     terminal_safe,
+    truncation_text,
     verdict,
     verdict_text,
 )
@@ -134,12 +134,8 @@ _SHOWN_KEYS = frozenset(
 def _explanation(meta: Mapping[str, Any]) -> list[str]:
     """One sentence under the verdict for anything but a plain success."""
     v = verdict(meta)
-    stop = client_stop_reason(meta)
     if v is Verdict.TRUNCATED:
-        return [
-            f"The answer was cut by the token limit ({stop or 'max_tokens'}): "
-            "the client got a partial answer."
-        ]
+        return [f"The answer was cut by {truncation_text(meta)}: the client got a partial answer."]
     if v is Verdict.CLOSED:
         terminal = TERMINAL_EVENT_LONG.get(str(meta.get("protocol")), "its terminal event")
         return [f"The stream ended before its terminal event: {terminal} never came."]

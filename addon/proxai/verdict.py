@@ -1,11 +1,19 @@
 """How an LLM flow ended, in one line: the verdict, its marker, the flow comment and mitmdump's line
 (docs/design/visibility.md, "One verdict per flow").
 
-The verdict is the outcome of docs/metadata.md with one split: a ``completed`` flow cut by its token
-limit (``max_tokens``, ``length``, ``max_output_tokens``, an ``incomplete`` response) is
-``truncated``, because the SDKs treat it as a failure (the OpenAI helpers raise on it) and it must
-never look like success. A translated flow is judged as its client saw it: the stop reason is the one
-the translation gave the client (the shared stop-reason table), not the upstream's raw one.
+The verdict is the outcome of docs/metadata.md with one split: a ``completed`` flow whose answer the
+upstream cut short is ``truncated``, because the SDKs treat it as a failure (the OpenAI helpers raise
+on it) and it must never look like success. Cut short: by a token limit (Anthropic ``max_tokens``,
+Chat ``length``, Responses ``max_output_tokens``), the context window (Anthropic
+``model_context_window_exceeded``), a content filter (Chat ``content_filter``, Responses
+``content_filter``, and Anthropic's ``refusal``, its streaming classifiers stopping the answer: the
+shared stop-reason table renders it as the other two's content filter), and a Responses
+``incomplete`` for any reason. A model's own refusal (a Chat ``refusal`` message ending with
+``stop``, a Responses refusal part in a completed response) is a whole answer and not truncated;
+Anthropic's ``pause_turn`` is a turn to continue, not a cut. The comment and mitmdump's line give
+the reason (``truncated (content_filter)``). A translated flow is judged as its client saw it: the
+stop reason is the one the translation gave the client (the shared stop-reason table), not the
+upstream's raw one.
 
 Pure: ``flow.metadata["proxai"]`` dicts in, strings out. Every string taken from the network (model
 names, stop reasons, tool names, error kinds) is made terminal-safe here, since these lines reach
@@ -26,7 +34,7 @@ from proxai.translate import stop_reasons
 
 class Verdict(StrEnum):
     COMPLETED = "completed"
-    TRUNCATED = "truncated"  # completed, but cut by the token limit
+    TRUNCATED = "truncated"  # completed, but cut short (token limit, context window, content filter)
     CLOSED = "closed"
     ERROR = "error"
     UNFINISHED_TOOL = "unfinished_tool"
@@ -49,17 +57,44 @@ SDK_MARKER = ":boom:"
 # What each marker means, for the docs and the legend of the view.
 LEGEND: tuple[tuple[str, str], ...] = (
     ("(none)", "completed: the protocol's terminal event arrived"),
-    (":scissors:", "truncated: completed, but cut by the token limit (max_tokens, length, incomplete)"),
+    (
+        ":scissors:",
+        "truncated: completed, but cut short: a token limit (max_tokens, length, max_output_tokens), the "
+        "context window, a content filter (content_filter, Anthropic's refusal), any incomplete response",
+    ),
     (":warning:", "closed: the stream ended before its terminal event"),
     (":red_circle:", "error: the upstream reported an error, or the stream broke"),
     (":hourglass:", "unfinished_tool, or the guard ended a stalled / silent stream"),
     (":boom:", "an official SDK raises on this stream (a conformance finding), though it may have completed"),
 )
 
-# Raw stop reasons that mean "cut by the token limit", whatever their class says.
-TRUNCATING_STOPS = frozenset(
-    {"max_tokens", "length", "max_output_tokens", "incomplete", "model_context_window_exceeded"}
+# The stop reasons that mean "cut short", in the protocol of the client that received them.
+TRUNCATING_STOPS: dict[str, frozenset[str]] = {
+    Protocol.ANTHROPIC_MESSAGES: frozenset({"max_tokens", "model_context_window_exceeded", "refusal"}),
+    Protocol.OPENAI_CHAT: frozenset({"length", "content_filter"}),
+}
+# A Responses stop reason is the status of the response, or an incomplete one's
+# ``incomplete_details.reason`` (``incomplete`` when it gave none): every stop reason but these
+# statuses (the others the OpenAI SDK lists) is an incomplete response, whatever its reason.
+RESPONSES_STATUSES = frozenset({"completed", "failed", "cancelled", "queued", "in_progress"})
+# The reasons of an incomplete response the OpenAI SDK lists, and ProxAI's name for one without.
+RESPONSES_INCOMPLETE = frozenset(
+    {"max_output_tokens", "max_messages", "content_filter", "steered", "incomplete"}
 )
+# Classes that are a cut whatever protocol renders them.
+TRUNCATING_CLASSES = frozenset({StopClass.MAX_TOKENS, StopClass.CONTENT_FILTER})
+# What cut the answer, by the upstream's stop reason, for the view's sentence; any other reason:
+# "the upstream".
+TRUNCATION_CAUSES = {
+    "max_tokens": "the token limit",
+    "length": "the token limit",
+    "max_output_tokens": "the token limit",
+    "model_context_window_exceeded": "the model's context window",
+    "content_filter": "a content filter",
+    "refusal": "the upstream's safety classifiers",
+    "max_messages": "the upstream's message limit",
+    "steered": "a steer of the response",
+}
 
 SHORT_PROTOCOL = {
     "anthropic_messages": "anthropic",
@@ -136,13 +171,34 @@ def _stop_class(meta: Mapping[str, Any]) -> StopClass | None:
         return None
 
 
+def _translated_class(meta: Mapping[str, Any]) -> StopClass | None:
+    """The class the translators gave the upstream's stop: they read its raw stop reason with the
+    refusal text beside it (a Chat refusal message, a Responses refusal part: ``refusal``), where
+    the summary's class reads the stop reason alone."""
+    cls = _stop_class(meta)
+    raw = meta.get("stop_reason")
+    if cls is None or not isinstance(raw, str):
+        return cls
+    refusal = bool(meta.get("refusal_bytes"))
+    protocol = meta.get("protocol")
+    if protocol == Protocol.OPENAI_CHAT:
+        return stop_reasons.from_chat(raw, has_refusal=refusal)
+    if protocol == Protocol.OPENAI_RESPONSES:
+        # the raw stop reason is the status, or an incomplete response's reason
+        status, reason = (raw, None) if raw in RESPONSES_STATUSES else ("incomplete", raw)
+        return stop_reasons.from_responses(
+            status, reason, has_tool_calls=cls is StopClass.TOOL_USE, has_refusal=refusal
+        )
+    return cls
+
+
 def client_stop_reason(meta: Mapping[str, Any]) -> str | None:
     """The stop reason the client received: the upstream's raw one, or on a translated flow the
     translation's rendering of its class in the client's protocol."""
     raw = meta.get("stop_reason")
     if not is_translated(meta):
         return raw if isinstance(raw, str) else None
-    cls = _stop_class(meta)
+    cls = _translated_class(meta)
     if cls is None:
         return None
     refusal = bool(meta.get("refusal_bytes"))
@@ -157,17 +213,65 @@ def client_stop_reason(meta: Mapping[str, Any]) -> str | None:
     return None
 
 
+def truncating(protocol: str | None, stop: str | None) -> bool:
+    """Whether a client of ``protocol`` that received the stop reason ``stop`` got an answer cut
+    short (an unknown protocol: a reason that is a cut in any of the three)."""
+    if stop is None:
+        return False
+    if protocol == Protocol.OPENAI_RESPONSES:
+        return stop not in RESPONSES_STATUSES
+    known = TRUNCATING_STOPS.get(str(protocol))
+    if known is not None:
+        return stop in known
+    return stop in RESPONSES_INCOMPLETE or any(stop in stops for stops in TRUNCATING_STOPS.values())
+
+
+def _client_cut(meta: Mapping[str, Any]) -> bool:
+    """The stop reason the client received says its answer was cut short."""
+    client = client_protocol(meta) or meta.get("protocol")
+    return truncating(client if isinstance(client, str) else None, client_stop_reason(meta))
+
+
+def _upstream_cut(meta: Mapping[str, Any]) -> bool:
+    """The upstream cut the answer short (its own stop reason, or its class)."""
+    raw = meta.get("stop_reason")
+    protocol = meta.get("protocol")
+    return _stop_class(meta) in TRUNCATING_CLASSES or truncating(
+        protocol if isinstance(protocol, str) else None, raw if isinstance(raw, str) else None
+    )
+
+
 def verdict(meta: Mapping[str, Any]) -> Verdict | None:
-    """The flow's verdict, or None when ProxAI recorded no outcome."""
+    """The flow's verdict, or None when ProxAI recorded no outcome. ``truncated``: the upstream cut
+    the answer short (whatever the translation told a client of another protocol)."""
     try:
         outcome = Outcome(str(meta.get("outcome")))
     except ValueError:
         return None
-    if outcome is Outcome.COMPLETED:
-        stop = meta.get("stop_reason")
-        if _stop_class(meta) is StopClass.MAX_TOKENS or stop in TRUNCATING_STOPS:
-            return Verdict.TRUNCATED
+    if outcome is Outcome.COMPLETED and _upstream_cut(meta):
+        return Verdict.TRUNCATED
     return Verdict(str(outcome))
+
+
+def _truncation_reason(meta: Mapping[str, Any]) -> str | None:
+    """The reason a truncated flow's verdict gives: the stop reason the client received, or
+    ``upstream <reason>`` when that one says nothing of the cut (terminal-safe)."""
+    if _client_cut(meta):
+        return _str(client_stop_reason(meta))
+    raw = _str(meta.get("stop_reason"))
+    return f"upstream {raw}" if raw else _str(meta.get("stop_class"))
+
+
+def truncation_text(meta: Mapping[str, Any]) -> str:
+    """The view's words for what cut a truncated flow short, and the reasons given:
+    ``the token limit (length)``, ``a content filter (upstream refusal, the client got
+    content_filter)``."""
+    raw = _str(meta.get("stop_reason"))
+    client = _str(client_stop_reason(meta))
+    cause = TRUNCATION_CAUSES.get(str(raw), "the upstream")
+    if is_translated(meta) and client != raw:
+        return f"{cause} (upstream {raw}, the client got {client})"
+    return f"{cause} ({raw or _str(meta.get('stop_class'))})"
 
 
 def marker_for(meta: Mapping[str, Any]) -> str:
@@ -196,11 +300,14 @@ def verdict_text(meta: Mapping[str, Any], *, upstream_side: bool = False) -> str
     if v is None:
         return "?"
     raw = meta.get("stop_reason")
-    stop = _str(raw if upstream_side else client_stop_reason(meta))
+    if v is Verdict.TRUNCATED and not upstream_side:
+        stop = _truncation_reason(meta)
+    else:
+        stop = _str(raw if upstream_side else client_stop_reason(meta))
     if v in (Verdict.COMPLETED, Verdict.TRUNCATED):
         if stop == str(v):  # Responses says "completed": its class says more
             stop = _str(meta.get("stop_class"))
-        if meta.get("refusal_bytes"):
+        if meta.get("refusal_bytes") and stop != "refusal":
             stop = f"{stop}, refusal" if stop else "refusal"
         return f"{v} ({stop})" if stop else str(v)
     if v is Verdict.CLOSED:

@@ -69,14 +69,14 @@ def test_the_page_shows_the_whole_run(page: Chromium, made: MadeRun, tmp_path: P
     assert len(page.texts(".tl-ttft")) == 7  # a first-token tick where a first token came
     assert page.texts("section.turn.problem h3") == [
         "#7 gpt-4o error rate_limited",
-        "#8 claude-sonnet-4-6 truncated (token limit) truncated",
+        "#8 claude-sonnet-4-6 truncated (cut short) truncated",
         "#9 claude-sonnet-4-6 unfinished tool call tool_stall guard: tool_stall injected",
     ]
     amounts = recorded_costs(made)
     assert amounts.count(None) == 1  # only the 429 has no usage, so no price
     total = cost.format_amount(sum(a for a in amounts if a is not None))
     rows = dict(r.split("\t", 1) for r in page.texts("#totals tr"))
-    assert rows["flows"] == "9 (6 completed, 1 error, 1 truncated (token limit), 1 unfinished tool call)"
+    assert rows["flows"] == "9 (6 completed, 1 error, 1 truncated (cut short), 1 unfinished tool call)"
     assert rows["tool calls"] == "5"
     assert rows["cost"] == f"{total} (1 flow without a price)"
     assert rows["tokens"] == "200 in · 62 out · 0 cache read · 0 cache write"

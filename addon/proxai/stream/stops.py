@@ -24,12 +24,9 @@ def from_chat(raw: str, *, refusal_streamed: bool) -> StopClass:
 def from_responses(
     status: str, incomplete_reason: str | None, *, tool_calls: bool, refusal_streamed: bool
 ) -> StopClass:
-    cls = stop_reasons.from_responses(
+    return stop_reasons.from_responses(
         status, incomplete_reason, has_tool_calls=tool_calls, has_refusal=refusal_streamed
     )
-    if cls is StopClass.OTHER and status == "incomplete":
-        return StopClass.MAX_TOKENS  # an incomplete response with an unknown reason was cut short
-    return cls
 
 
 def to_anthropic(cls: StopClass) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from proxai.errors import TranslationError, UpstreamProtocolError
-from proxai.model import StopClass
 from proxai.translate import ir, stop_reasons
 from proxai.translate.checks import arguments_object, openai_usage
 
@@ -76,8 +75,6 @@ def parse_response(body: dict[str, Any]) -> ir.ResponseIR:
         has_tool_calls=any(isinstance(p, ir.ToolCallPart) for p in parts),
         has_refusal=any(isinstance(p, ir.RefusalPart) for p in parts),
     )
-    if stop is StopClass.OTHER and status == "incomplete":
-        stop = StopClass.MAX_TOKENS
     created = body.get("created_at")
     return ir.ResponseIR(
         id=str(body.get("id") or "resp_proxai"),

@@ -12,6 +12,7 @@ class    Anthropic       Chat finish_reason     Responses status / incomplete re
 END_TURN end_turn        stop                   completed
 STOP_SEQ stop_sequence   stop                   completed
 MAX_TOK  max_tokens      length                 incomplete / max_output_tokens
+                                                (from: incomplete for any other reason)
 TOOL_USE tool_use        tool_calls             completed (function_call items)
 REFUSAL  refusal         stop + message.refusal completed (a refusal content part)
                          or content_filter (*)  or incomplete / content_filter (*)
@@ -102,15 +103,17 @@ def from_responses(
     has_tool_calls: bool = False,
     has_refusal: bool = False,
 ) -> StopClass:
-    """The class of a Responses terminal state (``status`` + ``incomplete_details.reason``)."""
+    """The class of a Responses terminal state (``status`` + ``incomplete_details.reason``).
+
+    An incomplete response was cut short whatever its reason: one the table has no class for
+    (``max_messages``, ``steered``, none) is MAX_TOKENS, so the client is told its answer was cut
+    (``length``, ``max_tokens``), never that it ended normally."""
     if status == "failed":
         return StopClass.ERROR
     if status == "incomplete":
-        if incomplete_reason == "max_output_tokens":
-            return StopClass.MAX_TOKENS
         if incomplete_reason == "content_filter":
             return StopClass.CONTENT_FILTER
-        return StopClass.OTHER
+        return StopClass.MAX_TOKENS
     if status in ("completed", None):
         if has_tool_calls:
             return StopClass.TOOL_USE
