@@ -24,6 +24,7 @@ SUBCOMMANDS = (
     "proxai.cli_diff",
     "proxai.cli_addon_path",
     "proxai.cli_tools",
+    "proxai.cli_replay",
 )
 
 

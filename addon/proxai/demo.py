@@ -55,6 +55,20 @@ class Row:
     meta: dict[str, Any] | None = None
 
 
+def stop_mitmdump(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    """Stop ``proc`` (a mitmdump this program started): terminate it unless it is ending already
+    (given half a second), then kill it after ``timeout`` seconds."""
+    try:
+        proc.wait(0.5 if proc.poll() is None else 0)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -263,12 +277,7 @@ def run_demo(
                         client = _short(exc)
                     rows.append(Row(protocol, scenario, streamed, client))
         finally:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+            stop_mitmdump(proc)
     by_tag = {f.headers.get(DEMO_HEADER): f for f in read_saved_flows(str(flow_file))}
     for r in rows:
         saved = by_tag.get(f"{r.protocol}/{r.scenario}/{'sse' if r.streamed else 'json'}")

@@ -256,7 +256,7 @@ def test_a_flow_without_a_body_is_skipped_with_a_note(live: FakeUpstream, tmp_pa
         log = md.log_tail(20000)
     assert chat.choices[0].message.content
     assert (
-        f"proxai replay: {flows}, flow 1 (POST /v1/messages) skipped: its response body was not stored\n"
+        f"proxai replay: {flows}, flow 1 (POST /v1/messages) skipped: the response body was not recorded\n"
         in log
     )
     assert "proxai replay: 1 recorded answers from" in log
@@ -272,7 +272,7 @@ def test_bad_replay_files_stop_mitmdump_with_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 1, out
     lines = [line for line in out.splitlines() if "proxai" in line and "Loading script" not in line]
     assert len(lines) == 1 and lines[0].endswith(
-        f"proxai: invalid option: proxai_replay: {bad}: not a mitmproxy flow file, or truncated "
+        f"proxai: invalid option: proxai_replay: cannot read {bad}: not a mitmproxy flow file "
         "(Invalid data format.)"
     ), out
     assert "Traceback" not in out

@@ -78,8 +78,8 @@ def test_a_flow_without_a_body_is_skipped_with_a_note(tmp_path: Path) -> None:
     cassette, notes = load([str(path)])
     assert len(cassette) == 1 and cassette.entries[0].source.index == 2
     assert notes == [
-        f"{path}, flow 1 (POST /v1/messages) skipped: its response body was not stored (the response "
-        "body was not kept: it passed proxai_keep_body_max (8 bytes))"
+        f"{path}, flow 1 (POST /v1/messages) skipped: the response body was not kept: it passed "
+        "proxai_keep_body_max (8 bytes)"
     ]
     write_flows(str(path), [llm_flow(None, meta)])
     with pytest.raises(ReplayFileError) as err:
@@ -120,19 +120,23 @@ def bad_file(tmp_path: Path, kind: str) -> Path:
 @pytest.mark.parametrize(
     ("kind", "message"),
     [
-        ("text", "not a mitmproxy flow file, or truncated (Invalid data format.)"),
-        ("har", "not a mitmproxy flow file (Unable to read HAR file. Please provide a valid HAR file)"),
-        ("truncated", "not a mitmproxy flow file, or truncated (Invalid data format.)"),
-        ("empty", "holds no LLM flow (a run saved with mitmdump -w)"),
-        ("no_llm", "holds no LLM flow (a run saved with mitmdump -w)"),
-        ("missing", "No such file or directory"),
+        ("text", "cannot read {path}: not a mitmproxy flow file (Invalid data format.)"),
+        (
+            "har",
+            "cannot read {path}: not a mitmproxy flow file (Unable to read HAR file. Please provide a "
+            "valid HAR file)",
+        ),
+        ("truncated", "cannot read {path}: cut short or damaged after 1 flow (Invalid data format.)"),
+        ("empty", "{path}: holds no LLM flow (a run saved with mitmdump -w)"),
+        ("no_llm", "{path}: holds no LLM flow (a run saved with mitmdump -w)"),
+        ("missing", "cannot read {path}: [Errno 2] No such file or directory: '{path}'"),
     ],
 )
 def test_a_file_that_is_not_a_recorded_run(tmp_path: Path, kind: str, message: str) -> None:
     path = bad_file(tmp_path, kind)
     with pytest.raises(ReplayFileError) as err:
         load([str(path)])
-    assert str(err.value) == f"{path}: {message}"
+    assert str(err.value) == message.format(path=path)
 
 
 def test_speed() -> None:

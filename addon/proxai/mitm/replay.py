@@ -37,7 +37,9 @@ from proxai.errors import ProxaiError
 from proxai.mitm.flowrows import FlowFileError, read_flows
 from proxai.mitm.option_errors import checked_options
 from proxai.mitm.replay_server import PATH_PREFIX, PlayServer
+from proxai.mitm.runflows import missing_body
 from proxai.model import ErrorKind, Protocol
+from proxai.redact import redact_url
 from proxai.replay.cassette import Cassette, Entry, Hit, Source
 from proxai.replay.match import conversation
 from proxai.replay.plan import Answer, kept_header, plan
@@ -72,13 +74,13 @@ def load(paths: Sequence[str]) -> tuple[Cassette, list[str]]:
         try:
             flows = read_flows(path)
         except FlowFileError as exc:
-            raise ReplayFileError(_file_problem(path, exc)) from exc
+            raise ReplayFileError(str(exc)) from exc
         llm = 0
         before = len(entries)
         for index, f in enumerate(flows, 1):
             if not isinstance(f, http.HTTPFlow):
                 continue
-            source = Source(path, index, f.id)
+            source = Source(path, index, f.id, _client_url(f))
             found = _entry(f, source)
             if found is None:
                 continue
@@ -94,18 +96,6 @@ def load(paths: Sequence[str]) -> tuple[Cassette, list[str]]:
     return Cassette(entries), notes
 
 
-def _file_problem(path: str, exc: FlowFileError) -> str:
-    cause = exc.__cause__
-    if isinstance(cause, OSError):
-        return f"{path}: {cause.strerror or cause}"
-    if isinstance(cause, exceptions.FlowReadException):
-        text = str(cause)
-        if "HAR" in text:
-            return f"{path}: not a mitmproxy flow file ({text})"
-        return f"{path}: not a mitmproxy flow file, or truncated ({text})"
-    return str(exc)
-
-
 def _entry(f: http.HTTPFlow, source: Source) -> Entry | str | None:
     """The entry of one recorded flow, why it is skipped, or None for a flow that is not an LLM flow."""
     raw_meta = f.metadata.get("proxai")
@@ -119,14 +109,19 @@ def _entry(f: http.HTTPFlow, source: Source) -> Entry | str | None:
     body = _client_body(f, meta)
     if isinstance(body, str):
         return body
+    missing = missing_body(f, meta)
+    if missing is not None:
+        return missing
     resp = f.response
     if resp is None:
-        return "no response was recorded"
-    data = resp.raw_content
-    if not data:
-        why = meta.get("body_not_kept")
-        return f"its response body was not stored{f' ({why})' if isinstance(why, str) else ''}"
-    return Entry(source, conversation(protocol, body), _answer(f, resp, data, meta))
+        return "no response was recorded (the request failed)"
+    return Entry(source, conversation(protocol, body), _answer(f, resp, resp.raw_content or b"", meta))
+
+
+def _client_url(f: http.HTTPFlow) -> str:
+    meta = f.metadata.get("proxai")
+    url = meta.get("original_url") if isinstance(meta, Mapping) else None
+    return url if isinstance(url, str) else redact_url(f.request.pretty_url)
 
 
 def _protocol(f: http.HTTPFlow, meta: Mapping[str, Any]) -> Protocol | None:

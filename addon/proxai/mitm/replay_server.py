@@ -71,16 +71,16 @@ class PlayServer:
             self._connections.add(task)
         try:
             await self._serve(reader, writer)
-        except (ConnectionError, OSError, h11.ProtocolError, asyncio.CancelledError):
+        except (ConnectionError, OSError, h11.ProtocolError):
             pass
+        except asyncio.CancelledError:
+            pass  # the proxy shuts down; ending normally keeps asyncio's stream callback quiet
         except Exception:  # a bug of ours: logged, the connection closed
             logger.warning("proxai: replay server error", exc_info=True)
         finally:
             if task is not None:
                 self._connections.discard(task)
             writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER)

@@ -29,6 +29,7 @@ class Source:
     file: str
     index: int  # 1-based position among the file's flows
     flow_id: str
+    url: str = ""  # the URL the client sent it to (credentials taken out)
 
     def describe(self) -> str:
         return f"{self.file}, flow {self.index}"
