@@ -4,8 +4,9 @@
 Reads the files first (the same reader the addon uses, ``proxai.mitm.replay.load``: a bad file is
 one line and exit 2, never a traceback), then starts mitmdump with the package's script
 (``proxai.mitm.launch``) in reverse mode with ``proxai_replay`` set, prints the environment each
-client needs (docs/recipes.md's variables), and runs until Ctrl-C, which stops mitmdump and exits 0. The reverse target is the
-recording's own upstream (where a miss goes with ``--miss upstream``), or ``--upstream``.
+client needs (docs/recipes.md's variables), and runs until Ctrl-C, which stops mitmdump and exits 0.
+The reverse target is the recording's own upstream (where a miss goes with ``--miss upstream``), or
+``--upstream``.
 """
 
 from __future__ import annotations
