@@ -10,7 +10,8 @@ the flow's body is dropped (the summary still shows) and the reason is kept as a
 With the bytes, the moments they left: ``ReadMarks`` holds, for each read the client got, the body
 offset it ended at and its time since the request (what a replay plays back, docs/replay.md), at most
 ``MAX_READS`` of them (past it every other one is dropped and only every second read is marked from
-then on, so the marks stay even over the whole body); the last read is always kept.
+then on, so the marks stay even over the whole body); the last read is always kept
+(docs/design/replay.md, 8).
 
 Pure: no mitmproxy, and no clock of its own (the shell hands ``KeepingStream`` its clock).
 ``KeepingStream`` wraps any stream callable (bytes -> bytes or a list of bytes) and returns exactly

@@ -276,3 +276,25 @@ def test_bad_replay_files_stop_mitmdump_with_one_line(tmp_path: Path) -> None:
         "(Invalid data format.)"
     ), out
     assert "Traceback" not in out
+
+
+def test_an_answer_a_fault_gave_first_does_not_use_up_the_recording(
+    live: FakeUpstream, tmp_path: Path
+) -> None:
+    flows, [recorded], first = _record(live, tmp_path, _ask, 1)
+    options = {"proxai_faults": "http_error error=overloaded count=1"}
+    with _replay(live.url, tmp_path, flows, options) as md:
+        t = tag()
+        with pytest.raises(anthropic.InternalServerError) as err:  # 529
+            _ask(md, t)
+        retried = _ask(md, t)
+        faulted, replayed = _flows(md, t, 2)
+    assert err.value.status_code == 529
+    assert retried.model_dump() == first.model_dump()
+    assert proxai_meta(faulted)["replay"] == {
+        "replayed": False,
+        "reason": "the request was answered before it reached the replay (a fault rule)",
+    }
+    m = proxai_meta(replayed)["replay"]
+    assert (m["replayed"], m["flow_index"], "again" in m) == (True, 1, False)
+    assert proxai_meta(replayed)["usage"] == recorded["usage"]

@@ -16,6 +16,8 @@ sending each matched request to the loopback player (docs/replay.md).
 - ``restore`` puts the client's URL back once the request left; ``finish`` gives an answer that
   was never played (a fault rule answered first) back to the cassette. The summary's ``replay``
   says what happened (``ProxAI.record``).
+
+Rules: docs/design/replay.md, 5 (the client side), 6 (the live path) and 9 (input).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ it) and played once; a plan of a request that never arrives (a fault answered it
 the addon.
 
 Only ``127.0.0.1`` listens; a request for an unknown token gets 404. A client that goes away
-ends the playing (the write fails, the connection is closed).
+ends the playing (the write fails, the connection is closed). Rules: docs/design/replay.md, 6 to 8.
 """
 
 from __future__ import annotations

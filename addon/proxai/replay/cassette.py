@@ -10,7 +10,7 @@ matches gets the divergence message: the closest recording (same protocol; the s
 first, then the longest run of equal pieces, then the earliest) and the first field where the
 request differs from it.
 
-Pure: no mitmproxy, no clock.
+Rules: docs/design/replay.md, 4. Pure: no mitmproxy, no clock.
 """
 
 from __future__ import annotations

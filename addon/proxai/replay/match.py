@@ -20,7 +20,7 @@ A body the reader refuses (a field no other protocol has, such as Anthropic ``to
 compared as JSON instead: one piece per top-level field and per message, with the same fields
 left out and ``cache_control`` removed at any depth.
 
-Pure: no mitmproxy, no clock.
+Rules: docs/design/replay.md, 1 to 3. Pure: no mitmproxy, no clock.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ duration.
 
 ``plan(answer, speed)`` turns it into a ``Plan``: the headers' time and every piece's time, as
 offsets from the moment the replayed request arrived, divided by ``speed`` (1 as recorded, 2
-twice as fast, 0 no waiting at all). Pure: no clock; the player (``proxai.mitm.replay``) sleeps.
+twice as fast, 0 no waiting at all). Rule: docs/design/replay.md, 7. Pure: no clock; the player
+(``proxai.mitm.replay_server``) sleeps.
 """
 
 from __future__ import annotations
