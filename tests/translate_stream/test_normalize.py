@@ -4,6 +4,7 @@ deltas are accepted only here (docs/design/translation.md)."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from proxai.errors import ConfigError, SemanticStreamError, UpstreamProtocolError
@@ -12,7 +13,7 @@ from proxai.sse import SseScanner
 from proxai.translate.stream import make_stream_translator
 
 from . import build as b
-from .harness import SDKS, A, C, R, chunks, sdk_neutral
+from .harness import SDKS, A, C, R, chunks, sdk_anthropic, sdk_neutral
 from .validators import validate_anthropic, validate_chat
 
 
@@ -142,3 +143,30 @@ def test_responses_normalize_passes_scenarios_through() -> None:
 def test_factory_rejects_bad_combinations(up: Protocol, client: Protocol, normalize: bool) -> None:
     with pytest.raises(ConfigError):
         make_stream_translator(up, client, normalize=normalize)
+
+
+def test_anthropic_cache_writes_by_lifetime_reach_the_client() -> None:
+    """The ``cache_creation`` split (5-minute / 1-hour writes, billed at different rates) is carried
+    to the client in ``message_start`` and ``message_delta``, so its own cost accounting stays right;
+    the SDK reads it back."""
+    split = {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 400}
+    usage = {"input_tokens": 7, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 20}
+    body = (
+        b.a_start(usage={**usage, "output_tokens": 1, "cache_creation": split})
+        + text_block(0, "Hi")
+        + b.a_end("end_turn", usage={**usage, "output_tokens": 3, "cache_creation": split})
+    )
+    events = [
+        orjson.loads(e.data)
+        for e in SseScanner().feed(norm(A, body, "bytes"))
+        if e.event in {"message_start", "message_delta"}
+    ]
+    want = {**usage, "cache_creation": split}
+    assert [e["message"]["usage"] if e["type"] == "message_start" else e["usage"] for e in events] == [
+        {**want, "output_tokens": 0},
+        {**want, "output_tokens": 3},
+    ]
+    final = sdk_anthropic(norm(A, body))
+    assert final.usage.cache_creation is not None
+    assert final.usage.cache_creation.model_dump() == split
+    assert (final.usage.cache_creation_input_tokens, final.usage.output_tokens) == (500, 3)

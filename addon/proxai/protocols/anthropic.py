@@ -180,17 +180,12 @@ class _Block:
         self.open = True
 
 
-# Anthropic's usage keys -> the summary's usage fields (``_usage_summary``); the lifetimes are the
-# keys of its ``cache_creation`` object.
+# Anthropic's usage keys -> the summary's usage fields (``_usage_summary``).
 _USAGE_FIELDS = (
     ("input_tokens", "input_tokens"),
     ("output_tokens", "output_tokens"),
     ("cache_read_input_tokens", "cache_read_tokens"),
     ("cache_creation_input_tokens", "cache_write_tokens"),
-)
-_LIFETIME_FIELDS = (
-    ("ephemeral_5m_input_tokens", "cache_write_5m_tokens"),
-    ("ephemeral_1h_input_tokens", "cache_write_1h_tokens"),
 )
 
 
@@ -200,6 +195,15 @@ def _overwrite(usage: Usage, u: dict[str, Any], fields: tuple[tuple[str, str], .
         v = as_int(u.get(key))
         if v is not None:
             setattr(usage, name, v)
+
+
+def lifetimes(u: dict[str, Any]) -> tuple[int | None, int | None]:
+    """The cache writes of an Anthropic usage by lifetime (5-minute, 1-hour), inside
+    ``cache_creation_input_tokens``: its ``cache_creation`` object."""
+    split = u.get("cache_creation")
+    if type(split) is not dict:
+        return None, None
+    return as_int(split.get("ephemeral_5m_input_tokens")), as_int(split.get("ephemeral_1h_input_tokens"))
 
 
 def usage_into(u: dict[str, Any], into: TokenUsage) -> None:
@@ -217,6 +221,11 @@ def usage_into(u: dict[str, Any], into: TokenUsage) -> None:
         into.input = inp + (into.cache_read or 0) + (into.cache_write or 0)
     if out is not None:
         into.output = out
+    w5m, w1h = lifetimes(u)
+    if w5m is not None:
+        into.cache_write_5m = w5m
+    if w1h is not None:
+        into.cache_write_1h = w1h
 
 
 class AnthropicObserver(ObserverBase):
@@ -478,7 +487,18 @@ class AnthropicObserver(ObserverBase):
                 raise UpstreamProtocolError("message_start without message.id")
             usage_into(usage, self._usage)
             u = self._usage
-            out.start(mid, acc.model or "", TokenUsage(u.input, None, u.cache_read, u.cache_write))
+            out.start(
+                mid,
+                acc.model or "",
+                TokenUsage(
+                    u.input,
+                    None,
+                    u.cache_read,
+                    u.cache_write,
+                    cache_write_5m=u.cache_write_5m,
+                    cache_write_1h=u.cache_write_1h,
+                ),
+            )
         # A message that arrives whole in ``message_start`` (the continuation of a programmatic
         # tool call: content and stop_reason set, no block events, often no ``message_delta``):
         # its blocks take the first indexes, as the SDK's accumulator counts, and are read as if
@@ -796,9 +816,11 @@ class AnthropicObserver(ObserverBase):
             return
         usage = self.acc.usage
         _overwrite(usage, u, _USAGE_FIELDS)
-        split = u.get("cache_creation")  # the writes by lifetime, inside cache_creation_input_tokens
-        if type(split) is dict:
-            _overwrite(usage, split, _LIFETIME_FIELDS)
+        w5m, w1h = lifetimes(u)
+        if w5m is not None:
+            usage.cache_write_5m_tokens = w5m
+        if w1h is not None:
+            usage.cache_write_1h_tokens = w1h
         parts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
         usage.total_tokens = sum(p for p in parts if p is not None)
 

@@ -59,6 +59,10 @@ class TokenUsage:
     cache_read: int | None = None
     cache_write: int | None = None
     reasoning: int | None = None
+    # the cache writes by lifetime, inside ``cache_write`` (Anthropic's ``cache_creation``; only an
+    # Anthropic writer has a place for them)
+    cache_write_5m: int | None = None
+    cache_write_1h: int | None = None
 
     @property
     def total(self) -> int | None:

@@ -14,17 +14,23 @@ def _event(name: bytes, payload: bytes) -> bytes:
     return b"event: " + name + b"\ndata: " + payload + b"\n\n"
 
 
-def usage_out(usage: TokenUsage) -> dict[str, int]:
-    """Neutral usage -> Anthropic usage (``input_tokens`` excludes cache reads and writes)."""
+def usage_out(usage: TokenUsage) -> dict[str, Any]:
+    """Neutral usage -> Anthropic usage (``input_tokens`` excludes cache reads and writes; the
+    writes' split by lifetime, when the upstream gave one, in ``cache_creation``)."""
     cr = usage.cache_read or 0
     cw = usage.cache_write or 0
-    out: dict[str, int] = {
+    out: dict[str, Any] = {
         "input_tokens": max((usage.input or 0) - cr - cw, 0),
         "output_tokens": usage.output or 0,
     }
     if usage.cache_read is not None or usage.cache_write is not None:
         out["cache_creation_input_tokens"] = cw
         out["cache_read_input_tokens"] = cr
+    if usage.cache_write_5m is not None or usage.cache_write_1h is not None:
+        out["cache_creation"] = {
+            "ephemeral_5m_input_tokens": usage.cache_write_5m or 0,
+            "ephemeral_1h_input_tokens": usage.cache_write_1h or 0,
+        }
     return out
 
 
