@@ -139,6 +139,9 @@ FACTS: tuple[tuple[str, Callable[[Turn], Any]], ...] = (
     ("output_tokens", lambda t: t.usage.get("output_tokens")),
     ("cache_read_tokens", lambda t: t.usage.get("cache_read_tokens")),
     ("cache_write_tokens", lambda t: t.usage.get("cache_write_tokens")),
+    # the writes by lifetime (Anthropic's 5-minute and 1-hour writes, priced apart)
+    ("cache_write_5m_tokens", lambda t: t.usage.get("cache_write_5m_tokens")),
+    ("cache_write_1h_tokens", lambda t: t.usage.get("cache_write_1h_tokens")),
     ("cost", _cost),
     ("first_token_s", lambda t: t.ttft_s),
     ("duration_s", lambda t: t.total_s),
@@ -312,6 +315,8 @@ LABELS = {
     "output_tokens": "output tokens",
     "cache_read_tokens": "cache read tokens",
     "cache_write_tokens": "cache write tokens",
+    "cache_write_5m_tokens": "5-minute cache write tokens",
+    "cache_write_1h_tokens": "1-hour cache write tokens",
     "cost": "cost",
     "first_token_s": "first token",
     "duration_s": "duration",

@@ -5,6 +5,7 @@ runs are built from flow inputs the way the report builds them (``proxai.run.bui
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import orjson
@@ -231,3 +232,26 @@ def test_the_page_escapes_everything_from_the_flows() -> None:
     assert '<span class="del">-   &quot;command&quot;: &quot;&lt;script&gt;' in page
     assert '<span class="ins">+   &quot;command&quot;: &quot;ls&quot;</span>' in page
     assert "http" not in page.split("<body>", 1)[1].replace("https://api.anthropic.com", "")
+
+
+def test_cache_writes_moved_to_the_one_hour_cache_are_a_change() -> None:
+    """The same writes, in the 1-hour cache instead of the 5-minute one: priced higher, shown apart."""
+
+    def run(w5m: int, w1h: int, amount: float) -> Run:
+        t = _turn(1, 1, amount=amount)
+        usage = {**t.meta["usage"], "cache_write_tokens": 3000}
+        usage |= {"cache_write_5m_tokens": w5m, "cache_write_1h_tokens": w1h}
+        return _run(dataclasses.replace(t, meta={**t.meta, "usage": usage}))
+
+    d = diff_runs(run(3000, 0, 0.01125), run(1000, 2000, 0.01575))
+    (pair,) = d.pairs
+    assert pair.divergences == [] and pair.changed == [
+        "cache_write_5m_tokens",
+        "cache_write_1h_tokens",
+        "cost",
+    ]
+    assert summary_lines(d, base_name="a", new_name="b")[3:6] == [
+        "  5-minute cache write tokens 3000 → 1000: -2000 (-66.7%)",
+        "  1-hour cache write tokens 0 → 2000: +2000",
+        "  cost $0.0112 → $0.0158: +$0.0045 (+40.0%)",
+    ]
