@@ -425,6 +425,9 @@ def summary_lines(d: RunDiff, *, base_name: str, new_name: str) -> list[str]:
         if p.base is not None and p.new is not None:
             for k in changed:
                 lines.append(f"  {_change(k, p.values[k])}")
+        for name, t in (("base", p.base), ("new", p.new)):
+            if t is not None and t.error is not None and (p.divergences or "error" in changed):
+                lines.append(f"  {name} error: {_short(str(t.error.get('message') or ''), 240)}")
     tot = d.totals
     lines.append(
         "totals: "

@@ -173,6 +173,13 @@ def _pair(n: int, p: Pair) -> str:
     body = [head, '<table class="cmp facts-cmp">' + "".join(rows) + "</table>"]
     if p.tool_calls:
         body.append('<div class="tools">' + "".join(_call(c) for c in p.tool_calls) + "</div>")
+    for name, t in (("base", p.base), ("new", p.new)):
+        if t is not None and t.error is not None:
+            body.append(
+                f'<div class="errorbox" data-side="{name}"><b>{name}: {_e(t.error.get("kind"))}</b>'
+                + (f" {_e(t.error['type'])}" if t.error.get("type") else "")
+                + f": {_clip(str(t.error.get('message') or ''))}</div>"
+            )
     body.append(_text(p.values["text"]))
     changed = [k for k in p.changed if k not in SECONDS]
     state = "diverged" if p.divergences else ("changed" if changed else "same")

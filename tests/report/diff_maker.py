@@ -3,7 +3,8 @@ real mitmdump (with the ProxAI addon) against the fake upstream in agent mode, s
 
 ``BASE_COMMAND`` and ``NEW_COMMAND`` make the model call ``bash`` with other arguments; the longer
 command is streamed in more argument fragments (one output token each), so the usage and the cost
-differ too. The tool's result, and so the final answer, is the same in both.
+differ too. The tool's result, and so the final answer, is the same in both. ``replay`` runs the
+same loop against a mitmdump that answers from a recording (``proxai_replay``, no upstream at all).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import anthropic
 
 from proxai.upstream import FakeUpstream
 from tests.e2e.harness import running_mitmdump, tag
@@ -37,3 +40,21 @@ def record(workdir: Path, command: str, options: Mapping[str, str] | None = None
         answer = anthropic_loop(md, t, command)
         md.wait_flows(t, 2)
     return Recorded(md.flow_path, answer)
+
+
+NOWHERE = "http://127.0.0.1:9"  # the reverse target of a replay: nothing listens there
+
+
+def replay(workdir: Path, recording: Path, command: str) -> Path:
+    """The loop with ``command`` answered from ``recording`` at speed 0; the flow file of the run. A
+    request no recording matches gets the divergence error, which ends the loop after one flow."""
+    options = {"proxai_replay": str(recording), "proxai_replay_speed": "0"}
+    with running_mitmdump(NOWHERE, workdir=workdir, options=options) as md:
+        t = tag()
+        try:
+            anthropic_loop(md, t, command)
+        except anthropic.BadRequestError:
+            md.wait_flows(t, 1)
+        else:
+            md.wait_flows(t, 2)
+    return md.flow_path

@@ -176,6 +176,17 @@ def test_another_tool_name_or_outcome_diverges() -> None:
         "new": "rate_limited",
         "same": False,
     }
+    lines = summary_lines(failed, base_name="a", new_name="b")
+    assert lines[1:6] == [
+        "pair 1: base #1 · new #1: DIVERGED (outcome differs, tool calls differ)",
+        '  tool call 1: bash {"command":"ls"} → (none)',
+        "  outcome completed → error",
+        "  stop reason tool_use → -",
+        "  error - → rate_limited",
+    ]
+    assert "  new error: slow down" in lines
+    page = render_diff_html(failed, base_name="a", new_name="b")
+    assert '<div class="errorbox" data-side="new"><b>new: rate_limited</b>: slow down</div>' in page
     only_text = diff_runs(_loop(), _run(_turn(1, 1, tool=LS), _turn(2, 3, text="Done.")))
     assert only_text.divergent == [] and only_text.pairs[1].changed == ["text"]
 

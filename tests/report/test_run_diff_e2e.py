@@ -23,7 +23,7 @@ from mitmproxy.io import tnetstring
 from proxai import cli_diff, cost
 from tests.visibility.ui import Chromium, chromium, poll
 
-from .diff_maker import BASE_COMMAND, NEW_COMMAND, Recorded, record
+from .diff_maker import BASE_COMMAND, NEW_COMMAND, Recorded, record, replay
 from .run_maker import HOSTILE
 
 pytestmark = pytest.mark.e2e
@@ -321,3 +321,24 @@ def _har_entry() -> dict[str, object]:
         "cache": {},
         "timings": {"send": 0, "wait": 5, "receive": 0},
     }
+
+
+def test_a_replay_of_the_base_does_not_diverge_and_a_changed_prompt_does(runs: Runs, tmp_path: Path) -> None:
+    """docs/replay.md, "Compare two runs": the agent run again against the recording."""
+    same = replay(tmp_path / "same", runs.base.flow_file, BASE_COMMAND)
+    proc = diff(runs.base.flow_file, same, "--fail-on", "divergence")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "no divergence in 2 pairs: the same outcomes and tool calls"
+    missed = replay(tmp_path / "missed", runs.base.flow_file, NEW_COMMAND)
+    proc = diff(runs.base.flow_file, missed, "--fail-on", "divergence")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1] == "pair 1: base #1 · new #1: DIVERGED (outcome differs, tool calls differ)"
+    assert "  error - → invalid_request" in lines
+    error = next(line for line in lines if line.startswith("  new error: "))
+    assert error.startswith(
+        "  new error: proxai replay: no recorded request matches: messages[0].content (user text) differs"
+    )
+    assert lines[-1] == (
+        "diverged: 2 of 2 pairs; the first: pair 1 (base #1, new #1): outcome differs, tool calls differ"
+    )
