@@ -198,11 +198,19 @@ def test_miss_upstream_reaches_the_upstream(live: FakeUpstream, tmp_path: Path) 
     assert proxai_meta(second)["replay"]["replayed"] is True and again.content[0].text
 
 
-FAULT = "stall at=tool_args seconds=60"  # far past the SDK's timeout: the timeout fires
-TIMEOUT = 3.0  # a fresh mitmdump's first flow is slower than the fault tests' 1 s allows
+# far past the SDK's timeout: the timeout fires; only Anthropic requests are faulted
+FAULT = "stall at=tool_args seconds=60 filter='~u /v1/messages'"
+TIMEOUT = 3.0
+
+
+def _warm(md: Mitmdump, t: str) -> None:
+    """A first flow that is not faulted: the fresh mitmdump's first-flow costs are paid before
+    the SDK's timeout runs (and every run's upstream numbers the faulted answer 2)."""
+    openai_client(md, t).chat.completions.create(model="text", messages=ASK)
 
 
 def _stalled(md: Mitmdump, t: str) -> list[Any]:
+    _warm(md, t)
     client = anthropic_client(md, t).with_options(timeout=TIMEOUT)
     seen: list[Any] = []
     with (
@@ -213,24 +221,29 @@ def _stalled(md: Mitmdump, t: str) -> list[Any]:
     return [e.model_dump() for e in seen]
 
 
+def _warm_then_tools(md: Mitmdump, t: str) -> Any:
+    _warm(md, t)
+    return _ask_tools(md, t)
+
+
 def test_a_fault_rule_on_replay_behaves_as_on_live(live: FakeUpstream, tmp_path: Path) -> None:
     t = tag()
     with (
-        FakeUpstream(time_scale=0.02) as fresh,  # its first answer has the ids of live's first
+        FakeUpstream(time_scale=0.02) as fresh,  # numbers its answers as live does
         running_mitmdump(fresh.url, workdir=tmp_path / "live", options={"proxai_faults": FAULT}) as md,
     ):
         on_live = _stalled(md, t)
-        [live_flow] = _flows(md, t, 1)
-    flows, _, _ = _record(live, tmp_path, _ask_tools, 1)
+        live_flow = _flows(md, t, 2)[1]
+    flows, _, _ = _record(live, tmp_path, _warm_then_tools, 2)
     with _replay(live.url, tmp_path, flows, {"proxai_faults": FAULT}) as md:
         t = tag()
         on_replay = _stalled(md, t)
-        [replayed] = _flows(md, t, 1)
+        replayed = _flows(md, t, 2)[1]
     assert on_replay == on_live
     last = [e for e in on_replay if e["type"] == "content_block_delta"][-1]  # the wire's, not derived
     assert last["delta"] == {"type": "input_json_delta", "partial_json": ARGS_PARIS[:6]}
     a, b = proxai_meta(live_flow), proxai_meta(replayed)
-    assert b["replay"]["replayed"] is True
+    assert (b["replay"]["replayed"], b["replay"]["flow_index"]) == (True, 2)
     assert b["extra"]["fault"] == a["extra"]["fault"]
     assert a["extra"]["fault"]["client_outcome"] == "unfinished_tool" and a["extra"]["fault"]["injected"]
     assert (b["outcome"], b["tool_calls"]) == (a["outcome"], a["tool_calls"])

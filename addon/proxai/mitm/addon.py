@@ -147,7 +147,7 @@ class ProxAI:
         self.otlp = OtlpExport()
         self.on_record.append(self.otlp.record)
         # Replay of recorded runs (docs/replay.md): options proxai_replay, proxai_replay_speed, _miss.
-        self.replay = Replay()
+        self.replay = Replay(self.flows.get)
         self.addons = [self.guard, self.visibility, self.faults, self.otlp, self.replay]
         # Routing + request/JSON translation (docs/translation.md): option proxai_routes.
         self.routing = Routing()

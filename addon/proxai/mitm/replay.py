@@ -13,8 +13,10 @@ sending each matched request to the loopback player (docs/replay.md).
   carrier, the guard and fault rules meet it as a live stream. A miss answers in the client's
   protocol with the divergence message (``proxai_replay_miss=error``) or goes to the upstream as
   usual (``upstream``).
+- ``request`` (the hook, after the fault rules chose, so their filters see the client's URL): the
+  taken flow goes to the player; one a fault rule answered gives its answer back to the cassette.
 - ``restore`` puts the client's URL back once the request left; ``finish`` gives an answer that
-  was never played (a fault rule answered first) back to the cassette. The summary's ``replay``
+  was never played back to the cassette. The summary's ``replay``
   says what happened (``ProxAI.record``).
 
 Rules: docs/design/replay.md, 5 (the client side), 6 (the live path) and 9 (input).
@@ -25,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from typing import Protocol as TypingProtocol
 
@@ -219,7 +221,8 @@ def parse_speed(text: str) -> float:
 class Replay:
     """The replay options and the per-flow hand-off to the player (a child addon of ProxAI)."""
 
-    def __init__(self) -> None:
+    def __init__(self, state_of: Callable[[http.HTTPFlow], ReplayState | None]) -> None:
+        self.state_of = state_of
         self.cassette: Cassette | None = None
         self.speed = 1.0
         self.miss = "error"
@@ -321,8 +324,6 @@ class Replay:
             return self._miss(flow, state, "proxai replay: the replay server is not running", None)
         p = plan(found.entry.answer, self.speed)
         token = self.server.add(p)
-        req = flow.request
-        state.extra["replay_url"] = (req.scheme, req.host, req.port, req.path, req.host_header)
         state.extra["replay_token"] = (token, found.entry)
         state.extra["replay"] = {
             "replayed": True,
@@ -332,9 +333,26 @@ class Replay:
             "waits_s": round(p.waits, 6),
             **({"again": True} if found.again else {}),
         }
+        return True  # the request goes to the player in ``request``, after the fault rules chose
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        """The hook, after ProxAI's and the fault rules' own: a flow ``answer`` took goes to the
+        player now (a fault rule's filter saw the client's URL); one a fault rule answered gives
+        its recorded answer back."""
+        state = self.state_of(flow)
+        taken = state.extra.get("replay_token") if state is not None else None
+        if state is None or taken is None:
+            return
+        if flow.response is not None:
+            self.finish(flow, state)
+            return
+        port = self.server.port
+        if port is None:
+            return
+        req = flow.request
+        state.extra["replay_url"] = (req.scheme, req.host, req.port, req.path, req.host_header)
         req.scheme, req.host, req.port = "http", "127.0.0.1", port
-        req.path = PATH_PREFIX + token
-        return True
+        req.path = PATH_PREFIX + taken[0]
 
     def _miss(self, flow: http.HTTPFlow, state: ReplayState, message: str, closest: Source | None) -> bool:
         state.extra["replay"] = {
