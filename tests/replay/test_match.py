@@ -78,6 +78,22 @@ def test_a_changed_prompt_names_the_message() -> None:
     )
 
 
+def test_a_shell_tools_run_id_and_wall_time_are_ignored() -> None:
+    base = codex()
+    other = copy.deepcopy(base)
+    output = other["input"][6]["output"]
+    assert output.startswith("Chunk ID: 0e9483\nWall time: 0.0000 seconds\nProcess exited with code 0\n")
+    other["input"][6]["output"] = output.replace("0e9483", "77ab01").replace("0.0000", "1.2500")
+    assert conversation(R, base).key == conversation(R, other).key
+    other["input"][6]["output"] = output.replace("code 0", "code 1")
+    d = divergence(conversation(R, other), conversation(R, base))
+    assert d is not None and (d.name, d.what) == ("input[6]", "tool result")
+    assert (d.recorded, d.got) == (
+        '"…ss exited with code 0\\nOriginal token count: 5\\nOutput:\\nproxai…"',
+        '"…ss exited with code 1\\nOriginal token count: 5\\nOutput:\\nproxai…"',
+    )
+
+
 def test_a_changed_tool_result_and_a_new_message() -> None:
     base = codex()
     changed = copy.deepcopy(base)

@@ -13,8 +13,9 @@ item ids, ``prompt_cache_key``, ``client_metadata``, ``context_management``, ...
 ids it does read (``metadata.user_id``, ``user``), the sampling settings ``temperature`` and
 ``top_p``, Claude Code's ``x-anthropic-billing-header:`` line (a per-request hash), and dates
 and times inside system text (and inside the context blocks a client adds to a user turn,
-``<environment_context>`` and ``<system-reminder>``). Secrets are masked on both sides
-(``redact_json_value``): a recorded client request is stored masked.
+``<environment_context>`` and ``<system-reminder>``), and the run id and wall time lines a client's
+shell tool writes into its result (Codex: ``Chunk ID:``, ``Wall time: ... seconds``). Secrets are
+masked on both sides (``redact_json_value``): a recorded client request is stored masked.
 
 A body the reader refuses (a field no other protocol has, such as Anthropic ``top_k``) is
 compared as JSON instead: one piece per top-level field and per message, with the same fields
@@ -50,6 +51,8 @@ IGNORED_FIELDS = frozenset(
 #: client blocks inside a user turn whose dates and times are masked like system text's
 CONTEXT_TAGS = ("<environment_context>", "<system-reminder>")
 BILLING_LINE = re.compile(r"^x-anthropic-billing-header:.*$\n?", re.M)
+#: the run id and the duration a client's shell tool writes into its result (Codex's exec_command)
+TOOL_RUN_LINES = re.compile(r"^(Chunk ID: )\S+$|^(Wall time: )\d+(?:\.\d+)? seconds$", re.M)
 
 _MONTH = (
     r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
@@ -117,6 +120,11 @@ def system_text(text: str) -> str:
     return mask_dates(BILLING_LINE.sub("", text))
 
 
+def tool_output(text: str) -> str:
+    """A tool result's text as compared: its run id and wall time lines masked."""
+    return TOOL_RUN_LINES.sub(lambda m: "Chunk ID: <id>" if m.group(1) else "Wall time: <seconds>", text)
+
+
 def _canon(value: object) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=_default).decode()
 
@@ -157,7 +165,7 @@ def _reader_pieces(req: ir.RequestIR) -> Iterator[Piece]:
             yield Piece(m.at, "message", f"empty {m.role} message", _canon([m.role]))
         for part in m.parts:
             what, value = _part(m.role, part)
-            show = value[1] if value[0] == "text" else _canon(value)
+            show = _shown(value)
             yield Piece(part.at, "message", what, _canon([m.role, value]), show)
     for t in req.tools:
         tool = {f.name: getattr(t, f.name) for f in fields(t) if f.name not in ("at", "call_back")}
@@ -182,6 +190,15 @@ def _reader_pieces(req: ir.RequestIR) -> Iterator[Piece]:
     yield Piece("stream", "setting", "stream", _canon(req.stream))
 
 
+def _shown(value: list[Any]) -> str:
+    """What a divergence quotes of a part: its text (a tool result's texts), else its JSON."""
+    if value[0] == "text":
+        return str(value[1])
+    if value[0] == "tool_result" and all(c[0] == "text" for c in value[2]):
+        return "\n".join(str(c[1]) for c in value[2])
+    return _canon(value)
+
+
 def _part(role: str, part: ir.Part) -> tuple[str, list[Any]]:
     """(what the part is, its normalized value)."""
     match part:
@@ -192,7 +209,10 @@ def _part(role: str, part: ir.Part) -> tuple[str, list[Any]]:
         case ir.ToolCallPart():
             return "assistant tool call", ["tool_call", part.id, part.name, part.kind, part.input]
         case ir.ToolResultPart():
-            content = [_part("tool", c)[1] for c in part.content]
+            content = [
+                ["text", tool_output(c.text)] if isinstance(c, ir.TextPart) else _part("tool", c)[1]
+                for c in part.content
+            ]
             return "tool result", ["tool_result", part.call_id, content, part.is_error]
         case ir.ThinkingPart():
             return "assistant thinking", ["thinking", part.text, part.signature]
