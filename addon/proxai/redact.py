@@ -13,9 +13,12 @@ Three rules:
   (``authorization``, ``x-api-key``, ``cookie``, ``*_token``, ``client_secret``, ``password`` ...) has its
   value replaced by ``[REDACTED]``. Names are normalized first (lower case, separators dropped), so
   ``access_token``, ``accessToken``, ``Access-Token`` and ``accesstoken`` are one name;
-* by *value*: anything that looks like a credential wherever it appears (the key formats of the major
-  providers, ``Bearer ...`` / ``Basic ...`` credentials, AWS SigV4 credentials, JWTs) is replaced, so a
-  key pasted into a prompt or quoted in an error message does not leak either;
+* by *value*: anything shaped like a credential wherever it appears is replaced, so a key pasted
+  into a prompt or quoted in an error message does not leak either. The shapes are data,
+  ``secret_shapes.toml`` beside this module: gitleaks' default rules (LLM providers, cloud, VCS,
+  payment, chat ... keys; its release, commit and licence are in the file) translated to Python, and
+  ProxAI's own (any ``sk-`` key, ``Bearer ...`` / ``Basic ...`` credentials, AWS SigV4, looser lengths);
+  a shape runs only on a text that holds one of its keywords, and never cuts an ordinary word;
 * by *echo*: a ``Redactor`` learns every value the first two rules removed from one flow (and the
   operator's own keys, ``register_secret``) and removes it wherever else it appears in that flow:
   other headers, bodies, error messages, metadata, and inside an SSE stream where the deltas split it.
@@ -28,10 +31,15 @@ rules without a flow's echo set (the operator's keys are always included).
 
 from __future__ import annotations
 
+import base64
 import functools
+import math
 import re
+import tomllib
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote
 
@@ -125,27 +133,167 @@ _QUERY_SECRET_NAMES = frozenset(
     {"sig", "signature", "xamzsignature", "xamzcredential", "xgoogsignature", "xgoogcredential"}
 )
 
-# Credential-shaped values. Each pattern is anchored on a distinctive prefix, so it is linear.
-_TOKEN_PATTERNS = [
-    r"sk-ant-[A-Za-z0-9_\-]{6,}",  # Anthropic
-    r"sk-[A-Za-z0-9_\-]{6,}",  # OpenAI (sk-..., sk-proj-...) and OpenAI-compatible servers
-    r"sess-[A-Za-z0-9]{20,}",  # OpenAI session keys
-    r"AIza[0-9A-Za-z_\-]{20,}",  # Google API keys
-    r"ya29\.[0-9A-Za-z_\-]{20,}",  # Google OAuth access tokens
-    r"gh[pousr]_[A-Za-z0-9]{20,}",  # GitHub
-    r"github_pat_[A-Za-z0-9_]{20,}",
-    r"hf_[A-Za-z0-9]{20,}",  # Hugging Face
-    r"xai-[A-Za-z0-9]{20,}",  # xAI
-    r"gsk_[A-Za-z0-9]{20,}",  # Groq
-    r"xox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack
-    r"(?:AKIA|ASIA)[0-9A-Z]{16}",  # AWS access key ids
-    r"AWS4-HMAC-SHA256\s+Credential=[^\s\"']+(?:[\s,]+\w+=[^\s,\"']+)*",  # a SigV4 Authorization value
-    r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",  # JWT
-    r"(?i:bearer)\s+[A-Za-z0-9._~+/=\-]{16,}",  # an Authorization value pasted anywhere
-    r"(?i:basic)\s+[A-Za-z0-9+/]{8,}={0,2}",  # HTTP Basic credentials
-]
-_TOKEN_RE = re.compile("|".join(_TOKEN_PATTERNS))
-_TOKEN_RE_B = re.compile("|".join(_TOKEN_PATTERNS).encode())
+# Credential-shaped values: the shapes of ``secret_shapes.toml`` (gitleaks' default rules, translated
+# to Python, and ProxAI's own; that file says which, from which release, and why). Each shape is
+# compiled on its own and runs only on a text that holds one of its keywords: one pass of a keyword
+# trie over the lower-cased text decides which (most texts hold none), so the cost of a shape that
+# does not apply is nothing and the scan stays linear.
+SHAPES_FILE = "secret_shapes.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """One credential shape: what it is (``id``, ``origin``, ``category``), when it runs (``keywords``)
+    and what it removes (the first capture group that matched, else the whole match)."""
+
+    id: str
+    origin: str
+    category: str
+    keywords: tuple[str, ...]
+    regex: re.Pattern[str]
+    entropy: float  # a secret with fewer bits per character is kept (0: no threshold)
+    keep_words: bool  # a secret that is an ordinary word is kept
+    userinfo: bool  # a secret is kept unless it is base64 of "user:password"
+
+    def accepts(self, secret: str) -> bool:
+        """Whether a match's secret is one (gitleaks' entropy threshold, ProxAI's two guards)."""
+        if self.keep_words and _WORD.fullmatch(secret):
+            return False
+        if self.userinfo and not _is_userinfo(secret):
+            return False
+        return not self.entropy or _entropy(secret) >= self.entropy
+
+
+# An ordinary word, or words joined by "-" / "_": "incomprehensible", "Understanding", "disk-space".
+_WORD = re.compile(r"[A-Za-z][a-z]*(?:[-_][a-z]+)*")
+
+
+def _is_userinfo(value: str) -> bool:
+    try:
+        return b":" in base64.b64decode(value, validate=True)
+    except ValueError:  # binascii.Error is one
+        return False
+
+
+def _entropy(s: str) -> float:
+    """Shannon entropy in bits per character (as gitleaks computes it)."""
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+def load_shapes(data: str) -> tuple[Shape, ...]:
+    """The shapes of a ``secret_shapes.toml`` text (``ValueError`` on a rule that is not one)."""
+    shapes = []
+    for rule in tomllib.loads(data)["rule"]:
+        regex = rule["regex"]
+        try:
+            compiled = re.compile(regex, re.ASCII)
+        except re.error as exc:
+            raise ValueError(f"secret shape {rule['id']}: {exc}") from exc
+        shapes.append(
+            Shape(
+                id=rule["id"],
+                origin=rule["origin"],
+                category=rule["category"],
+                keywords=tuple(k.lower() for k in rule["keywords"]),
+                regex=compiled,
+                entropy=float(rule.get("entropy", 0)),
+                keep_words=bool(rule.get("keep_words", False)),
+                userinfo=bool(rule.get("userinfo", False)),
+            )
+        )
+    return tuple(shapes)
+
+
+def _keyword_trie(words: Iterable[str]) -> str:
+    """A regular expression matching any of ``words`` by their shared prefixes: one branch per
+    character, so the scan tries a handful of alternatives per position, not one per keyword."""
+    tree: dict[str, Any] = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return emit(tree)
+
+
+SHAPES = load_shapes(resources.files(__package__).joinpath(SHAPES_FILE).read_text("utf-8"))
+# keyword -> the shapes it starts: its own and those of every keyword that is a prefix of it (the
+# trie matches the longest keyword at a position)
+_BY_KEYWORD: dict[str, tuple[Shape, ...]] = {}
+for _kw in {k for s in SHAPES for k in s.keywords}:
+    _BY_KEYWORD[_kw] = tuple(s for s in SHAPES if any(_kw.startswith(k) for k in s.keywords))
+# Any keyword, the longest at a position (a branch per first character, then a trie: the cheapest
+# form for ``re``); searched again from the next position, so overlapping keywords are found too.
+_KEYWORD = re.compile(
+    "|".join(
+        re.escape(first) + "(?:" + _keyword_trie(k[1:] for k in _BY_KEYWORD if k[0] == first) + ")"
+        for first in sorted({k[0] for k in _BY_KEYWORD})
+    )
+)
+
+
+def _shapes_in(low: str) -> set[Shape]:
+    """The shapes whose keywords the lower-cased text holds."""
+    shapes: set[Shape] = set()
+    m = _KEYWORD.search(low)
+    while m is not None:
+        shapes.update(_BY_KEYWORD[m.group()])
+        m = _KEYWORD.search(low, m.start() + 1)
+    return shapes
+
+
+def shape_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds a credential-shaped secret: (start, end) of each, unsorted, may overlap."""
+    spans = []
+    for shape in _shapes_in(text.lower()):
+        for m in shape.regex.finditer(text):
+            lo, hi = _secret_span(m)
+            if hi > lo and shape.accepts(text[lo:hi]):
+                spans.append((lo, hi))
+    return spans
+
+
+def _secret_span(m: re.Match[str]) -> tuple[int, int]:
+    """gitleaks' secret of a match: the first capture group that matched something, else the match."""
+    for n in range(1, m.re.groups + 1):
+        lo, hi = m.span(n)
+        if hi > lo:
+            return lo, hi
+    return m.span()
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans sorted, the overlapping ones joined."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return [(lo, hi) for lo, hi in out]
+
+
+def _replace_shapes(text: str) -> str:
+    spans = shape_spans(text)
+    if not spans:
+        return text
+    parts, pos = [], 0
+    for lo, hi in _merged(spans):
+        parts += [text[pos:lo], REDACTED]
+        pos = hi
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 # ``name=value`` (URLs, forms, env files) and ``"name": "value"`` (JSON held inside a string) in free
 # text: "?key=AIza...", "OPENAI_API_KEY=...". The name starts at a word boundary and is at most 64
 # characters, so the scan is linear even over megabytes of base64.
@@ -228,14 +376,15 @@ def _redact_short(text: str) -> str:
 
 
 def _redact_text(text: str) -> str:
-    out = _TOKEN_RE.sub(REDACTED, text)
+    out = _replace_shapes(text)
     out = _ASSIGN_RE.sub(_assign_sub, out)
     return _operator(out) if _OPERATOR_SECRETS else out
 
 
 def redact_bytes(data: bytes) -> bytes:
     """``redact_text`` for bytes that may not be UTF-8 (the tokens themselves are ASCII)."""
-    out = _TOKEN_RE_B.sub(REDACTED_B, data)
+    # latin-1: one character per byte, so the shapes (ASCII) find in bytes what they find in text
+    out = _replace_shapes(data.decode("latin-1")).encode("latin-1")
     for secret in _OPERATOR_SECRETS:
         out = out.replace(secret.encode(), REDACTED_B)
     try:
@@ -429,7 +578,7 @@ def _header_finds(name: bytes, raw: bytes) -> tuple[str, ...]:
     elif is_secret_name(low):
         found.append(value)
         found += [part.partition("=")[2] if "=" in part else part for part in re.split(r"[\s,]+", value)]
-    found += [m.group(0) for m in _TOKEN_RE.finditer(value)]
+    found += [value[lo:hi] for lo, hi in shape_spans(value)]
     return tuple(found)
 
 
@@ -695,7 +844,7 @@ class Redactor:
         if len(pieces) < 2:
             return set()
         joined = "".join(p[3] for p in pieces)
-        spans = [m.span() for m in _TOKEN_RE.finditer(joined)]
+        spans = shape_spans(joined)
         for secret in self._secrets | _OPERATOR_SECRETS:
             start = joined.find(secret)
             while start >= 0:
@@ -703,12 +852,7 @@ class Redactor:
                 start = joined.find(secret, start + 1)
         if not spans:
             return set()
-        merged: list[list[int]] = []
-        for lo, hi in sorted(spans):
-            if merged and lo <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], hi)
-            else:
-                merged.append([lo, hi])
+        merged = _merged(spans)
         starts: list[int] = []
         pos = 0
         for p in pieces:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 
+from tests.security.shapes import PLANTED_SHAPES
+
 # what the client sends (headers)
 OPENAI_KEY = "sk-proj-PLANTEDopenaiClientKey0001"
 ANTHROPIC_KEY = "sk-ant-api03-PLANTEDanthropicClientKey0002"
@@ -59,7 +61,12 @@ CLIENT_SECRETS = {
     "metadata.user_id": USER_ID,
 }
 OPERATOR_SECRETS = {"env anthropic": ENV_ANTHROPIC, "env openai": ENV_OPENAI, "env azure": ENV_AZURE}
-ALL = {**CLIENT_SECRETS, **OPERATOR_SECRETS}
+# one planted value per secret shape of the rule set (tests/security/shapes.py): the secret part of
+# each, and the text that plants them all (one a line, a space after each: a base64 shape may go on
+# over a line break), as a client or an upstream would write it
+SHAPE_SECRETS = {f"shape {k}": secret for k, (_text, secret) in PLANTED_SHAPES.items()}
+SHAPE_TEXT = " \n".join(text for text, _secret in PLANTED_SHAPES.values())
+ALL = {**CLIENT_SECRETS, **OPERATOR_SECRETS, **SHAPE_SECRETS}
 # Credentials (not content): what a route's host must never get from the client.
 WIRE_CREDENTIALS = {
     k: v for k, v in CLIENT_SECRETS.items() if k not in ("body accesstoken", "metadata.user_id")

@@ -44,14 +44,16 @@ def routes_toml(route_host: str) -> str:
     return "\n".join(parts)
 
 
-def request_body(client: Protocol, model: str, *, stream: bool = False, **extra: Any) -> dict[str, Any]:
+def request_body(
+    client: Protocol, model: str, *, stream: bool = False, prompt: str = "hi", **extra: Any
+) -> dict[str, Any]:
     body: dict[str, Any]
     if client is A:
-        body = {"model": model, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+        body = {"model": model, "max_tokens": 64, "messages": [{"role": "user", "content": prompt}]}
     elif client is C:
-        body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+        body = {"model": model, "messages": [{"role": "user", "content": prompt}]}
     else:
-        body = {"model": model, "input": "hi"}
+        body = {"model": model, "input": prompt}
     if stream:
         body["stream"] = True
     body.update(extra)

@@ -1,6 +1,6 @@
 """``python -m proxai export`` (flow, summary and HAR) with a planted secret in every place a flow
-can hold one: zero findings, and a body that cannot be decoded is left out with a note (never copied
-raw), and ``--har`` does not crash on it."""
+can hold one (every secret shape of the rule set too): zero findings, and a body that cannot be
+decoded is left out with a note (never copied raw), and ``--har`` does not crash on it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from mitmproxy import http, io
 from mitmproxy.test import tflow, tutils
 
 from tests.security import planted
+from tests.security.shapes import PLANTED_SHAPES
 
 
 def _sse(events: list[dict[str, object]]) -> bytes:
@@ -99,6 +100,27 @@ def planted_flows() -> list[http.HTTPFlow]:
     resp3.raw_content = b"\x00\x01 not brotli " + planted.QUERY_TOKEN.encode()
     f3 = tflow.tflow(req=req3, resp=resp3)
     out.append(f3)
+    # 4. every secret shape: in a header no name rule knows, the prompt, the reply's deltas (split),
+    # an error message in the metadata and the comment
+    req4 = tutils.treq(
+        method=b"POST",
+        path=b"/v1/messages",
+        content=orjson.dumps({"model": "m", "messages": [{"role": "user", "content": planted.SHAPE_TEXT}]}),
+    )
+    req4.headers["content-type"] = "application/json"
+    for n, (text, _secret) in enumerate(PLANTED_SHAPES.values()):
+        req4.headers[f"x-note-{n}"] = text
+    deltas4 = [
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}
+        for t in _split(planted.SHAPE_TEXT)
+    ]
+    resp4 = tutils.tresp(content=_sse(deltas4))
+    resp4.headers["content-type"] = "text/event-stream"
+    f4 = tflow.tflow(req=req4, resp=resp4)
+    f4.metadata["proxai"] = {"schema": 1, "protocol": "anthropic_messages", "outcome": "error"}
+    f4.metadata["proxai"]["error"] = {"kind": "upstream", "message": planted.SHAPE_TEXT}
+    f4.comment = planted.SHAPE_TEXT
+    out.append(f4)
     return out
 
 
@@ -135,4 +157,7 @@ def test_export_bundle_has_no_planted_secret(tmp_path: Path) -> None:
     )
     assert text == "Your key is [REDACTED] and [REDACTED]."
     har = json.loads((tmp_path / "out.har").read_text())
-    assert len(har["log"]["entries"]) == 3
+    assert len(har["log"]["entries"]) == 4
+    # every shape's context stays, only its secret went (the prompt of flow 4)
+    prompt = json.loads(flows[3].request.content or b"")["messages"][0]["content"]
+    assert prompt == " \n".join(t.replace(s, "[REDACTED]") for t, s in PLANTED_SHAPES.values())

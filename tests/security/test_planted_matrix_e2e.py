@@ -5,7 +5,8 @@ A real mitmdump in reverse and in regular mode (HTTPS through CONNECT), the rout
 origin and another as the route's host, both recording what they receive. Every request carries
 every kind of client secret (every provider's key header, AWS SigV4 token, cookie, proxy
 credentials, organization and project, credential query parameters, an ``accesstoken`` body field,
-``metadata.user_id``); routes use the operator's keys from the environment; the upstream echoes the
+``metadata.user_id``) and, in its prompt, one planted value per secret shape of the rule set
+(``tests/security/shapes.py``); routes use the operator's keys from the environment; the upstream echoes the
 key it received: in an error message and a response header (``auth_echo``), split into 5-character
 text deltas (``key_echo``), in a translated stream's error event (``auth_error_midstream``). Modes:
 observe-only, translated (env and pass routes), normalize, guard injection (with its diagnostics
@@ -123,6 +124,7 @@ def _send(md: Mitmdump, case: Case) -> tuple[str, bytes]:
         case.client,
         case.model,
         stream=case.stream,
+        prompt=f"hi\n{planted.SHAPE_TEXT}",
         metadata={"user_id": planted.USER_ID},
         accesstoken=planted.BODY_ACCESSTOKEN,
     )

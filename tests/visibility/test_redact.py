@@ -67,7 +67,7 @@ def test_text_tokens() -> None:
         "ghp_abcdefghijklmnopqrstuvwx, Bearer abcdefghijklmnop12345, OPENAI_API_KEY=plainvalue7"
     )
     assert redact_text(text) == (
-        f"keys: {REDACTED}, {REDACTED}, {REDACTED}, {REDACTED}, {REDACTED}, OPENAI_API_KEY={REDACTED}"
+        f"keys: {REDACTED}, {REDACTED}, {REDACTED}, {REDACTED}, Bearer {REDACTED}, OPENAI_API_KEY={REDACTED}"
     )
 
 

@@ -291,8 +291,8 @@ def _reference_learn(fields: list[tuple[bytes, bytes]], url: str) -> frozenset[s
             red.learn(value)
             for part in re.split(r"[\s,]+", value):
                 red.learn(part.partition("=")[2] if "=" in part else part)
-        for m in redact._TOKEN_RE.finditer(value):
-            red.learn(m.group(0))
+        for lo, hi in redact.shape_spans(value):
+            red.learn(value[lo:hi])
     head, _, query = url.partition("?")
     for qname, qvalue in parse_qsl(query.partition("#")[0], keep_blank_values=True):
         if redact.is_secret_param(qname):
