@@ -117,6 +117,11 @@ def mask_dates(text: str) -> str:
 
 def system_text(text: str) -> str:
     """System text as compared: no billing-header line, dates and times masked."""
+    masked: str = _SYSTEM.get(text, _system_text, text)
+    return masked
+
+
+def _system_text(text: str) -> str:
     return mask_dates(BILLING_LINE.sub("", text))
 
 
@@ -135,9 +140,61 @@ def _default(value: object) -> object:
     raise TypeError(type(value).__name__)
 
 
+#: how much ``_masked`` / ``system_text`` remember: at most this many answers, of values that
+#: add up to at most this many characters (a memo past either is emptied), each at most MEMO_VALUE
+MEMO_ENTRIES = 4096
+MEMO_CHARS = 32 * 1024 * 1024
+MEMO_VALUE = 256 * 1024
+
+
+class _Memo:
+    """A bounded memory of a pure function of a string: an agent sends the whole conversation with
+    every request, so its earlier messages and its system text come back each time."""
+
+    __slots__ = ("answers", "chars")
+
+    def __init__(self) -> None:
+        self.answers: dict[str, Any] = {}
+        self.chars = 0
+
+    def get(self, key: str, work: Any, arg: Any) -> Any:
+        found = self.answers.get(key, _MISSING)
+        if found is not _MISSING:
+            return found
+        answer = work(arg)
+        if len(key) <= MEMO_VALUE:
+            if len(self.answers) >= MEMO_ENTRIES or self.chars + len(key) > MEMO_CHARS:
+                self.answers.clear()
+                self.chars = 0
+            self.answers[key] = answer
+            self.chars += len(key)
+        return answer
+
+
+_MISSING = object()
+_MASKED = _Memo()
+_SYSTEM = _Memo()
+#: the body's lists whose items are masked one by one (each item's answer remembered)
+_LISTS = ("messages", "input", "system", "tools")
+
+
+def _masked(body: dict[str, Any]) -> dict[str, Any]:
+    """``redact_json_value(body)``, item by item for the long lists (see ``_Memo``)."""
+    out: dict[str, Any] = redact_json_value({k: v for k, v in body.items() if k not in _LISTS})
+    for name in _LISTS:
+        if name not in body:
+            continue
+        value = body[name]
+        if isinstance(value, list):
+            out[name] = [_MASKED.get(orjson.dumps(item).decode(), redact_json_value, item) for item in value]
+        else:
+            out[name] = redact_json_value(value)
+    return out
+
+
 def conversation(protocol: Protocol, body: dict[str, Any]) -> Conversation:
     """The conversation of a client request body of ``protocol`` (a parsed JSON object)."""
-    body = redact_json_value(body)
+    body = _masked(body)
     try:
         req = read_request(body, protocol)
     except TranslationError as exc:
