@@ -27,7 +27,7 @@ from proxai.redact import (
 )
 from tests.security.shapes import PLANTED_SHAPES
 
-DATA = tomllib.loads(resources.files("proxai").joinpath(redact.SHAPES_FILE).read_text("utf-8"))
+DATA = tomllib.loads(resources.files(redact.__package__).joinpath(redact.SHAPES_FILE).read_text("utf-8"))
 BY_ID = {s.id: s for s in SHAPES}
 IDS = sorted(BY_ID)
 
