@@ -64,6 +64,7 @@ class ReplayState(TypingProtocol):
     """The part of the addon's per-flow state replay reads and writes."""
 
     protocol: Protocol
+    start: float  # when the request reached the proxy (the addon's clock, time.monotonic)
     extra: dict[str, Any]
 
 
@@ -323,7 +324,7 @@ class Replay:
             cassette.give_back(found.entry)
             return self._miss(flow, state, "proxai replay: the replay server is not running", None)
         p = plan(found.entry.answer, self.speed)
-        token = self.server.add(p)
+        token = self.server.add(p, state.start)
         state.extra["replay_token"] = (token, found.entry)
         state.extra["replay"] = {
             "replayed": True,

@@ -3,11 +3,12 @@
 mitmproxy answers a request an addon sets ``flow.response`` on in one piece, with no stream and no
 timing. So a matched request is sent on, to this server inside the proxy process (on mitmproxy's
 own event loop), which plays the recorded answer's ``Plan`` (``proxai.replay.plan``): the headers
-and every piece at its time after the request arrived. mitmproxy's response path runs on it
-exactly as on a live upstream's answer: the carrier observes it, the guard watches it, fault rules
-shape it, the body is kept. Each plan is registered under a random token (the request's path names
-it) and played once; a plan of a request that never arrives (a fault answered it) is discarded by
-the addon.
+and every piece at its time after the request reached the proxy (the addon's clock,
+``time.monotonic``), as the recorded times count from the recorded request's arrival. mitmproxy's
+response path runs on it exactly as on a live upstream's answer: the carrier observes it, the guard
+watches it, fault rules shape it, the body is kept. Each plan is registered under a random token
+(the request's path names it) and played once; a plan of a request that never arrives (a fault
+answered it) is discarded by the addon.
 
 Only ``127.0.0.1`` listens; a request for an unknown token gets 404. A client that goes away
 ends the playing (the write fails, the connection is closed). Rules: docs/design/replay.md, 6 to 8.
@@ -21,6 +22,7 @@ import logging
 import secrets
 import socket
 import struct
+import time
 
 import h11
 
@@ -38,7 +40,7 @@ class PlayServer:
 
     def __init__(self) -> None:
         self.port: int | None = None
-        self._plans: dict[str, Plan] = {}
+        self._plans: dict[str, tuple[Plan, float]] = {}
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -56,9 +58,12 @@ class PlayServer:
             task.cancel()
         self.port = None
 
-    def add(self, plan: Plan) -> str:
+    def add(self, plan: Plan, start: float) -> str:
+        """Register ``plan`` for a request that reached the proxy at ``start`` (``time.monotonic``):
+        its times count from then, as the recorded ones counted from the recorded request's arrival,
+        so the proxy's own work before the request got here is not added to them."""
         token = secrets.token_hex(12)
-        self._plans[token] = plan
+        self._plans[token] = (plan, start)
         return token
 
     def forget(self, token: str) -> bool:
@@ -106,12 +111,12 @@ class PlayServer:
             assert request is not None
             path = request.target.decode("latin-1")
             token = path.removeprefix(PATH_PREFIX) if path.startswith(PATH_PREFIX) else ""
-            plan = self._plans.pop(token, None)
-            if plan is None:
+            found = self._plans.pop(token, None)
+            if found is None:
                 await _send(writer, conn, _not_found())
                 await _send(writer, conn, h11.Data(data=_NOT_FOUND))
                 await _send(writer, conn, h11.EndOfMessage())
-            elif not await play(plan, conn, writer):
+            elif not await play(*found, conn, writer):
                 return
             if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                 return
@@ -133,24 +138,23 @@ async def _send(writer: asyncio.StreamWriter, conn: h11.Connection, event: h11.E
         await writer.drain()
 
 
-async def _until(loop: asyncio.AbstractEventLoop, deadline: float) -> None:
-    delay = deadline - loop.time()
+async def _until(deadline: float) -> None:
+    delay = deadline - time.monotonic()
     if delay > 0:
         await asyncio.sleep(delay)
 
 
-async def play(plan: Plan, conn: h11.Connection, writer: asyncio.StreamWriter) -> bool:
-    """Play ``plan`` as one response; False when the connection was reset on purpose."""
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
+async def play(plan: Plan, t0: float, conn: h11.Connection, writer: asyncio.StreamWriter) -> bool:
+    """Play ``plan`` as one response, its times counted from ``t0`` (``time.monotonic``); False when
+    the connection was reset on purpose."""
     headers = list(plan.headers)
     if not plan.streaming:
         size = sum(len(d) for _, d in plan.pieces)
         headers.append(("content-length", str(size)))
-    await _until(loop, t0 + plan.headers_at)
+    await _until(t0 + plan.headers_at)
     await _send(writer, conn, h11.Response(status_code=plan.status, headers=headers))
     for at, data in plan.pieces:
-        await _until(loop, t0 + at)
+        await _until(t0 + at)
         await _send(writer, conn, h11.Data(data=data))
     if plan.reset:
         _reset(writer)
