@@ -311,3 +311,25 @@ def test_an_answer_a_fault_gave_first_does_not_use_up_the_recording(
     m = proxai_meta(replayed)["replay"]
     assert (m["replayed"], m["flow_index"], "again" in m) == (True, 1, False)
     assert proxai_meta(replayed)["usage"] == recorded["usage"]
+
+
+def test_regular_mode_replays_https_with_the_upstream_stopped(tmp_path: Path) -> None:
+    """Through CONNECT with mitmproxy's CA: the client asks the upstream's https URL, the replay
+    answers without connecting to it."""
+    with FakeUpstream(tls=True, time_scale=0.02) as up:
+        t = tag()
+        with running_mitmdump(up.url, mode="regular", workdir=tmp_path / "record") as md:
+            first = _ask_tools(md, t)
+            [recorded] = _flows(md, t, 1)
+        url = up.url
+    seen = len(up.requests)
+    with running_mitmdump(
+        url, mode="regular", workdir=tmp_path / "replay", options={"proxai_replay": str(md.flow_path)}
+    ) as rp:
+        t = tag()
+        again = _ask_tools(rp, t)
+        [f] = _flows(rp, t, 1)
+    assert again.model_dump() == first.model_dump()
+    assert len(up.requests) == seen
+    assert f.request.pretty_url == recorded.request.pretty_url  # the client's URL, as it asked
+    assert proxai_meta(f)["replay"]["replayed"] is True and proxai_meta(f)["outcome"] == "completed"
