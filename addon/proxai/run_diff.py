@@ -146,7 +146,7 @@ FACTS: tuple[tuple[str, Callable[[Turn], Any]], ...] = (
     ("first_token_s", lambda t: t.ttft_s),
     ("duration_s", lambda t: t.total_s),
 )
-TIMING = frozenset({"first_token_s", "duration_s"})
+SECONDS = frozenset({"first_token_s", "duration_s"})  # timings: they differ on every run
 
 
 @dataclass(slots=True)
@@ -168,6 +168,13 @@ class Pair:
             if not v.same:
                 out.append(k)
         return out
+
+    @property
+    def state(self) -> str:
+        """``diverged``, ``changed`` (another difference, timings aside) or ``same``."""
+        if self.divergences:
+            return "diverged"
+        return "changed" if [k for k in self.changed if k not in SECONDS] else "same"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -331,7 +338,6 @@ DIVERGENCE_LABELS = {
     OUTCOME: "outcome differs",
     TOOL_CALLS: "tool calls differ",
 }
-SECONDS = frozenset({"first_token_s", "duration_s"})
 
 
 def show(key: str, value: Any) -> str:
@@ -407,7 +413,7 @@ def summary_lines(d: RunDiff, *, base_name: str, new_name: str) -> list[str]:
         state = (
             "DIVERGED (" + ", ".join(DIVERGENCE_LABELS[x] for x in p.divergences) + ")"
             if p.divergences
-            else ("changed" if [k for k in p.changed if k not in SECONDS] else "same")
+            else p.state
         )
         lines.append(f"pair {n}: base {_side(p.base)} · new {_side(p.new)}: {state}")
         o, s = p.values["outcome"], p.values["stop_reason"]

@@ -24,7 +24,6 @@ from proxai.run_diff import (
     DIVERGENCE_LABELS,
     LABELS,
     OUTCOME,
-    SECONDS,
     Pair,
     RunDiff,
     ToolCallDiff,
@@ -181,10 +180,8 @@ def _pair(n: int, p: Pair) -> str:
                 + f": {_clip(str(t.error.get('message') or ''))}</div>"
             )
     body.append(_text(p.values["text"]))
-    changed = [k for k in p.changed if k not in SECONDS]
-    state = "diverged" if p.divergences else ("changed" if changed else "same")
     return (
-        f'<section class="pair {state}" id="pair-{n}" data-divergences="{_e(" ".join(p.divergences))}" '
+        f'<section class="pair {p.state}" id="pair-{n}" data-divergences="{_e(" ".join(p.divergences))}" '
         f'data-changed="{_e(" ".join(p.changed))}">' + "".join(body) + "</section>"
     )
 
@@ -209,7 +206,7 @@ def _when(run: Run) -> str:
 
 
 def render_diff_html(d: RunDiff, *, base_name: str, new_name: str) -> str:
-    differ = sum(1 for p in d.pairs if p.divergences or [k for k in p.changed if k not in SECONDS])
+    differ = sum(1 for p in d.pairs if p.state != "same")
     notes = "".join(f"<div>{_e(n)}</div>" for n in d.notes)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
