@@ -99,7 +99,7 @@ def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
 
 
 def _no_fast(cls: Any) -> Callable[[], contextlib.AbstractContextManager[None]]:
-    """The grammar's ``_fast`` declines every event: ``ObserverBase.observe`` takes the general path."""
+    """The grammar's ``_fast`` declines every event: ``GrammarBase.observe`` takes the general path."""
 
     def fast(self: Any, name: Any, obj: Any, now: float) -> bool:
         return False
@@ -109,7 +109,7 @@ def _no_fast(cls: Any) -> Callable[[], contextlib.AbstractContextManager[None]]:
 
 def _carrier_general() -> contextlib.AbstractContextManager[None]:
     """Every read through ``StreamCarrier._chunk`` (tests/mitm/test_carrier_hot_path.py's reference)."""
-    from proxai.stream.carrier import StreamCarrier
+    from proxai.pipeline.carrier import StreamCarrier
 
     def feed(self: Any, chunk: bytes, now: float) -> list[bytes]:
         out = self._end(now) if chunk == b"" else self._chunk(chunk, now)
@@ -123,7 +123,7 @@ def _carrier_general() -> contextlib.AbstractContextManager[None]:
 def _scanner_general() -> contextlib.AbstractContextManager[None]:
     """``SseScanner.feed_payloads`` as ``feed``'s events (tests/hardening/test_sse_fuzz.py compares
     the two)."""
-    from proxai.sse import SseScanner, payloads_of
+    from proxai.core.sse import SseScanner, payloads_of
 
     def feed_payloads(self: Any, data: bytes) -> Any:
         return payloads_of(self.feed(data))
@@ -146,27 +146,27 @@ def _guard_every_chunk() -> contextlib.AbstractContextManager[None]:
 
 
 def _no_lean() -> contextlib.AbstractContextManager[None]:
-    """The Anthropic grammar reads every payload whole (``ObserverBase._lean`` declines every one;
+    """The Anthropic grammar reads every payload whole (``GrammarBase._lean`` declines every one;
     tests/observe/test_lean_reading.py compares the two)."""
-    from proxai.protocols.anthropic import AnthropicObserver
-    from proxai.protocols.common import ObserverBase
+    from proxai.protocols.anthropic import AnthropicGrammar
+    from proxai.protocols.common import GrammarBase
 
-    return _patched(AnthropicObserver, "_lean", ObserverBase._lean)
+    return _patched(AnthropicGrammar, "_lean", GrammarBase._lean)
 
 
 def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
     """Fast path -> a context manager that switches it off (its general path patched in)."""
-    from proxai.protocols.anthropic import AnthropicObserver
-    from proxai.protocols.chat import ChatObserver
-    from proxai.protocols.responses import ResponsesObserver
+    from proxai.protocols.anthropic import AnthropicGrammar
+    from proxai.protocols.chat import ChatGrammar
+    from proxai.protocols.responses import ResponsesGrammar
 
     return {
         "carrier hot read": _carrier_general,
         "scanner payload path": _scanner_general,
         "anthropic lean reading": _no_lean,
-        "anthropic _fast": _no_fast(AnthropicObserver),
-        "chat _fast": _no_fast(ChatObserver),
-        "responses _fast": _no_fast(ResponsesObserver),
+        "anthropic _fast": _no_fast(AnthropicGrammar),
+        "chat _fast": _no_fast(ChatGrammar),
+        "responses _fast": _no_fast(ResponsesGrammar),
         "guard chunk shortcut": _guard_every_chunk,
     }
 

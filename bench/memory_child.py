@@ -17,8 +17,8 @@ import json
 import sys
 from typing import Any
 
-from proxai.model import Protocol
-from proxai.observe import StreamObserver
+from proxai.core.model import Protocol
+from proxai.pipeline.observe import StreamObserver
 
 from .procs import reset_peak_rss, status_kb
 from .upstream import _DELTA_START, blocks

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from proxai.model import Protocol
-from proxai.sse import SseScanner
+from proxai.core.model import Protocol
+from proxai.core.sse import SseScanner
 
 from . import streams
 from .floor import floor
@@ -54,7 +54,7 @@ def observer_factory(events: bool = False) -> Callable[[str, list[bytes]], Any] 
     ``events``: through ``StreamObserver.feed`` (event objects: tests, no carrier path), else
     ``StreamObserver.observe_payloads`` (every carrier's path: observed, guarded or translated)."""
     try:
-        mod = importlib.import_module("proxai.observe")
+        mod = importlib.import_module("proxai.pipeline.observe")
     except ImportError:
         return None
     cls = mod.StreamObserver
@@ -94,7 +94,7 @@ def run(events: int, repeats: int) -> list[Row]:
         if observe_events is not None:
             fns["events"] = partial(observe_events, proto, chunks)
         else:
-            note = "proxai.observe not landed"
+            note = "proxai.pipeline.observe not landed"
         best = best_of(fns, repeats)
         rows.append(
             Row(

@@ -35,8 +35,8 @@ from .floor import floor
 
 
 def _observe_only(protocol: str, chunks: list[bytes]) -> int:
-    from proxai.model import Protocol
-    from proxai.observe import StreamObserver
+    from proxai.core.model import Protocol
+    from proxai.pipeline.observe import StreamObserver
 
     obs = StreamObserver(Protocol(protocol), start=0.0)
     obs.headers(200, 0.0)
@@ -51,7 +51,7 @@ def _observe_only(protocol: str, chunks: list[bytes]) -> int:
 
 def regions(events: int) -> list[tuple[str, Callable[[], Any]]]:
     """(name, call) per counted region: per protocol its floor, its observer, each pair's path."""
-    from proxai.model import Protocol
+    from proxai.core.model import Protocol
     from proxai.translate.stream import make_stream_translator
 
     out: list[tuple[str, Callable[[], Any]]] = []

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from proxai.model import Protocol
-from proxai.sse import Payloads, SseScanner
+from proxai.core.model import Protocol
+from proxai.core.sse import Payloads, SseScanner
 
 from . import streams
 from .floor import floor
@@ -59,7 +59,7 @@ def _translate_only(make: Callable[[], Any], batches: list[Payloads]) -> int:
 
 
 def _full_path(make: Callable[[], Any], proto: Protocol, chunks: list[bytes]) -> int:
-    from proxai.observe import StreamObserver
+    from proxai.pipeline.observe import StreamObserver
 
     obs = StreamObserver(proto, start=0.0)
     obs.headers(200, 0.0)
@@ -84,7 +84,7 @@ def run(events: int, repeats: int) -> list[Row]:
     if make_pair is None:
         return [Row("-", 0, 0, note="proxai.translate.stream.make_stream_translator not landed")]
     try:
-        importlib.import_module("proxai.observe")
+        importlib.import_module("proxai.pipeline.observe")
         have_observer = True
     except ImportError:
         have_observer = False

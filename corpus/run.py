@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from proxai.errors import ProxaiError
+from proxai.core.errors import ProxaiError
+from proxai.core.model import ErrorKind, Protocol, StopClass, StreamSummary
 from proxai.mitm.carrier import Carrier
-from proxai.model import ErrorKind, Protocol, StopClass, StreamSummary
-from proxai.observe import Limits, StreamObserver
+from proxai.pipeline.observe import Limits, StreamObserver
 from proxai.protocols.responses import CLIENT_KINDS
 from proxai.translate import stop_reasons
 from proxai.translate.stream import make_stream_translator

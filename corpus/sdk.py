@@ -19,7 +19,7 @@ import anthropic
 import httpx2
 import openai
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 
 Verdict = Literal["accepted", "error_event", "incomplete", "rejected"]
 

@@ -1,6 +1,6 @@
 """``python -m proxai <command>`` and the installed ``proxai`` command: the command-line entry point.
 
-One module per subcommand (``proxai/cli_<name>.py``) with ``NAME``, ``HELP``,
+One module per subcommand (``proxai/cli/<name>.py``) with ``NAME``, ``HELP``,
 ``add_arguments(parser)`` and ``run(args) -> int``; add a module name to ``SUBCOMMANDS`` to add
 a command (to both: the ``proxai`` console script is ``main`` here). A module may instead name
 commands whose arguments belong to another program: ``PASSTHROUGH`` (command -> help) and
@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from types import ModuleType
 
 SUBCOMMANDS = (
-    "proxai.cli_demo",
-    "proxai.cli_report",
-    "proxai.cli_export",
-    "proxai.cli_diff",
-    "proxai.cli_addon_path",
-    "proxai.cli_tools",
-    "proxai.cli_replay",
+    "proxai.cli.demo",
+    "proxai.cli.report",
+    "proxai.cli.export",
+    "proxai.cli.diff",
+    "proxai.cli.addon_path",
+    "proxai.cli.tools",
+    "proxai.cli.replay",
 )
 
 

@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from .model import ErrorKind, Outcome
+from proxai.core.model import ErrorKind, Outcome
 
 DEFAULT_TOOL_STALL = 60.0
 DEFAULT_IDLE_TIMEOUT = 300.0
 
 
 class OpenCall(Protocol):
-    """What the guard reads of a started, unfinished call (``proxai.observe.OpenToolCall``)."""
+    """What the guard reads of a started, unfinished call (``proxai.pipeline.observe.OpenToolCall``)."""
 
     @property
     def id(self) -> str | None: ...
@@ -52,7 +52,7 @@ class OpenCall(Protocol):
 
 
 class ClosedCall(Protocol):
-    """What the guard reads of an observed call (``proxai.model.ToolCallInfo``)."""
+    """What the guard reads of an observed call (``proxai.core.model.ToolCallInfo``)."""
 
     @property
     def id(self) -> str | None: ...

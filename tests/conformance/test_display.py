@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai import render, report, verdict
-from proxai.observe import StreamObserver
+from proxai.outputs import report, verdict, view_text
+from proxai.pipeline.observe import StreamObserver
 
 from .test_sdk_reactions import CASES, KINDS
 
@@ -35,7 +35,7 @@ def test_a_stream_an_sdk_only_loses_content_of_is_not_marked_but_shown() -> None
     meta = meta_of("anthropic one delta without its event line")
     assert verdict.marker_for(meta) == ""
     assert verdict.comment_line(meta) == "completed (end_turn) · anthropic m · 3 in/2 out"
-    lines = render.response_lines(meta, None)
+    lines = view_text.response_lines(meta, None)
     at = lines.index("── official SDKs ──")
     assert lines[at + 1 : at + 5] == [
         "anthropic_messages.unnamed_event at event 3: content_block_delta has no event: line",

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from proxai.conformance import RULES
-from proxai.model import Protocol
-from proxai.observe import StreamObserver
+from proxai.core.model import Protocol
+from proxai.pipeline.observe import StreamObserver
+from proxai.protocols.conformance import RULES
 
 from . import sdks
 

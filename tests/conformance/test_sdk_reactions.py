@@ -1,4 +1,5 @@
-"""Every conformance rule (proxai.conformance.RULES): a stream that breaks it is found by the grammar at
+"""Every conformance rule (proxai.protocols.conformance.RULES): a stream that breaks it is found by the
+grammar at
 the event the finding names, and the real SDKs react to that stream exactly as the finding says: the
 Python SDKs in the venv, the Node SDKs that .ci/install-node-sdks pins (all streams in one node run).
 A clean stream of each protocol: no finding, and every SDK returns the whole object."""
@@ -13,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from proxai import conformance
-from proxai.conformance import RULES, SDK_VERSIONS, Reaction
-from proxai.model import Protocol
-from proxai.observe import StreamObserver
+from proxai.core.model import Protocol
+from proxai.pipeline.observe import StreamObserver
+from proxai.protocols import conformance
+from proxai.protocols.conformance import RULES, SDK_VERSIONS, Reaction
 
 from . import sdks
 

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from proxai.errors import TranslationError
-from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
-from proxai.observe import StreamObserver
-from proxai.stream import carrier as carrier_module
-from proxai.stream.carrier import (
+from proxai.core.errors import TranslationError
+from proxai.core.model import ErrorKind, Outcome, Protocol, StreamSummary
+from proxai.pipeline import carrier as carrier_module
+from proxai.pipeline.carrier import (
     MACHINE,
     OPEN,
     TABLE,
@@ -31,6 +30,7 @@ from proxai.stream.carrier import (
     GuardAction,
     StreamCarrier,
 )
+from proxai.pipeline.observe import StreamObserver
 from proxai.translate.stream import StreamTranslator, make_stream_translator
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -96,7 +96,7 @@ def test_the_table_names_every_state_and_no_other_event() -> None:
 
 def test_the_refused_error_is_not_a_stream_error() -> None:
     """A refused event is our bug: never mistaken for an upstream or translation problem."""
-    from proxai.errors import ProxaiError
+    from proxai.core.errors import ProxaiError
 
     assert not issubclass(CarrierStateError, ProxaiError)
 
@@ -307,9 +307,9 @@ def test_the_core_runs_without_mitmproxy() -> None:
         f"""
         import sys
         from pathlib import Path
-        from proxai.model import Outcome, Protocol
-        from proxai.observe import StreamObserver
-        from proxai.stream.carrier import CarrierState, StreamCarrier
+        from proxai.core.model import Outcome, Protocol
+        from proxai.pipeline.observe import StreamObserver
+        from proxai.pipeline.carrier import CarrierState, StreamCarrier
         from proxai.translate.stream import make_stream_translator
 
         data = Path({str(FIXTURES / "openai_chat" / "text.sse")!r}).read_bytes()

@@ -1,4 +1,4 @@
-"""``proxai.error_shapes``: every injected / translated error is one the real SDKs raise on, with
+"""``proxai.core.errors.shapes``: every injected / translated error is one the real SDKs raise on, with
 our message, and every event validates against the SDK's own typed model."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import orjson
 import pytest
 from openai.types.responses import ResponseErrorEvent, ResponseFailedEvent
 
-from proxai.error_shapes import error_body, error_event, http_status_for
-from proxai.model import ErrorKind, Protocol
-from proxai.sse import SseScanner
+from proxai.core.errors.shapes import error_body, error_event, http_status_for
+from proxai.core.model import ErrorKind, Protocol
+from proxai.core.sse import SseScanner
 
 A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
 MESSAGE = "proxai: tool call get_time (call_b) stalled for 1.5 s after 12 argument bytes"

@@ -22,11 +22,11 @@ import pytest
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow, tutils
 
-from proxai import cost, render, verdict
-from proxai.html_report import render_html
 from proxai.mitm.addon import ProxAI
-from proxai.run import USAGE_KEYS, FlowInput, build_run
-from proxai.run_csv import render_csv
+from proxai.outputs import cost, verdict, view_text
+from proxai.outputs.run import USAGE_KEYS, FlowInput, build_run
+from proxai.outputs.run_csv import render_csv
+from proxai.outputs.run_html import render_html
 
 MTOK = Decimal(1_000_000)
 INPUT, OUTPUT, CACHE_READ, WRITE_5M, WRITE_1H = (Decimal(p) for p in ("3", "15", "0.30", "3.75", "6"))
@@ -258,7 +258,7 @@ def test_lifetimes_text(usage: dict[str, Any], text: str | None) -> None:
 
 def test_the_view_and_the_run_report_show_the_split(addon: Any) -> None:
     meta = _run(addon, "anthropic", streamed=False)
-    assert render.usage_lines(meta)[1] == (
+    assert view_text.usage_lines(meta)[1] == (
         "tokens: input 6000 · output 100 · total 10100 · cache read 1000"
         " · cache write 3000 (1000 5m, 2000 1h)"
     )

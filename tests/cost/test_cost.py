@@ -1,4 +1,4 @@
-"""Cost per flow (``proxai.cost``): known models priced from genai-prices' bundled table, token
+"""Cost per flow (``proxai.outputs.cost``): known models priced from genai-prices' bundled table, token
 mapping per protocol (cache reads and writes), and no guess for what the table does not know."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import genai_prices
 import pytest
 
-from proxai import cost
+from proxai.outputs import cost
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
 OPENAI_URL = "https://api.openai.com/v1/chat/completions"

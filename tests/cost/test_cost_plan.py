@@ -1,4 +1,4 @@
-"""``proxai.cost`` prices a flow as genai-prices' ``calc_price`` does, to the last digit.
+"""``proxai.outputs.cost`` prices a flow as genai-prices' ``calc_price`` does, to the last digit.
 
 ``price_flow`` runs genai-prices' steps itself and remembers what depends only on a model's price
 (``cost._plan``) and the counts of units a usage leaves out (``cost._inferred``). Checked here
@@ -22,7 +22,7 @@ from genai_prices import Usage, calc_price
 from genai_prices.data_snapshot import get_snapshot
 from genai_prices.types import ModelPrice
 
-from proxai import cost
+from proxai.outputs import cost
 
 # The units price_tokens can produce: input and output always, cache reads and writes when non-zero,
 # and the writes by lifetime (5-minute, 1-hour) inside the writes when the upstream split them.

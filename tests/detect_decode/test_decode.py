@@ -12,8 +12,8 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai.decode import make_decoder, parse_encodings
-from proxai.errors import DecodeError
+from proxai.core.decode import make_decoder, parse_encodings
+from proxai.core.errors import DecodeError
 from tests.splits import random_pieces
 
 _EVENT = b'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"tok%d"}}\n\n'

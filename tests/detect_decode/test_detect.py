@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
-from proxai.model import Protocol
+from proxai.core.detect import detect_protocol, parse_protocol, sniff_protocol
+from proxai.core.model import Protocol
 
 A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
 

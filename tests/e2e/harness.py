@@ -31,7 +31,7 @@ from bench.procs import free_port, stop_process
 from mitmproxy import http, io
 from mitmproxy.exceptions import FlowReadException
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 
 REPO = Path(__file__).resolve().parents[2]
 ADDON_SCRIPT = REPO / "addon" / "proxai.py"

@@ -11,7 +11,7 @@ import pytest
 
 from proxai.mitm.contentview import response_text
 from proxai.mitm.flowrows import report_rows
-from proxai.report import table_lines
+from proxai.outputs.report import table_lines
 
 from .harness import Mitmdump, openai_client, proxai_meta, tag
 

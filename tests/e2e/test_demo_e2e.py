@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from proxai.mitm.flowfile import read_saved_flows
-from proxai.verdict import Verdict, verdict
+from proxai.outputs.verdict import Verdict, verdict
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ import httpx2
 import openai
 import pytest
 
-from proxai import cost
+from proxai.outputs import cost
 from proxai.upstream.scenarios import ARGS_PARIS, TEXT, TEXT_BEFORE_TOOLS, tokens
 
 from .harness import Mitmdump, anthropic_client, openai_client, proxai_meta, running_mitmdump, tag

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 from proxai.upstream.scenarios import TEXT
 
 from .harness import PATHS, REPO, TEST_HEADER, proxai_meta, running_mitmdump, tag

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from proxai.errors import ConfigError
+from proxai.core.errors import ConfigError
 from proxai.faults.rules import FaultPlan, FaultRule, parse_file, parse_inline, parse_option
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from proxai.core.model import Outcome, Protocol
 from proxai.faults.rules import FaultRule
 from proxai.faults.stage import Act, FaultStage, Phase
-from proxai.model import Outcome, Protocol
 from tests.splits import random_pieces
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

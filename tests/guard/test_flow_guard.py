@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from proxai.decode import make_decoder
-from proxai.error_shapes import error_event
+from proxai.core.decode import make_decoder
+from proxai.core.errors.shapes import error_event
+from proxai.core.model import ErrorKind, Outcome, Protocol
+from proxai.core.sse import encode_event
 from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard
-from proxai.model import ErrorKind, Outcome, Protocol
-from proxai.observe import StreamObserver
-from proxai.sse import encode_event
-from proxai.stream.carrier import CarrierState
+from proxai.pipeline.carrier import CarrierState
+from proxai.pipeline.observe import StreamObserver
 
 CFG = GuardConfig(tool_stall=10.0, idle_timeout=100.0)
 

@@ -25,14 +25,14 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from proxai.decode import make_decoder
-from proxai.error_shapes import error_event
+from proxai.core.decode import make_decoder
+from proxai.core.errors.shapes import error_event
+from proxai.core.model import ErrorKind, Outcome, Protocol
 from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard, WaitGuard, after_reads
-from proxai.model import ErrorKind, Outcome, Protocol
-from proxai.observe import StreamObserver
-from proxai.stream.carrier import CarrierState
+from proxai.pipeline.carrier import CarrierState
+from proxai.pipeline.observe import StreamObserver
 
 from .test_flow_guard import ANTHROPIC_HEAD, PING, Rig, ev
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pytest
 
 from proxai import guard
+from proxai.core.model import ErrorKind, Outcome
 from proxai.guard import GuardConfig, Verdict, VerdictKind
-from proxai.model import ErrorKind, Outcome
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROTOCOLS = tuple(Protocol)

@@ -13,8 +13,8 @@ from bench import (
     translate_bench,
 )
 
-from proxai.model import Outcome, Protocol
-from proxai.observe import StreamObserver
+from proxai.core.model import Outcome, Protocol
+from proxai.pipeline.observe import StreamObserver
 
 TOOL_CALLS = {"anthropic_messages": 2, "openai_chat": 2, "openai_responses": 1}
 
@@ -70,20 +70,20 @@ def test_every_fast_path_switch_finds_its_general_path(name: str) -> None:
 
 
 def _targets() -> list[object]:
+    from proxai.core.sse import SseScanner
     from proxai.mitm.guard_addon import FlowGuard
-    from proxai.protocols.anthropic import AnthropicObserver
-    from proxai.protocols.chat import ChatObserver
-    from proxai.protocols.responses import ResponsesObserver
-    from proxai.sse import SseScanner
-    from proxai.stream.carrier import StreamCarrier
+    from proxai.pipeline.carrier import StreamCarrier
+    from proxai.protocols.anthropic import AnthropicGrammar
+    from proxai.protocols.chat import ChatGrammar
+    from proxai.protocols.responses import ResponsesGrammar
 
     return [
         StreamCarrier.feed,
         SseScanner.feed_payloads,
-        AnthropicObserver._lean,
-        AnthropicObserver._fast,
-        ChatObserver._fast,
-        ResponsesObserver._fast,
+        AnthropicGrammar._lean,
+        AnthropicGrammar._fast,
+        ChatGrammar._fast,
+        ResponsesGrammar._fast,
         FlowGuard.on_chunk,
     ]
 

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai.errors import ProxaiError
-from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
-from proxai.observe import Limits, StreamObserver, observe_body
-from proxai.sse import SseEvent, SseScanner
+from proxai.core.errors import ProxaiError
+from proxai.core.model import ErrorKind, Outcome, Protocol, StreamSummary
+from proxai.core.sse import SseEvent, SseScanner
+from proxai.pipeline.observe import Limits, StreamObserver, observe_body
 from proxai.translate.request import translate_request
 from proxai.translate.response import translate_response
 from proxai.translate.stream import PAIRS, make_stream_translator
@@ -57,7 +57,7 @@ def run_observer(protocol: Protocol, chunks: list[bytes], limits: Limits | None 
         else:
             events = obs.feed(c, now)
             assert all(isinstance(e, SseEvent) for e in events)
-        assert obs.finished_tool_calls == sum(t.finished for t in obs.state.acc.tool_order)
+        assert obs.finished_tool_calls == sum(t.finished for t in obs.grammar.acc.tool_order)
         check_summary(obs.summary(), protocol)
     return obs
 

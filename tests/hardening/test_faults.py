@@ -19,8 +19,8 @@ import pytest
 import zstandard
 from bench.procs import fd_count, status_kb
 
-from proxai.model import Protocol
-from proxai.sse import SseScanner
+from proxai.core.model import Protocol
+from proxai.core.sse import SseScanner
 from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, proxai_meta, running_mitmdump, tag
 
 from .logcheck import assert_clean_log

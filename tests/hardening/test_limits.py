@@ -15,12 +15,12 @@ import pytest
 from mitmproxy import exceptions
 from mitmproxy.test import taddons
 
-from proxai import observe
-from proxai.decode import DEFAULT_MAX_DECODED, make_decoder
-from proxai.errors import DecodeError, SseLimitError
+from proxai.core.decode import DEFAULT_MAX_DECODED, make_decoder
+from proxai.core.errors import DecodeError, SseLimitError
+from proxai.core.model import ErrorKind, Outcome, Protocol
+from proxai.core.sse import DEFAULT_MAX_EVENT, DEFAULT_MAX_LINE, SseScanner
 from proxai.mitm.addon import ProxAI
-from proxai.model import ErrorKind, Outcome, Protocol
-from proxai.sse import DEFAULT_MAX_EVENT, DEFAULT_MAX_LINE, SseScanner
+from proxai.pipeline import observe
 
 LIMIT_FIELDS = [f.name for f in dataclasses.fields(observe.Limits)]
 

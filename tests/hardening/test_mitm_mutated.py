@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai.model import Outcome, Protocol
-from proxai.sse import SseScanner
+from proxai.core.model import Outcome, Protocol
+from proxai.core.sse import SseScanner
 from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, proxai_meta, tag
 
 from .logcheck import assert_clean_log
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.e2e
 OUTCOMES = {str(o) for o in Outcome}
 
 
-# Where the guard's injected error starts, per client protocol (proxai.error_shapes).
+# Where the guard's injected error starts, per client protocol (proxai.core.errors.shapes).
 INJECTED_START = {
     Protocol.ANTHROPIC_MESSAGES: b"event: error\n",
     Protocol.OPENAI_CHAT: b'data: {"error":',

@@ -11,10 +11,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai.errors import SseLimitError
-from proxai.model import Protocol
-from proxai.observe import StreamObserver
-from proxai.sse import SseEvent, SseScanner
+from proxai.core.errors import SseLimitError
+from proxai.core.model import Protocol
+from proxai.core.sse import SseEvent, SseScanner
+from proxai.pipeline.observe import StreamObserver
 
 from .test_sse_fuzz import any_bytes, cut_points, reference
 
@@ -67,7 +67,7 @@ def test_pending_bytes_bounded_by_max_event() -> None:
 
 
 def test_observer_pending_bytes_unknown_after_a_limit() -> None:
-    from proxai.observe import Limits
+    from proxai.pipeline.observe import Limits
 
     obs = StreamObserver(Protocol.OPENAI_CHAT, start=0.0, limits=Limits(max_line=10, max_event=20))
     obs.feed(b"data: {}\n\ndata: ", 1.0)

@@ -21,8 +21,8 @@ import httpx
 import orjson
 import pytest
 
-from proxai.errors import ConfigError
-from proxai.routes import parse_routes
+from proxai.core.errors import ConfigError
+from proxai.translate.routes import parse_routes
 from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, start_mitmdump, tag
 
 from .logcheck import assert_clean_log

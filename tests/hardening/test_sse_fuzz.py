@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai.errors import ProxaiError, SseLimitError
-from proxai.sse import Payloads, SseEvent, SseScanner, iter_payloads
+from proxai.core.errors import ProxaiError, SseLimitError
+from proxai.core.sse import Payloads, SseEvent, SseScanner, iter_payloads
 
 _BOM = b"\xef\xbb\xbf"
 _TERM = re.compile(rb"\r\n|\r|\n")

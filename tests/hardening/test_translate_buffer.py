@@ -19,9 +19,9 @@ from bench.upstream import _DELTA_START, blocks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai.errors import SseLimitError
-from proxai.model import Protocol
-from proxai.sse import SseScanner
+from proxai.core.errors import SseLimitError
+from proxai.core.model import Protocol
+from proxai.core.sse import SseScanner
 from proxai.stream import textparts
 from proxai.translate.stream import make_stream_translator
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 from tests.e2e.harness import Mitmdump
 
 from .mutate import PROTOCOLS

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from proxai.errors import ProxaiError, UpstreamProtocolError
-from proxai.model import ErrorInfo, ErrorKind, Outcome, Protocol, StreamSummary
-from proxai.sse import Payloads, SseEvent, SseScanner, iter_payloads, payloads_of
+from proxai.core.errors import ProxaiError, UpstreamProtocolError
+from proxai.core.model import ErrorInfo, ErrorKind, Outcome, Protocol, StreamSummary
+from proxai.core.sse import Payloads, SseEvent, SseScanner, iter_payloads, payloads_of
 
 
 class RecordingObserver:

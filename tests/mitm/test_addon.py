@@ -12,14 +12,14 @@ import pytest
 from mitmproxy import exceptions, http
 from mitmproxy.test import taddons, tflow, tutils
 
-from proxai import observe
-from proxai.errors import UpstreamProtocolError
-from proxai.keep import KeepingStream
+from proxai.core.errors import UpstreamProtocolError
+from proxai.core.model import Protocol
+from proxai.core.sse import SseScanner
 from proxai.mitm import addon as addon_mod
 from proxai.mitm.addon import ProxAI
 from proxai.mitm.carrier import Carrier
-from proxai.model import Protocol
-from proxai.sse import SseScanner
+from proxai.pipeline import observe
+from proxai.pipeline.keep import KeepingStream
 from proxai.translate.stream import make_stream_translator
 
 

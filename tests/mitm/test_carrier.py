@@ -8,11 +8,11 @@ import random
 
 import pytest
 
-from proxai.decode import make_decoder
+from proxai.core.decode import make_decoder
+from proxai.core.model import ErrorKind, Outcome, Protocol
+from proxai.core.sse import SseEvent
 from proxai.mitm.carrier import Carrier
-from proxai.model import ErrorKind, Outcome, Protocol
-from proxai.sse import SseEvent
-from proxai.stream.carrier import CarrierState, GuardAction
+from proxai.pipeline.carrier import CarrierState, GuardAction
 from tests.splits import random_pieces
 
 from .fakes import RecordingObserver, UpperTranslator
@@ -252,7 +252,7 @@ def test_pending_delivered_at_end_does_not_call_close_handlers() -> None:
 
 
 def test_observer_protocol_problem_is_left_to_the_translator() -> None:
-    from proxai.errors import SseLimitError, UpstreamProtocolError
+    from proxai.core.errors import SseLimitError, UpstreamProtocolError
 
     obs = RecordingObserver()
     tr = UpperTranslator()

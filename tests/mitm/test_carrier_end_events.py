@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from proxai.core.model import Protocol
 from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard
-from proxai.model import Protocol
-from proxai.observe import StreamObserver
+from proxai.pipeline.observe import StreamObserver
 from proxai.translate.stream import make_stream_translator
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
+from proxai.core.model import Protocol
 from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard
-from proxai.model import Protocol
-from proxai.observe import StreamObserver
+from proxai.pipeline.observe import StreamObserver
 from tests.splits import random_pieces
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -12,10 +12,10 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai.decode import make_decoder
+from proxai.core.decode import make_decoder
+from proxai.core.model import Protocol
 from proxai.mitm.carrier import Carrier
-from proxai.model import Protocol
-from proxai.observe import StreamObserver
+from proxai.pipeline.observe import StreamObserver
 
 from .test_addon import ANTHROPIC_ERROR_MIDSTREAM, CHAT_TEXT, CHAT_UNFINISHED_TOOL
 

@@ -89,11 +89,11 @@ def test_every_subcommand_is_listed_once(capsys: pytest.CaptureFixture[str]) -> 
 def test_the_demo_says_which_extra_it_needs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from proxai import cli_demo
+    from proxai.cli import demo
 
-    real = cli_demo.importlib.util.find_spec
+    real = demo.importlib.util.find_spec
     monkeypatch.setattr(
-        cli_demo.importlib.util, "find_spec", lambda name: None if name == "anthropic" else real(name)
+        demo.importlib.util, "find_spec", lambda name: None if name == "anthropic" else real(name)
     )
     assert entry.main(["demo"]) == 2
     assert (

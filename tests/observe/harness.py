@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from proxai.model import Protocol, StreamSummary
-from proxai.observe import Limits, StreamObserver, observe_body
+from proxai.core.model import Protocol, StreamSummary
+from proxai.pipeline.observe import Limits, StreamObserver, observe_body
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEFAULT_LIMITS = Limits()

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxai.model import Outcome, Protocol
-from proxai.observe import StreamObserver
+from proxai.core.model import Outcome, Protocol
+from proxai.pipeline.observe import StreamObserver
 from tests.observe.test_one_reading import run
 from tests.translate_stream import build as b
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from proxai.error_kind import MAX_ERROR_MESSAGE, PROMPT_TOO_LONG_PATTERNS, classify_error, error_message
-from proxai.model import ErrorKind
+from proxai.core.errors.kinds import (
+    MAX_ERROR_MESSAGE,
+    PROMPT_TOO_LONG_PATTERNS,
+    classify_error,
+    error_message,
+)
+from proxai.core.model import ErrorKind
 
 
 @pytest.mark.parametrize("pattern", PROMPT_TOO_LONG_PATTERNS)

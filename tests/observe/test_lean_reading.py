@@ -1,4 +1,4 @@
-"""The Anthropic grammar's lean reading of its commonest event (``AnthropicObserver._lean``).
+"""The Anthropic grammar's lean reading of its commonest event (``AnthropicGrammar._lean``).
 
 A named text or thinking delta of the open block, byte for byte the shape the API sends but for
 its string (and the padding the API puts between the two closing braces), is read by parsing
@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai.model import Protocol
-from proxai.observe import Limits
-from proxai.protocols.anthropic import AnthropicObserver
-from proxai.protocols.common import ObserverBase
+from proxai.core.model import Protocol
+from proxai.pipeline.observe import Limits
+from proxai.protocols.anthropic import AnthropicGrammar
+from proxai.protocols.common import GrammarBase
 from tests.observe.test_payload_reuse import _translated
 from tests.observe.test_properties import observe
 
@@ -90,23 +90,23 @@ def _read(raw: bytes) -> tuple[dict[str, object], list[Any]]:
 
 def _without_lean(raw: bytes) -> tuple[dict[str, object], list[Any]]:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(AnthropicObserver, "_lean", ObserverBase._lean)
+        mp.setattr(AnthropicGrammar, "_lean", GrammarBase._lean)
         return _read(raw)
 
 
 def _lean_reads(raw: bytes) -> list[bytes]:
     """The payloads the lean reading took, reading ``raw`` as a summary does."""
     taken: list[bytes] = []
-    real = AnthropicObserver._lean
+    real = AnthropicGrammar._lean
 
-    def lean(self: AnthropicObserver, data: bytes, now: float) -> bool:
+    def lean(self: AnthropicGrammar, data: bytes, now: float) -> bool:
         read = real(self, data, now)
         if read:
             taken.append(data)
         return read
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(AnthropicObserver, "_lean", lean)
+        mp.setattr(AnthropicGrammar, "_lean", lean)
         observe(A, _pieces(raw), Limits(), events=False)
     return taken
 

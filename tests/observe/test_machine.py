@@ -9,11 +9,11 @@ from enum import Enum
 import orjson
 import pytest
 
-from proxai.errors import UpstreamProtocolError
-from proxai.model import Protocol
-from proxai.observe import StreamObserver
+from proxai.core.errors import UpstreamProtocolError
+from proxai.core.model import Protocol
+from proxai.core.sse import encode_event
+from proxai.pipeline.observe import StreamObserver
 from proxai.protocols.machine import Finding, Machine, ProtocolStateError, as_dict, as_int, as_list, as_str
-from proxai.sse import encode_event
 
 
 class S(Enum):

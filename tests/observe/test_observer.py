@@ -6,13 +6,13 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from proxai.error_shapes import error_body, error_event
-from proxai.errors import SemanticStreamError, SseLimitError, UpstreamProtocolError
-from proxai.model import ErrorKind, Outcome, Protocol, StopClass
-from proxai.observe import Limits, OpenToolCall, StreamObserver, observe_body
+from proxai.core.errors import SemanticStreamError, SseLimitError, UpstreamProtocolError
+from proxai.core.errors.shapes import error_body, error_event
+from proxai.core.model import ErrorKind, Outcome, Protocol, StopClass
+from proxai.core.sse import encode_event
+from proxai.pipeline.observe import Limits, OpenToolCall, StreamObserver, observe_body
 from proxai.protocols.anthropic import State
 from proxai.protocols.machine import ProtocolStateError
-from proxai.sse import encode_event
 from tests.observe.harness import FIXTURES, bytewise, run_stream
 
 A = Protocol.ANTHROPIC_MESSAGES

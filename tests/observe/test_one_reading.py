@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxai.core.model import Outcome, Protocol, StreamSummary
+from proxai.core.sse import SseScanner
 from proxai.mitm.carrier import Carrier
-from proxai.model import Outcome, Protocol, StreamSummary
-from proxai.observe import StreamObserver
-from proxai.sse import SseScanner
+from proxai.pipeline.observe import StreamObserver
 from proxai.translate.stream import PAIRS, make_stream_translator
 from tests.observe.harness import status_of
 from tests.observe.test_properties import STREAMS, cut, mutated
@@ -313,7 +313,7 @@ def test_a_responses_failed_is_an_in_band_upstream_error() -> None:
     error chunk are: the outcome is ``error`` (kind from ``response.error.code``), ``stop_reason``
     stays ``failed``, and every translated client gets its protocol's error. The outcome used to
     be ``completed`` while the client got an error."""
-    from proxai.model import ErrorKind, StopClass
+    from proxai.core.model import ErrorKind, StopClass
 
     R_ = Protocol.OPENAI_RESPONSES
     raw = (Path(__file__).parent.parent / "fixtures" / "openai_responses" / "failed.sse").read_bytes()

@@ -27,12 +27,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai.errors import ProxaiError
+from proxai.core.errors import ProxaiError
+from proxai.core.model import Protocol
+from proxai.core.sse import Payloads, SseEvent, SseScanner
 from proxai.mitm.carrier import Carrier
-from proxai.model import Protocol
-from proxai.observe import StreamObserver
+from proxai.pipeline.observe import StreamObserver
 from proxai.protocols import common
-from proxai.sse import Payloads, SseEvent, SseScanner
 from proxai.translate.stream import PAIRS, make_stream_translator
 from proxai.translate.stream.driver import error_kind_of
 from tests.observe.harness import normalize, status_of
@@ -202,26 +202,26 @@ def test_observer_returns_the_scanners_events(path: Path) -> None:
 
 
 def _counting_loads(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every payload the grammars read, in order: parsed whole (``ObserverBase.observe``'s
-    parser), or read lean (``AnthropicObserver._lean``: only its one string value parsed)."""
-    from proxai.protocols.anthropic import AnthropicObserver
+    """Every payload the grammars read, in order: parsed whole (``GrammarBase.observe``'s
+    parser), or read lean (``AnthropicGrammar._lean``: only its one string value parsed)."""
+    from proxai.protocols.anthropic import AnthropicGrammar
 
     seen: list[object] = []
     real = common._loads
-    real_lean = AnthropicObserver._lean
+    real_lean = AnthropicGrammar._lean
 
     def loads(data: bytes | str) -> Any:
         seen.append(data)  # held: no two payloads share an id
         return real(data)
 
-    def lean(self: AnthropicObserver, data: bytes, now: float) -> bool:
+    def lean(self: AnthropicGrammar, data: bytes, now: float) -> bool:
         read = real_lean(self, data, now)
         if read:
             seen.append(data)
         return read
 
     monkeypatch.setattr(common, "_loads", loads)
-    monkeypatch.setattr(AnthropicObserver, "_lean", lean)
+    monkeypatch.setattr(AnthropicGrammar, "_lean", lean)
     return seen
 
 
@@ -319,13 +319,13 @@ def test_translators_of_the_observers_events_give_the_scanners_bytes_on_mutated_
 
 def _without_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every grammar's ``_fast`` declines every event: the general path reads them all."""
-    from proxai.protocols.anthropic import AnthropicObserver
-    from proxai.protocols.chat import ChatObserver
-    from proxai.protocols.common import ObserverBase
-    from proxai.protocols.responses import ResponsesObserver
+    from proxai.protocols.anthropic import AnthropicGrammar
+    from proxai.protocols.chat import ChatGrammar
+    from proxai.protocols.common import GrammarBase
+    from proxai.protocols.responses import ResponsesGrammar
 
-    for cls in (AnthropicObserver, ChatObserver, ResponsesObserver):
-        monkeypatch.setattr(cls, "_fast", ObserverBase._fast)
+    for cls in (AnthropicGrammar, ChatGrammar, ResponsesGrammar):
+        monkeypatch.setattr(cls, "_fast", GrammarBase._fast)
 
 
 def _translated(up: Protocol, raw: bytes) -> list[Any]:

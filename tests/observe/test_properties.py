@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai.errors import ProxaiError
-from proxai.model import Protocol
-from proxai.observe import Limits, StreamObserver, observe_body
-from proxai.protocols.anthropic import AnthropicObserver
-from proxai.protocols.chat import ChatObserver
-from proxai.protocols.responses import ResponsesObserver
+from proxai.core.errors import ProxaiError
+from proxai.core.model import Protocol
+from proxai.pipeline.observe import Limits, StreamObserver, observe_body
+from proxai.protocols.anthropic import AnthropicGrammar
+from proxai.protocols.chat import ChatGrammar
+from proxai.protocols.responses import ResponsesGrammar
 from tests.observe.harness import FIXTURES, fixture_cases, normalize
 from tests.splits import cut_pieces
 
@@ -35,7 +35,7 @@ def observe(
     for i, piece in enumerate(pieces):
         feed(piece, float(i))
         # The count the guard reads:
-        assert obs.finished_tool_calls == sum(t.finished for t in obs.state.acc.tool_order)
+        assert obs.finished_tool_calls == sum(t.finished for t in obs.grammar.acc.tool_order)
         obs.summary()
         assert obs.failed is None or isinstance(obs.failed, ProxaiError)
     s = obs.finish(float(len(pieces)))
@@ -175,13 +175,13 @@ def test_fixture_dir_exists() -> None:
 
 
 def _without_fast_paths(protocol: Protocol, raw: bytes, pieces: list[bytes]) -> dict[str, object]:
-    from proxai.protocols.common import ObserverBase
+    from proxai.protocols.common import GrammarBase
 
-    classes = [AnthropicObserver, ChatObserver, ResponsesObserver]
+    classes = [AnthropicGrammar, ChatGrammar, ResponsesGrammar]
     saved = [c.__dict__["_fast"] for c in classes]
     try:
         for c in classes:
-            c._fast = ObserverBase._fast  # type: ignore[method-assign]
+            c._fast = GrammarBase._fast  # type: ignore[method-assign]
         return observe(protocol, pieces, Limits())
     finally:
         for c, f in zip(classes, saved, strict=True):

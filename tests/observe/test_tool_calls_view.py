@@ -15,8 +15,8 @@ from bench import streams as bench_streams
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai.model import Protocol
-from proxai.observe import Limits, StreamObserver
+from proxai.core.model import Protocol
+from proxai.pipeline.observe import Limits, StreamObserver
 from tests.observe.harness import status_of
 from tests.observe.test_properties import SMALL, STREAMS, mutated
 from tests.splits import cut_pieces

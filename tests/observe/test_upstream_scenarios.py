@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from proxai.model import Protocol
-from proxai.observe import observe_body
+from proxai.core.model import Protocol
+from proxai.pipeline.observe import observe_body
 from proxai.upstream import render_anthropic, render_chat, render_responses
 from proxai.upstream.ops import Abort, Delay, Params, Respond
 from proxai.upstream.scenarios import SCENARIOS

@@ -1,4 +1,4 @@
-"""Spans of LLM flows (``proxai.otel``): the GenAI attributes, trace context, status, no content
+"""Spans of LLM flows (``proxai.outputs.otel``): the GenAI attributes, trace context, status, no content
 unless asked, and never a secret. What the SDK makes of them on the wire:
 ``tests/otlp/test_sdk_export.py``."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxai.otel import FlowFacts, build_span, span_ids
+from proxai.outputs.otel import FlowFacts, build_span, span_ids
 
 SECRET = "sk-ant-api03-" + "Z" * 40
 START = 1_767_225_600_000_000_000
@@ -208,7 +208,7 @@ AZURE = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"  # an Azure key: 32 hex digits, no sh
 def test_the_flows_redactor_removes_echoes_of_its_credentials_from_every_attribute() -> None:
     """A key without a known shape, sent in a credential header, is found by echo wherever the
     span would carry it: the conversation, the output, the error message, a tool name."""
-    from proxai.redact import REDACTED, Redactor
+    from proxai.safety.redact import REDACTED, Redactor
 
     red = Redactor()
     red.learn_headers([(b"api-key", AZURE.encode())])

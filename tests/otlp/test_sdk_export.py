@@ -18,8 +18,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from proxai.mitm.otel_sdk import SpanSink
-from proxai.otel import FlowFacts, Span, build_span, span_ids
-from proxai.otlp import ExportSettings, export_settings
+from proxai.outputs.otel import FlowFacts, Span, build_span, span_ids
+from proxai.outputs.otlp import ExportSettings, export_settings
 
 from .receiver import Receiver, attributes, running_receiver, wait_until
 from .test_otel import BODY, START, _meta

@@ -1,4 +1,4 @@
-"""The export's settings (``proxai.otlp.export_settings``), pure: the options and the standard
+"""The export's settings (``proxai.outputs.otlp.export_settings``), pure: the options and the standard
 ``OTEL_*`` variables in, checked settings or a clear error out; the error never shows a header's
 value, since a headers variable holds the receiver's key."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxai.otlp import ExportSettings, export_settings, parse_headers, traces_url
+from proxai.outputs.otlp import ExportSettings, export_settings, parse_headers, traces_url
 
 KEY = "sk-proj-" + "S" * 40
 

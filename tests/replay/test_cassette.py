@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 from proxai.replay.cassette import Cassette, Entry, Hit, Miss, Source
 from proxai.replay.match import conversation
 from proxai.replay.plan import Answer, plan

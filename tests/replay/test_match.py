@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 from proxai.replay.match import MASK, conversation, divergence, mask_dates, system_text
 
 CLIENTS = Path(__file__).resolve().parents[1] / "fixtures" / "clients"

@@ -12,9 +12,9 @@ import pytest
 from mitmproxy import http
 from mitmproxy.test import tflow
 
+from proxai.core.model import Protocol
 from proxai.mitm.flowrows import write_flows
 from proxai.mitm.replay import ReplayFileError, load, parse_speed
-from proxai.model import Protocol
 from proxai.replay.match import conversation
 
 SSE = b"event: message_stop\ndata: {}\n\n"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.render import details_lines
-from proxai.verdict import comment_line
+from proxai.outputs.verdict import comment_line
+from proxai.outputs.view_text import details_lines
 
 META: dict[str, Any] = {
     "schema": 1,

@@ -1,4 +1,4 @@
-"""The run model (``proxai.run``): turns and the conversation's diff for each wire protocol, and a
+"""The run model (``proxai.outputs.run``): turns and the conversation's diff for each wire protocol, and a
 hostile flow file through the report CLI (escaped in HTML, formula-safe and terminal-safe in CSV,
 secrets redacted, garbage metadata tolerated)."""
 
@@ -14,8 +14,8 @@ import pytest
 from mitmproxy import io as mio
 from mitmproxy.test import tflow
 
-from proxai import cli_report
-from proxai.run import FlowInput, build_run, messages_of
+from proxai.cli import report
+from proxai.outputs.run import FlowInput, build_run, messages_of
 
 R = "openai_responses"
 
@@ -136,7 +136,7 @@ def test_a_hostile_flow_file_is_escaped_and_redacted(
 ) -> None:
     path = _hostile_flow_file(tmp_path)
     out = tmp_path / "r.html"
-    assert cli_report.main([str(path), "--html", str(out)]) == 0
+    assert report.main([str(path), "--html", str(out)]) == 0
     html = out.read_text()
     assert KEY not in html and "[REDACTED]" in html
     for raw in ("<svg", "<script>alert", "<img src=x", "<b>boom", "<i>stall", "</pre><script>"):
@@ -145,7 +145,7 @@ def test_a_hostile_flow_file_is_escaped_and_redacted(
     assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt; my key [REDACTED]" in html
     capsys.readouterr()
 
-    assert cli_report.main([str(path), "--csv"]) == 0
+    assert report.main([str(path), "--csv"]) == 0
     text = capsys.readouterr().out
     assert "\x1b" not in text and "\x07" not in text and KEY not in text
     (row,) = list(csv.DictReader(io.StringIO(text)))
@@ -153,7 +153,7 @@ def test_a_hostile_flow_file_is_escaped_and_redacted(
     assert row["error_kind"] == "'" + FORMULA  # a text cell, not a formula
     assert row["cost"] == "" and row["input_tokens"] == ""
 
-    assert cli_report.main([str(path), "--turns"]) == 0
+    assert report.main([str(path), "--turns"]) == 0
     doc = orjson.loads(capsys.readouterr().out)
     (turn,) = doc["turns"]
     assert turn["error"]["message"] == "echo [REDACTED] <b>boom</b>"

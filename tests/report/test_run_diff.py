@@ -1,7 +1,8 @@
-"""Comparing two runs (``proxai.run_diff``, ``proxai.run_diff_html``): the pairing (a retry, an extra
+"""Comparing two runs (``proxai.outputs.run_diff``, ``proxai.outputs.run_diff_html``): the pairing (a
+retry, an extra
 round trip, turns of other steps between two matches, a run too long for the table), what counts as
 a divergence and what is only a change, the JSON and the text, and a hostile run on the page. The
-runs are built from flow inputs the way the report builds them (``proxai.run.build_run``)."""
+runs are built from flow inputs the way the report builds them (``proxai.outputs.run.build_run``)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
-from proxai import run_diff
-from proxai.run import FlowInput, Run, build_run
-from proxai.run_diff import diff_runs, pairing, summary_lines
-from proxai.run_diff_html import render_diff_html
+from proxai.outputs import run_diff
+from proxai.outputs.run import FlowInput, Run, build_run
+from proxai.outputs.run_diff import diff_runs, pairing, summary_lines
+from proxai.outputs.run_diff_html import render_diff_html
 
 A = "anthropic_messages"
 USER = {"role": "user", "content": "Run `ls` please"}

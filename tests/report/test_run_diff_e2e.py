@@ -20,7 +20,8 @@ import pytest
 from mitmproxy import io as mio
 from mitmproxy.io import tnetstring
 
-from proxai import cli_diff, cost
+from proxai.cli import diff as cli_diff
+from proxai.outputs import cost
 from tests.visibility.ui import Chromium, chromium, poll
 
 from .diff_maker import BASE_COMMAND, NEW_COMMAND, Recorded, record, replay

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from mitmproxy import io as mio
 
-from proxai import cost
+from proxai.outputs import cost
 from proxai.upstream.agent import AGENT_THINKING
 from tests.visibility.ui import Chromium, chromium, poll
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 from tests.e2e.harness import PATHS
 from tests.security import planted
 

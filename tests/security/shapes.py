@@ -1,4 +1,4 @@
-"""One planted value per secret shape of ``proxai/secret_shapes.toml`` (synthetic, shaped like the
+"""One planted value per secret shape of ``proxai/safety/secret_shapes.toml`` (synthetic, shaped like the
 real thing, never a real secret), and the ordinary words and LLM API ids that must stay whole.
 
 ``PLANTED_SHAPES[id] = (text, secret)``: ``text`` is what is planted (the secret, with the context its

@@ -34,8 +34,8 @@ import pytest
 from mitmproxy import http
 from mitmproxy.contentviews import Metadata
 
+from proxai.core.model import Protocol
 from proxai.mitm.contentview import view
-from proxai.model import Protocol
 from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, running_mitmdump, tag
 from tests.security import planted
 from tests.security.routes import ENV, A, C, R, request_body, routes_toml

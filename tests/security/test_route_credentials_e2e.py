@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 from tests.e2e.harness import PATHS, TEST_HEADER, Mitmdump, running_mitmdump, tag
 from tests.security import planted
 from tests.security.routes import ENV, A, C, R, combos, request_body, route_name, routes_toml

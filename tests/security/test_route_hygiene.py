@@ -8,10 +8,10 @@ import json
 import pytest
 from mitmproxy.test import tutils
 
-from proxai.error_shapes import error_body, error_event
+from proxai.core.errors.shapes import error_body, error_event
+from proxai.core.model import ErrorKind, Protocol
 from proxai.mitm.routing import scrub_operator_key
-from proxai.model import ErrorKind, Protocol
-from proxai.redact import REDACTED, register_secret
+from proxai.safety.redact import REDACTED, register_secret
 from proxai.translate.errors import translate_error
 from proxai.translate.headers import credential_free_query, is_client_credential, plan_headers
 from tests.security import planted

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxai.errors import ConfigError
-from proxai.routes import parse_routes
+from proxai.core.errors import ConfigError
+from proxai.translate.routes import parse_routes
 
 BASE = (
     '[[route]]\nname = "r"\nmatch = {{ path = "/v1/messages", host = "{host}", model = "{model}" }}\n'

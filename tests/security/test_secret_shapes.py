@@ -1,4 +1,4 @@
-"""The secret shapes (``proxai/secret_shapes.toml``): the rule set is what it says it is, every shape
+"""The secret shapes (``proxai/safety/secret_shapes.toml``): the rule set is what it says it is, every shape
 removes its planted value in every place a flow can hold it, and ordinary words and LLM API ids stay
 whole."""
 
@@ -12,8 +12,8 @@ from urllib.parse import quote
 import orjson
 import pytest
 
-from proxai import redact
-from proxai.redact import (
+from proxai.safety import redact
+from proxai.safety.redact import (
     REDACTED,
     SHAPES,
     Redactor,

@@ -1,4 +1,4 @@
-"""The streamed scrub of the operator's key (``proxai/scrub.py``): at every chunking the client gets
+"""The streamed scrub of the operator's key (``proxai/pipeline/scrub.py``): at every chunking the client gets
 exactly ``whole.replace(key, [REDACTED])``, holding back fewer than ``len(key)`` bytes; and when
 the key is not there, exactly the bytes that came."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai.decode import make_decoder
-from proxai.redact import REDACTED_B
-from proxai.scrub import KeyScrub, ScrubbingStream
+from proxai.core.decode import make_decoder
+from proxai.pipeline.scrub import KeyScrub, ScrubbingStream
+from proxai.safety.redact import REDACTED_B
 from tests.splits import cut_pieces, random_pieces
 
 KEY = b"sk-ant-api03-operatorKEY0123456789"

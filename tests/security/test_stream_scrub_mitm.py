@@ -14,12 +14,12 @@ import pytest
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow, tutils
 
-from proxai.keep import KeepingStream
 from proxai.mitm.addon import ProxAI
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.faults import FaultedStream
-from proxai.redact import REDACTED_B
-from proxai.scrub import ScrubbingStream
+from proxai.pipeline.keep import KeepingStream
+from proxai.pipeline.scrub import ScrubbingStream
+from proxai.safety.redact import REDACTED_B
 
 KEY = "sk-ant-api03-OperatorKeyFromTheEnv0042"
 VAR = "PROXAI_TEST_SCRUB_KEY"

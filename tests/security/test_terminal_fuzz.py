@@ -25,12 +25,13 @@ from mitmproxy.addons.dumper import Dumper
 from mitmproxy.contentviews import Metadata
 from mitmproxy.test import taddons, tflow, tutils
 
-from proxai import cli_diff, cli_export, cli_report, verdict
+from proxai.cli import diff, export, report
 from proxai.mitm.addon import ProxAI
 from proxai.mitm.contentview import view
 from proxai.mitm.dumpline import DumpLine
 from proxai.mitm.flowrows import write_flows
-from proxai.termsafe import escape, log_safe
+from proxai.outputs import verdict
+from proxai.safety.termsafe import escape, log_safe
 
 ATTACKS = [
     "\x1b]52;c;UExBTlRFRGNsaXBib2FyZA==\x07",  # OSC 52: write the clipboard
@@ -105,21 +106,21 @@ def _all_outputs(evil: str, tmp: Path, capsys: Any, caplog: Any, *, command: boo
     write_flows(str(path), flows)
     out: dict[str, str] = {}
     capsys.readouterr()
-    assert cli_report.main([str(path)]) == 0
+    assert report.main([str(path)]) == 0
     out["report"] = capsys.readouterr().out
-    assert cli_report.main([str(path), "--json"]) == 0
+    assert report.main([str(path), "--json"]) == 0
     out["report --json"] = capsys.readouterr().out
     json.loads(out["report --json"])  # still valid JSON
     other = tmp / "other.flow"  # another run, so that every fact of the diff differs and is printed
     write_flows(str(other), [_flow(evil + "?", tmp)])
-    assert cli_diff.main([str(path), str(other)]) == 0
+    assert diff.main([str(path), str(other)]) == 0
     captured = capsys.readouterr()
     out["diff"] = captured.out + captured.err
     assert "DIVERGED (tool calls differ)" in out["diff"]  # the tool names differ: printed, escaped
-    assert cli_diff.main([str(path), str(other), "--json"]) == 0
+    assert diff.main([str(path), str(other), "--json"]) == 0
     out["diff --json"] = capsys.readouterr().out
     json.loads(out["diff --json"])
-    assert cli_export.main([str(path), str(tmp / "exported.flow")]) == 0
+    assert export.main([str(path), str(tmp / "exported.flow")]) == 0
     captured = capsys.readouterr()
     out["export"] = captured.out + captured.err
     caplog.clear()

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai.errors import ProxaiError, SseLimitError
-from proxai.sse import SseEvent, SseScanner, encode_event
+from proxai.core.errors import ProxaiError, SseLimitError
+from proxai.core.sse import SseEvent, SseScanner, encode_event
 from tests.splits import cut_pieces
 
 

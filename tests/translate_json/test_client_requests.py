@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from proxai.errors import TranslationError
-from proxai.model import Protocol
+from proxai.core.errors import TranslationError
+from proxai.core.model import Protocol
 from proxai.translate.ir import RequestOptions
 from proxai.translate.request import translate_request
 

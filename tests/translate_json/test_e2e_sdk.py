@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 from proxai.translate.response import parse_response
 from proxai.upstream.scenarios import (
     ARGS_PARIS,

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai.errors import ProxaiError
-from proxai.model import Protocol
+from proxai.core.errors import ProxaiError
+from proxai.core.model import Protocol
 from proxai.translate.errors import translate_error
 from proxai.translate.request import parse_body, translate_request
 from proxai.translate.response import load_json, translate_response

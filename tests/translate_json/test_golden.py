@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from proxai.errors import TranslationError
-from proxai.model import Protocol
+from proxai.core.errors import TranslationError
+from proxai.core.model import Protocol
 from proxai.translate.request import translate_request
 from proxai.translate.response import translate_response
 

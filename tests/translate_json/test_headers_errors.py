@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from proxai.errors import TranslationError
-from proxai.model import ErrorKind, Protocol
+from proxai.core.errors import TranslationError
+from proxai.core.model import ErrorKind, Protocol
 from proxai.translate.errors import extract_error, is_failed_body, translate_error
 from proxai.translate.headers import client_key, env_key, plan_headers
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 from proxai.translate.ir import RequestOptions
 from proxai.translate.request import translate_request
 

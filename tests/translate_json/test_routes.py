@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from proxai.errors import ConfigError
-from proxai.model import Protocol
-from proxai.routes import load_routes, parse_routes
+from proxai.core.errors import ConfigError
+from proxai.core.model import Protocol
+from proxai.translate.routes import load_routes, parse_routes
 
 MINIMAL = """
 [[route]]

@@ -13,9 +13,9 @@ import httpx2
 import openai
 import orjson
 
-from proxai.errors import ProxaiError
-from proxai.model import ErrorKind, Protocol, StopClass
-from proxai.sse import SseScanner
+from proxai.core.errors import ProxaiError
+from proxai.core.model import ErrorKind, Protocol, StopClass
+from proxai.core.sse import SseScanner
 from proxai.translate import stop_reasons
 from proxai.translate.stream import StreamTranslatorImpl, make_stream_translator
 from proxai.translate.stream.driver import error_kind_of

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 from proxai.translate.call_shapes import freeform_input
 from proxai.translate.ir import CallShape
 from proxai.translate.request import translate_request

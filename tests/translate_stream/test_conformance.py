@@ -9,7 +9,7 @@ import anthropic
 import openai
 import pytest
 
-from proxai.model import Protocol, StopClass
+from proxai.core.model import Protocol, StopClass
 
 from .harness import SDKS, A, C, Neutral, R, neutral_of, render, sdk_neutral, stop_bucket, translate, truth
 from .validators import VALIDATORS, validate_typed

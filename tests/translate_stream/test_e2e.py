@@ -13,7 +13,7 @@ import anthropic
 import openai
 import pytest
 
-from proxai.model import Protocol, StopClass
+from proxai.core.model import Protocol, StopClass
 from tests.e2e.harness import Mitmdump, anthropic_client, openai_client, proxai_meta, running_mitmdump, tag
 
 from .harness import A, C, Neutral, R, render, sdk_neutral, stop_bucket, truth

@@ -9,9 +9,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxai.errors import ProxaiError
-from proxai.model import ErrorKind, Protocol
-from proxai.sse import SseEvent
+from proxai.core.errors import ProxaiError
+from proxai.core.model import ErrorKind, Protocol
+from proxai.core.sse import SseEvent
 from proxai.translate.stream import make_stream_translator
 
 from .harness import A, C, R, carry, render, translate

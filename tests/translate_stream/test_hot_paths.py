@@ -7,9 +7,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from proxai.errors import ProxaiError
-from proxai.model import Protocol
-from proxai.sse import SseScanner, encode_event
+from proxai.core.errors import ProxaiError
+from proxai.core.model import Protocol
+from proxai.core.sse import SseScanner, encode_event
 from proxai.translate.stream import make_stream_translator
 
 A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from proxai.errors import SemanticStreamError
-from proxai.model import ErrorKind
-from proxai.sse import SseScanner
+from proxai.core.errors import SemanticStreamError
+from proxai.core.model import ErrorKind
+from proxai.core.sse import SseScanner
 from proxai.translate.stream import Phase, make_stream_translator
 
 from . import build as b

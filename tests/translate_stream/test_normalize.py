@@ -7,9 +7,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from proxai.errors import ConfigError, SemanticStreamError, UpstreamProtocolError
-from proxai.model import ErrorKind, Protocol
-from proxai.sse import SseScanner
+from proxai.core.errors import ConfigError, SemanticStreamError, UpstreamProtocolError
+from proxai.core.model import ErrorKind, Protocol
+from proxai.core.sse import SseScanner
 from proxai.translate.stream import make_stream_translator
 
 from . import build as b

@@ -5,9 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
-from proxai.model import ErrorKind, Protocol, StopClass
-from proxai.sse import SseScanner
+from proxai.core.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
+from proxai.core.model import ErrorKind, Protocol, StopClass
+from proxai.core.sse import SseScanner
 from proxai.translate.stream import make_stream_translator
 
 from . import build as b

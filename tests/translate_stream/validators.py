@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from proxai.sse import SseEvent, SseScanner
+from proxai.core.sse import SseEvent, SseScanner
 
 
 class Violation(AssertionError):

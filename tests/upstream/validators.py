@@ -1,6 +1,6 @@
 """Strict stream validators: every invariant of docs/design/clients.md, per protocol.
 
-Each ``check_*`` takes the raw SSE body, scans it with ``proxai.sse.SseScanner`` and raises
+Each ``check_*`` takes the raw SSE body, scans it with ``proxai.core.sse.SseScanner`` and raises
 ``AssertionError`` on the first broken invariant, including the ones the Python SDKs
 tolerate silently (dense indexes, ``message_stop``, ``finish_reason``, usage only on the last
 chunk, output_index dense, every item done, ids matching). ``end`` describes how the stream
@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from proxai.sse import SseEvent, SseScanner
+from proxai.core.sse import SseEvent, SseScanner
 
 End = Literal["complete", "error", "open"]
 

@@ -12,8 +12,8 @@ import orjson
 from mitmproxy import http
 from mitmproxy.test import tflow
 
-from proxai.model import Protocol
-from proxai.observe import observe_body
+from proxai.core.model import Protocol
+from proxai.pipeline.observe import observe_body
 from tests.e2e.harness import PATHS
 
 from .scenario_bodies import MODELS, Body, scenario_body

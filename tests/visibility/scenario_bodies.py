@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 from proxai.upstream import render_anthropic, render_chat, render_responses
 from proxai.upstream.ops import Abort, Delay, Params, Respond
 from proxai.upstream.scenarios import get_scenario

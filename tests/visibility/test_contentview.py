@@ -16,9 +16,9 @@ import pytest
 from mitmproxy import contentviews, http
 from mitmproxy.test import taddons, tflow
 
+from proxai.core.model import Protocol
 from proxai.mitm import contentview
 from proxai.mitm.commands import Visibility
-from proxai.model import Protocol
 
 from .flows import llm_flow, observed_meta, request_body, scenario_flow
 from .scenario_bodies import scenario_body

@@ -15,9 +15,9 @@ import pytest
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow
 
+from proxai.core.model import Protocol
 from proxai.mitm.commands import Visibility
 from proxai.mitm.flowrows import read_flows, write_flows
-from proxai.model import Protocol
 
 from .flows import llm_flow, observed_meta
 from .scenario_bodies import scenario_body

@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from proxai import cost
+from proxai.core.model import Protocol
 from proxai.mitm.flowrows import write_flows
-from proxai.model import Protocol
+from proxai.outputs import cost
 from tests.e2e.harness import free_port, stop_process
 
 from .flows import scenario_flow

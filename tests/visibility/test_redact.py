@@ -1,4 +1,4 @@
-"""proxai.redact: names, values, URLs, JSON / SSE / form bodies, metadata, cookies, bounds."""
+"""proxai.safety.redact: names, values, URLs, JSON / SSE / form bodies, metadata, cookies, bounds."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai.redact import (
+from proxai.safety.redact import (
     REDACTED,
     is_secret_name,
     redact_body,

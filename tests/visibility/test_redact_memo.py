@@ -1,4 +1,4 @@
-"""proxai.redact's remembered answers and its tree walk: the same answers as computed afresh.
+"""proxai.safety.redact's remembered answers and its tree walk: the same answers as computed afresh.
 
 The name rule (``_secret_name``) and the text rule of short strings (``_redact_short``) remember
 their answers, bounded; the tree walk remembers its text rule's answers per kind of output and
@@ -17,8 +17,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai import redact
-from proxai.redact import (
+from proxai.safety import redact
+from proxai.safety.redact import (
     _MEMOS,
     MAX_DEPTH,
     MAX_MEMOS,

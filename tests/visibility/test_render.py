@@ -1,4 +1,4 @@
-"""proxai.render: the flow-list comment and markers, and request rendering edge cases."""
+"""proxai.outputs.view_text: the flow-list comment and markers, and request rendering edge cases."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxai import cost, render, report, verdict
-from proxai.model import Outcome, Protocol, StreamSummary, ToolCallInfo, Usage
+from proxai.core.model import Outcome, Protocol, StreamSummary, ToolCallInfo, Usage
+from proxai.outputs import cost, report, verdict, view_text
 
 
 def test_comment_completed() -> None:
@@ -151,14 +151,14 @@ def test_markers_are_mitmproxy_emoji() -> None:
 
 def test_wrap_keeps_every_character() -> None:
     line = "    " + " ".join(["word"] * 60) + " " + "x" * 250
-    out = render.wrap([line, "short"])
-    assert all(len(x) <= render.WIDTH for x in out) and out[-1] == "short"
+    out = view_text.wrap([line, "short"])
+    assert all(len(x) <= view_text.WIDTH for x in out) and out[-1] == "short"
     assert out[0].startswith("    word") and all(x.startswith("      ") for x in out[1:-1])
     assert "".join(out[:-1]).replace(" ", "") == "word" * 60 + "x" * 250
 
 
 def test_request_lines_odd_bodies() -> None:
-    assert render.request_lines("openai_chat", [1, 2]) == [
+    assert view_text.request_lines("openai_chat", [1, 2]) == [
         "ProxAI request · openai_chat",
         "(the body is not a JSON object)",
     ]
@@ -168,7 +168,7 @@ def test_request_lines_odd_bodies() -> None:
         "max_output_tokens": 50,
         "tools": [{"type": "web_search"}],
     }
-    assert render.request_lines("openai_responses", body) == [
+    assert view_text.request_lines("openai_responses", body) == [
         "ProxAI request · openai_responses",
         "model: m · stream: false",
         "params: max_output_tokens 50",
@@ -194,7 +194,8 @@ def test_chat_parts_and_images() -> None:
             }
         ],
     }
-    assert render.request_lines("openai_chat", body)[-3:] == ["[1] user:", "  what is this?", "  [image_url]"]
+    lines = view_text.request_lines("openai_chat", body)
+    assert lines[-3:] == ["[1] user:", "  what is this?", "  [image_url]"]
 
 
 def test_invalid_tool_arguments_are_shown_raw() -> None:
@@ -204,7 +205,7 @@ def test_invalid_tool_arguments_are_shown_raw() -> None:
         Outcome.COMPLETED,
         tool_calls=[ToolCallInfo("c1", "f", arguments_complete=True, arguments_bytes=5, arguments="{oops")],
     )
-    lines = render.tool_call_lines(s.to_metadata()["tool_calls"], s)
+    lines = view_text.tool_call_lines(s.to_metadata()["tool_calls"], s)
     assert lines == [
         "── tool call 1: f · id c1 · complete, arguments not valid JSON · 5 bytes ──",
         "{oops",
@@ -257,10 +258,10 @@ def test_rendering_never_raises_on_odd_metadata_or_bodies(meta: dict[str, Any], 
     assert isinstance(verdict.dump_line(meta), str)
     assert isinstance(verdict.marker_for(meta), str)
     for body in (None, b"data: {}\n\ndata: [1]\n\nevent: x\ndata: {", b"\xff\xfe"):
-        lines = render.flow_response_lines(meta, None, proto, body=body)
-        assert all(isinstance(line, str) and len(line) <= render.WIDTH for line in lines)
-    assert all(isinstance(line, str) for line in render.flow_request_lines(meta, proto, meta))
-    assert all(isinstance(line, str) for line in render.request_lines(proto, meta))
+        lines = view_text.flow_response_lines(meta, None, proto, body=body)
+        assert all(isinstance(line, str) and len(line) <= view_text.WIDTH for line in lines)
+    assert all(isinstance(line, str) for line in view_text.flow_request_lines(meta, proto, meta))
+    assert all(isinstance(line, str) for line in view_text.request_lines(proto, meta))
     diag = report.diagnostics_from(meta, None, b"tail")
     row = report.make_row(
         meta, index=1, flow_id="f", method="POST", url="http://h/v1/x?key=k", status=200, diagnostics=diag
@@ -275,7 +276,7 @@ def test_closed_stream_without_a_body_names_its_last_events() -> None:
         "streaming": True,
         "last_events": ["content_block_delta", "content_block_stop"],
     }
-    lines = render.flow_response_lines(meta, None, "anthropic_messages")
+    lines = view_text.flow_response_lines(meta, None, "anthropic_messages")
     assert lines[:2] == [
         "ProxAI · closed: no message_stop · anthropic_messages · streamed",
         "The stream ended before its terminal event: the message_stop event never came.",
@@ -309,7 +310,7 @@ def test_the_cost_in_the_comment_the_view_and_the_dump_line() -> None:
         "proxai chat gpt-4.1 · completed (tool_calls) · 25 in/26 out · $0.000258 · 2 tool calls"
         " · ttft 0.12s · 1.50s"
     )
-    assert render.usage_lines(meta)[1:3] == [
+    assert view_text.usage_lines(meta)[1:3] == [
         "tokens: input 25 · output 26 · total -",
         f"cost: $0.000258 (openai gpt-4.1, genai-prices {cost.version()})",
     ]
@@ -323,6 +324,6 @@ def test_an_unpriced_flow_says_why_in_the_view_only() -> None:
         == "completed (tool_calls) · chat house-model-7 · 25 in/26 out · 2 tool calls"
     )
     assert "$" not in verdict.dump_line(meta)
-    assert render.usage_lines(meta)[2] == (
+    assert view_text.usage_lines(meta)[2] == (
         f"cost: - (genai-prices {cost.version()} has no price for model 'house-model-7')"
     )

@@ -15,9 +15,9 @@ import pytest
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow
 
+from proxai.core.model import Protocol
 from proxai.mitm.commands import Visibility
 from proxai.mitm.flowrows import write_flows
-from proxai.model import Protocol
 
 from .flows import observed_meta, scenario_flow
 from .scenario_bodies import scenario_body

@@ -21,9 +21,9 @@ import pytest
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow, tutils
 
-from proxai import render
 from proxai.mitm.addon import ProxAI
-from proxai.verdict import dump_line
+from proxai.outputs import view_text
+from proxai.outputs.verdict import dump_line
 
 A, C, R = "anthropic_messages", "openai_chat", "openai_responses"
 MODEL = {A: "claude-test-1", C: "gpt-test-1", R: "gpt-test-2"}  # not priced: no amount in the lines
@@ -324,7 +324,8 @@ def test_every_truncation_reason_is_marked_with_its_reason(
     sdk, ttft = _sdk(upstream, stop, streamed), "0.00s" if streamed else "-"
     assert f.comment == f"truncated ({reason}){sdk} · {head} · 10 in/5 out"
     assert dump_line(meta) == f"proxai {head} · TRUNCATED ({reason}){sdk} · 10 in/5 out · ttft {ttft} · 0.00s"
-    assert render.verdict_lines(meta)[1] == f"The answer was cut by {view}: the client got a partial answer."
+    cut = f"The answer was cut by {view}: the client got a partial answer."
+    assert view_text.verdict_lines(meta)[1] == cut
 
 
 # (client, upstream, upstream's stop, the verdict's text)

@@ -31,7 +31,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from proxai.errors import ConfigError
+from proxai.core.errors import ConfigError
 
 FaultKind = Literal["http_error", "error_event", "truncate", "stall", "reset", "slow"]
 FaultError = Literal["overloaded", "rate_limited", "server"]

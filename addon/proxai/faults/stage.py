@@ -3,7 +3,7 @@
 It sits after the carrier, on the bytes the CLIENT gets (the upstream's own bytes, or a
 translation's output: the fault is always in the client's protocol). It cuts those bytes at SSE
 event boundaries and reads each client event with a stream observer of the client's protocol
-(the protocol's one reading, ``proxai.observe``), so it knows exactly how many events the client
+(the protocol's one reading, ``proxai.pipeline.observe``), so it knows exactly how many events the client
 had, when the first content arrives and when a tool call is in the middle of its arguments. The
 rules are in docs/design/faults.md.
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from proxai.model import ErrorKind, Outcome, Protocol, StreamSummary
-from proxai.observe import Limits, StreamObserver
-from proxai.provider_errors import ProviderError, stream_error_message
+from proxai.core.errors.providers import ProviderError, stream_error_message
+from proxai.core.model import ErrorKind, Outcome, Protocol, StreamSummary
+from proxai.pipeline.observe import Limits, StreamObserver
 
 from .rules import FaultError, FaultRule
 
@@ -307,7 +307,7 @@ class FaultStage:
         elif r.at == "first_token":
             hit, before = content, True
         else:  # tool_args: right after the first argument delta of a call
-            hit, before = any(t.nbytes > 0 for t in self.probe.state.acc.open_tools()), False
+            hit, before = any(t.nbytes > 0 for t in self.probe.grammar.acc.open_tools()), False
         if not hit:
             self._send_now(event, step)
             return
@@ -366,7 +366,7 @@ class FaultStage:
         return out
 
     def _progress(self) -> int:
-        acc = self.probe.state.acc
+        acc = self.probe.grammar.acc
         return (
             acc.text_bytes + acc.reasoning_bytes + acc.refusal_bytes + sum(t.nbytes for t in acc.tool_order)
         )

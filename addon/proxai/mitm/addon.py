@@ -34,10 +34,10 @@ from typing import Any, ParamSpec, TypeVar
 from mitmproxy import ctx, exceptions, flowfilter, http
 from mitmproxy.addonmanager import Loader
 
-from proxai import cost, keep, observe, render, verdict
-from proxai.decode import DEFAULT_MAX_DECODED, Decoder, IdentityDecoder, make_decoder
-from proxai.detect import detect_protocol, parse_protocol, sniff_protocol
-from proxai.errors import ConfigError, DecodeError, ProxaiError
+from proxai.core.decode import DEFAULT_MAX_DECODED, Decoder, IdentityDecoder, make_decoder
+from proxai.core.detect import detect_protocol, parse_protocol, sniff_protocol
+from proxai.core.errors import ConfigError, DecodeError, ProxaiError
+from proxai.core.model import ErrorKind, Outcome, Protocol, StopClass, StreamSummary
 from proxai.mitm.carrier import Carrier, strip_translated_headers
 from proxai.mitm.commands import Visibility
 from proxai.mitm.diagnostics import build_report, write_report
@@ -48,11 +48,12 @@ from proxai.mitm.option_errors import checked_options
 from proxai.mitm.otlp_export import OtlpExport
 from proxai.mitm.replay import Replay
 from proxai.mitm.routing import Routing, client_stream
-from proxai.model import ErrorKind, Outcome, Protocol, StopClass, StreamSummary
-from proxai.redact import Redactor, redact_url
-from proxai.scrub import ScrubbingStream
+from proxai.outputs import cost, verdict, view_text
+from proxai.pipeline import keep, observe
+from proxai.pipeline.scrub import ScrubbingStream
+from proxai.safety.redact import Redactor, redact_url
+from proxai.safety.termsafe import log_safe
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
-from proxai.termsafe import log_safe
 from proxai.translate.stream import StreamTranslator
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
@@ -248,7 +249,7 @@ class ProxAI:
                 f"proxai_{f.name}",
                 int,
                 getattr(defaults, f.name),
-                _LIMIT_HELP.get(f.name, f"Observer limit {f.name} (see proxai.observe.Limits)."),
+                _LIMIT_HELP.get(f.name, f"Observer limit {f.name} (see proxai.pipeline.observe.Limits)."),
             )
 
     def running(self) -> None:
@@ -626,7 +627,7 @@ class ProxAI:
         if summary.outcome is Outcome.CLOSED and carrier is not None:
             # What came last before the stream ended without its terminal event (names only): the
             # view shows it when the body was not kept, and for the upstream side of a translation.
-            meta["last_events"] = render.last_event_names(bytes(carrier.observer.tail))
+            meta["last_events"] = view_text.last_event_names(bytes(carrier.observer.tail))
         cost.add_cost(meta, api_url=flow.request.pretty_url, at=flow.request.timestamp_start)
         red = live_redactor(flow)
         if summary.outcome is Outcome.UNFINISHED_TOOL or "guard" in summary.extra:

@@ -2,7 +2,7 @@
 ``flow.response.stream`` for an SSE response, and the headers of a translated body.
 
 The carrier itself (decode, observe, pass through or translate, hooks, injection, end) is the
-sans-IO core's ``proxai.stream.carrier.StreamCarrier`` (docs/design/README.md follows one chunk
+sans-IO core's ``proxai.pipeline.carrier.StreamCarrier`` (docs/design/README.md follows one chunk
 through it). This adapter only reads the clock for each call, keeps the flow it carries, and logs
 the bugs the carrier caught (docs/design/core.md: one warning line per kind and flow, the
 traceback at debug level). mitmproxy calls it with each upstream chunk and once with ``b""`` at
@@ -18,16 +18,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from proxai.decode import Decoder
-from proxai.model import Protocol
-from proxai.stream.carrier import StreamCarrier
-from proxai.termsafe import log_safe
+from proxai.core.decode import Decoder
+from proxai.core.model import Protocol
+from proxai.pipeline.carrier import StreamCarrier
+from proxai.safety.termsafe import log_safe
 from proxai.translate.stream import StreamTranslator
 
 if TYPE_CHECKING:
     from mitmproxy import http
 
-    from proxai.observe import StreamObserver
+    from proxai.pipeline.observe import StreamObserver
 
 logger = logging.getLogger(__name__)
 

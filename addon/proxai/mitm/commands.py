@@ -27,8 +27,8 @@ from proxai.mitm import contentview, dumpline
 from proxai.mitm.export import export_bundle
 from proxai.mitm.flowrows import report_rows
 from proxai.mitm.option_errors import checked_options
-from proxai.report import table_lines
-from proxai.termsafe import escape
+from proxai.outputs.report import table_lines
+from proxai.safety.termsafe import escape
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ are shown. The outcomes are docs/design/outcomes.md's; the rules of the view are
 mitmproxy 12 contentview API (``mitmproxy/contentviews/_api.py``): a ``Contentview`` has ``name``,
 ``syntax_highlight``, ``prettify(data, metadata)`` and ``render_priority(data, metadata)``; it is
 registered with ``mitmproxy.contentviews.add``. ``data`` is the DECODED body; ``metadata.flow`` and
-``metadata.http_message`` say whose body it is. Rendering itself is pure (``proxai.render``); this
+``metadata.http_message`` say whose body it is. Rendering itself is pure (``proxai.outputs.view_text``); this
 module only finds the inputs.
 """
 
@@ -23,12 +23,12 @@ import orjson
 from mitmproxy import contentviews, http
 from mitmproxy.contentviews import Contentview, Metadata, SyntaxHighlight
 
-from proxai import render, verdict
-from proxai.detect import detect_protocol
-from proxai.errors import ProxaiError
+from proxai.core.detect import detect_protocol
+from proxai.core.errors import ProxaiError
+from proxai.core.model import Protocol, StreamSummary
 from proxai.mitm.export import flow_redactor
-from proxai.model import Protocol, StreamSummary
-from proxai.termsafe import escape, log_safe
+from proxai.outputs import verdict, view_text
+from proxai.safety.termsafe import escape, log_safe
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def observe_captured(protocol: Protocol, data: bytes, response: http.Response) -
     if not data or len(data) > MAX_VIEW_BODY:
         return None
     try:
-        from proxai.observe import observe_body  # type: ignore[import-untyped,unused-ignore]
+        from proxai.pipeline.observe import observe_body  # type: ignore[import-untyped,unused-ignore]
     except ImportError:  # pragma: no cover - only while the observers are not there yet
         return None
     ct = response.headers.get("content-type")
@@ -109,7 +109,7 @@ def response_text(flow: http.HTTPFlow, data: bytes) -> str:
     client = _protocol(verdict.client_protocol(meta)) if meta is not None else None
     body_protocol = client or upstream
     captured = observe_captured(body_protocol, data, flow.response) if body_protocol else None
-    lines = render.flow_response_lines(meta, captured, str(body_protocol or ""), body=data)
+    lines = view_text.flow_response_lines(meta, captured, str(body_protocol or ""), body=data)
     return "\n".join(lines) + "\n"
 
 
@@ -117,7 +117,7 @@ def request_text(flow: http.HTTPFlow, data: bytes) -> str:
     meta = flow_meta(flow)
     upstream = upstream_protocol(flow)
     body = _parse_json(data)
-    return "\n".join(render.flow_request_lines(meta, str(upstream or ""), body)) + "\n"
+    return "\n".join(view_text.flow_request_lines(meta, str(upstream or ""), body)) + "\n"
 
 
 class ProxaiContentview(Contentview):

@@ -8,7 +8,7 @@ this module only writes the report.
 
 The report holds the tail as text (invalid UTF-8 replaced), the summary and the open tool
 calls. It NEVER holds request or response headers, query strings or bodies, and all of it goes
-through the flow's redaction engine (``proxai.redact.Redactor``, ``docs/security.md``): a key the
+through the flow's redaction engine (``proxai.safety.redact.Redactor``, ``docs/security.md``): a key the
 stream quotes, or splits across deltas, is removed from the tail too.
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from proxai.model import StreamSummary
-from proxai.redact import Redactor
+from proxai.core.model import StreamSummary
+from proxai.safety.redact import Redactor
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
 

@@ -6,7 +6,7 @@ script's (default addons come first). ``DumpLine`` is therefore added at the END
 when mitmproxy is running (``Visibility.running``), so its line comes right under the flow's
 ``<< 200 OK 1.3k`` line. It prints through the Dumper: same output, same filter (``dumper_filter``),
 same verbosity (``flow_detail`` 0 / ``-q`` prints nothing), and colour only where the Dumper uses it
-(a terminal that supports it). The text itself is ``proxai.verdict.dump_line`` (terminal-safe).
+(a terminal that supports it). The text itself is ``proxai.outputs.verdict.dump_line`` (terminal-safe).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 from mitmproxy import ctx, http
 from mitmproxy.utils import human
 
-from proxai import verdict
-from proxai.termsafe import log_safe
+from proxai.outputs import verdict
+from proxai.safety.termsafe import log_safe
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ JSON of the outcomes.
 
 The ``proxai.export FLOWS PATH`` command and ``python -m proxai export`` (docs/bug-reports.md), and the
 rule that secrets never appear in exports (docs/design/core.md, "Secrets stay out"). Every place a flow
-can hold a secret is rewritten through ``proxai.redact``: request and response headers and trailers
+can hold a secret is rewritten through ``proxai.safety.redact``: request and response headers and trailers
 (auth headers, API keys, cookies), the URL (query, userinfo), bodies (JSON keys, SSE data, forms,
 credential-shaped tokens anywhere), ``flow.metadata``, the comment, the error message and WebSocket
 messages. The original flows are never modified: the bundle is made of copies.
@@ -27,8 +27,8 @@ from mitmproxy import http
 from mitmproxy.addons.savehar import SaveHar
 
 from proxai.mitm.flowrows import report_rows, write_flows
-from proxai.redact import Redactor, truncate_body
-from proxai.report import report_json
+from proxai.outputs.report import report_json
+from proxai.safety.redact import Redactor, truncate_body
 
 REDACTION_NOTE = (
     "Secrets were removed: authorization / api-key / cookie headers and any header, query parameter, "

@@ -29,18 +29,18 @@ from typing import TYPE_CHECKING, Any
 from mitmproxy import command, ctx, exceptions, flowfilter, http
 from mitmproxy.addonmanager import Loader
 
-from proxai.errors import ConfigError
+from proxai.core.errors import ConfigError
+from proxai.core.errors.providers import http_error
+from proxai.core.model import ErrorInfo, ErrorKind, Outcome, StreamSummary
 from proxai.faults.rules import STREAM_FAULTS, FaultPlan, FaultRule, parse_inline, parse_option
 from proxai.faults.stage import ERRORS, Act, FaultStage
-from proxai.keep import KeepingStream
 from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.option_errors import checked_options
-from proxai.model import ErrorInfo, ErrorKind, Outcome, StreamSummary
-from proxai.provider_errors import http_error
-from proxai.scrub import ScrubbingStream
-from proxai.stream.carrier import OPEN, GuardAction
-from proxai.termsafe import log_safe
+from proxai.pipeline.carrier import OPEN, GuardAction
+from proxai.pipeline.keep import KeepingStream
+from proxai.pipeline.scrub import ScrubbingStream
+from proxai.safety.termsafe import log_safe
 
 if TYPE_CHECKING:
     from proxai.mitm.addon import FlowState

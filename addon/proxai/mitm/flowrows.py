@@ -26,10 +26,10 @@ import orjson
 from mitmproxy import exceptions, http, io
 from mitmproxy import flow as mflow
 
-from proxai import cost
-from proxai.detect import detect_protocol
-from proxai.errors import ProxaiError
-from proxai.report import ReportRow, diagnostics_from, make_row
+from proxai.core.detect import detect_protocol
+from proxai.core.errors import ProxaiError
+from proxai.outputs import cost
+from proxai.outputs.report import ReportRow, diagnostics_from, make_row
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def _summary(f: http.HTTPFlow) -> Mapping[str, Any] | None:
     if f.response is None:
         return {"schema": 1, "protocol": str(protocol), "outcome": "error", "error": _flow_error(f)}
     try:
-        from proxai.observe import observe_body  # type: ignore[import-untyped,unused-ignore]
+        from proxai.pipeline.observe import observe_body  # type: ignore[import-untyped,unused-ignore]
     except ImportError:  # pragma: no cover - only while the observers are not there yet
         return None
     resp = f.response

@@ -36,16 +36,17 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.addonmanager import Loader
 
-from proxai import guard, verdict
-from proxai.error_shapes import error_body, http_status_for
+from proxai import guard
+from proxai.core.errors.shapes import error_body, http_status_for
+from proxai.core.model import ErrorInfo, ErrorKind, Protocol, StreamSummary
 from proxai.guard import GuardConfig, Verdict, VerdictKind
 from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.option_errors import checked_options
-from proxai.model import ErrorInfo, ErrorKind, Protocol, StreamSummary
+from proxai.outputs import verdict
+from proxai.pipeline.carrier import OPEN, CarrierState, GuardAction, StreamCarrier
 from proxai.protocols.common import Accum
-from proxai.stream.carrier import OPEN, CarrierState, GuardAction, StreamCarrier
-from proxai.termsafe import log_safe
+from proxai.safety.termsafe import log_safe
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The OpenTelemetry SDK behind ``proxai_otlp`` (docs/design/otlp.md, rules 7 to 10).
 
-``SpanSink`` turns ``proxai.otel.Span`` objects (built pure from a flow's summary) into SDK spans:
+``SpanSink`` turns ``proxai.outputs.otel.Span`` objects (built pure from a flow's summary) into SDK spans:
 a ``TracerProvider`` with a ``BatchSpanProcessor`` (its bounded queue and its one thread) and the
 SDK's OTLP/HTTP exporter (``opentelemetry-exporter-otlp-proto-http``: protobuf, compression,
 retries with backoff). A span starts and ends at the flow's own times and keeps the ids the pure
@@ -37,9 +37,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
-from proxai.otel import Span
-from proxai.otlp import ExportSettings
-from proxai.redact import redact_url
+from proxai.outputs.otel import Span
+from proxai.outputs.otlp import ExportSettings
+from proxai.safety.redact import redact_url
 
 logger = logging.getLogger("proxai.mitm.otlp_export")
 

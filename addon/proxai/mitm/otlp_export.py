@@ -1,10 +1,11 @@
 """OpenTelemetry export of LLM flows over OTLP/HTTP (``proxai_otlp=URL`` or ``proxai_otlp=otel``;
 docs/otlp.md, rules in docs/design/otlp.md).
 
-The addon half: the options, and one span per recorded LLM flow, built by ``proxai.otel`` (cheap
+The addon half: the options, and one span per recorded LLM flow, built by ``proxai.outputs.otel`` (cheap
 and pure) from the flow's summary and its own times, and handed to a ``proxai.mitm.otel_sdk``
 ``SpanSink`` (the OpenTelemetry SDK's batch processor and OTLP/HTTP exporter). The settings come
-from the options and the standard ``OTEL_*`` variables through ``proxai.otlp.export_settings``. Nothing
+from the options and the standard ``OTEL_*`` variables through ``proxai.outputs.otlp.export_settings``.
+Nothing
 of the export runs on a stream's path or blocks the event loop; a receiver that is down costs one
 warning.
 """
@@ -21,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from mitmproxy import ctx, exceptions, http
 
+from proxai.core.model import StreamSummary
 from proxai.mitm.export import live_redactor
 from proxai.mitm.option_errors import checked_options
-from proxai.model import StreamSummary
-from proxai.otel import FlowFacts, build_span
-from proxai.otlp import export_settings
+from proxai.outputs.otel import FlowFacts, build_span
+from proxai.outputs.otlp import export_settings
 
 if TYPE_CHECKING:
     from proxai.mitm.otel_sdk import SpanSink
@@ -53,7 +54,7 @@ def _body_json(req: http.Request) -> Any:
 
 
 def flow_facts(flow: http.HTTPFlow, meta: Mapping[str, Any], now: float) -> FlowFacts:
-    """The plain facts ``proxai.otel`` needs, read from a mitmproxy flow."""
+    """The plain facts ``proxai.outputs.otel`` needs, read from a mitmproxy flow."""
     start = flow.request.timestamp_start
     timing = meta.get("timing")
     total = timing.get("total_s") if isinstance(timing, Mapping) else None

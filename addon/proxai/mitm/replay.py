@@ -35,19 +35,19 @@ import orjson
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.addonmanager import Loader
 
-from proxai.detect import detect_protocol
-from proxai.error_shapes import error_body
-from proxai.errors import ProxaiError
+from proxai.core.detect import detect_protocol
+from proxai.core.errors import ProxaiError
+from proxai.core.errors.shapes import error_body
+from proxai.core.model import ErrorKind, Protocol
 from proxai.mitm.flowrows import FlowFileError, read_flows
 from proxai.mitm.option_errors import checked_options
 from proxai.mitm.replay_server import PATH_PREFIX, PlayServer
 from proxai.mitm.runflows import missing_body
-from proxai.model import ErrorKind, Protocol
-from proxai.redact import redact_url
 from proxai.replay.cassette import Cassette, Entry, Hit, Source
 from proxai.replay.match import conversation
 from proxai.replay.plan import Answer, kept_header, plan
-from proxai.termsafe import log_safe
+from proxai.safety.redact import redact_url
+from proxai.safety.termsafe import log_safe
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 The addon calls ``Routing.request`` from its ``request`` hook (after detection) and
 ``Routing.translate_body`` from its ``response`` hook (after the upstream body was observed):
 
-- request: match a route (``proxai.routes``); rewrite the URL to the route's upstream (works in
+- request: match a route (``proxai.translate.routes``); rewrite the URL to the route's upstream (works in
   reverse mode and in regular/CONNECT mode: mitmproxy opens a new server connection when the
   host changes), the headers (``translate.headers``: auth from the client or from the route's
   environment variable), and the body (``translate.request``). A request the target cannot
@@ -28,20 +28,20 @@ import orjson
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
-from proxai.decode import Decoder, make_decoder
-from proxai.error_shapes import error_body, http_status_for
-from proxai.errors import DecodeError, ProxaiError, TranslationError, UpstreamProtocolError
-from proxai.model import ErrorKind, Protocol
-from proxai.redact import REDACTED_B, Redactor, redact_json_value, register_secret
-from proxai.routes import Route, RouteTable, load_routes
-from proxai.scrub import ScrubbingStream, StreamFn
-from proxai.sse import SseScanner
+from proxai.core.decode import Decoder, make_decoder
+from proxai.core.errors import DecodeError, ProxaiError, TranslationError, UpstreamProtocolError
+from proxai.core.errors.shapes import error_body, http_status_for
+from proxai.core.model import ErrorKind, Protocol
+from proxai.core.sse import SseScanner
+from proxai.pipeline.scrub import ScrubbingStream, StreamFn
+from proxai.safety.redact import REDACTED_B, Redactor, redact_json_value, register_secret
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.translate import ir
 from proxai.translate.errors import is_error_body, is_failed_body, translate_error
 from proxai.translate.headers import credential_free_query, env_key, plan_headers
 from proxai.translate.request import parse_body, translate_request
 from proxai.translate.response import load_json, translate_response
+from proxai.translate.routes import Route, RouteTable, load_routes
 from proxai.translate.stream import StreamTranslatorImpl, make_stream_translator
 
 logger = logging.getLogger(__name__)
@@ -364,7 +364,7 @@ def _scrub_headers(resp: http.Response, secret: bytes) -> None:
 def client_stream(resp: http.Response, key: object, inner: StreamFn, max_decoded: int) -> StreamFn:
     """The stream callable the client's bytes come out of, for a streamed reply. On a route that
     injects an env key (``key``) the key is scrubbed from the reply's headers now and from its
-    bytes as they stream (``proxai/scrub.py``; a compressed reply is decoded first and sent
+    bytes as they stream (``proxai/pipeline/scrub.py``; a compressed reply is decoded first and sent
     decoded). Every other flow gets ``inner`` itself: no wrapper, the upstream's bytes as they are."""
     if not isinstance(key, str) or not key:
         return inner

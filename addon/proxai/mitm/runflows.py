@@ -1,4 +1,4 @@
-"""A flow file -> the inputs of a run report (``proxai.run``): ``python -m proxai report FILE
+"""A flow file -> the inputs of a run report (``proxai.outputs.run``): ``python -m proxai report FILE
 --html/--json/--csv/--filter`` (docs/run-report.md, rules in docs/design/run-report.md).
 
 Reading the file, the ``--filter`` expression (mitmproxy's own filter language) and the stored
@@ -18,14 +18,14 @@ import orjson
 from mitmproxy import flow as mflow
 from mitmproxy import flowfilter, http
 
-from proxai.errors import ProxaiError
+from proxai.core.errors import ProxaiError
+from proxai.core.model import Protocol
 from proxai.mitm.export import flow_redactor
 from proxai.mitm.flowrows import flow_metadata, read_flows
-from proxai.model import Protocol
-from proxai.observe import observe_body
-from proxai.redact import Redactor
-from proxai.render import client_request_body
-from proxai.run import FlowInput
+from proxai.outputs.run import FlowInput
+from proxai.outputs.view_text import client_request_body
+from proxai.pipeline.observe import observe_body
+from proxai.safety.redact import Redactor
 
 MAX_BODY = 64 * 1024 * 1024
 

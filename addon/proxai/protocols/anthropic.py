@@ -37,14 +37,14 @@ from typing import Any
 
 import orjson
 
-from proxai.error_kind import classify_error
-from proxai.errors import SemanticStreamError, UpstreamProtocolError
-from proxai.model import Protocol, StopClass, Usage
-from proxai.sse import RawName
+from proxai.core.errors import SemanticStreamError, UpstreamProtocolError
+from proxai.core.errors.kinds import classify_error
+from proxai.core.model import Protocol, StopClass, Usage
+from proxai.core.sse import RawName
 from proxai.stream.sink import BlockKind, Citation, Phase, Stop, TokenUsage, WebSearchCall
 from proxai.translate.stop_reasons import from_anthropic
 
-from .common import _NOT_JSON, NO_LEAN, Accum, ObserverBase, ToolBuffer, error_fields, json_valid, nbytes
+from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
 
@@ -228,7 +228,7 @@ def usage_into(u: dict[str, Any], into: TokenUsage) -> None:
         into.cache_write_1h = w1h
 
 
-class AnthropicObserver(ObserverBase):
+class AnthropicGrammar(GrammarBase):
     protocol = Protocol.ANTHROPIC_MESSAGES
 
     __slots__ = (
@@ -264,7 +264,7 @@ class AnthropicObserver(ObserverBase):
         self.state = State.ERRORED
 
     def _not_object(self, name: str, data: str, obj: object) -> None:
-        """A payload that is not a JSON object (``ObserverBase`` decides when it is a tolerated
+        """A payload that is not a JSON object (``GrammarBase`` decides when it is a tolerated
         tail), in this protocol's words. The payload of a ``ping``, or of a named event type the
         SDKs do not read, is never read: whatever it is, it is a quirk. A data-only event is read
         (its payload's ``type`` names it), so its payload is judged like a known event's."""
@@ -856,11 +856,11 @@ class AnthropicObserver(ObserverBase):
 
 
 _HANDLERS = {
-    "message_start": AnthropicObserver._message_start,
-    "content_block_start": AnthropicObserver._block_start,
-    "content_block_stop": AnthropicObserver._block_stop,
-    "message_delta": AnthropicObserver._message_delta,
-    "message_stop": AnthropicObserver._message_stop,
+    "message_start": AnthropicGrammar._message_start,
+    "content_block_start": AnthropicGrammar._block_start,
+    "content_block_stop": AnthropicGrammar._block_stop,
+    "message_delta": AnthropicGrammar._message_delta,
+    "message_stop": AnthropicGrammar._message_stop,
 }
 
 

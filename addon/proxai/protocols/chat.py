@@ -20,7 +20,7 @@ chunk with a choice) -> FINISHED (a finish_reason arrived) -> DONE (``[DONE]``);
 
 One reading, several consumers: every chunk updates the summary's accumulator and, when a
 stream translator is attached (``out``), drives its writer through the neutral ``Sink`` calls, in
-the same handlers (``ChatObserver``). A problem found there ends the reading at that chunk for
+the same handlers (``ChatGrammar``). A problem found there ends the reading at that chunk for
 the summary and the client alike (docs/design/translation.md).
 """
 
@@ -28,14 +28,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.error_kind import classify
-from proxai.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
-from proxai.model import Protocol, StopClass
-from proxai.sse import RawName, event_name
+from proxai.core.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
+from proxai.core.errors.kinds import classify
+from proxai.core.model import Protocol, StopClass
+from proxai.core.sse import RawName, event_name
 from proxai.stream import stops
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Phase, Sink, Stop, TokenUsage
 
-from .common import Accum, ObserverBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
+from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
 
@@ -113,7 +113,7 @@ def usage_in(u: dict[str, Any]) -> TokenUsage:
     )
 
 
-class ChatObserver(ObserverBase):
+class ChatGrammar(GrammarBase):
     """The Chat grammar. Each chunk is read once, in one set of handlers that update the summary
     (``Accum``) and, while a stream translator is attached (``out``), drive its writer.
 

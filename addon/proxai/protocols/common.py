@@ -1,10 +1,10 @@
 """What the three protocol observers share: the summary accumulator and the event loop.
 
-Observation is split into a carrier (bytes, tail, timing: ``proxai.observe``) and a
+Observation is split into a carrier (bytes, tail, timing: ``proxai.pipeline.observe``) and a
 per-protocol grammar (terminal event, tool-call completion, deviations). This module holds the
 protocol-neutral half: the accumulator the summary is built from (identity, text / reasoning
 sizes, complete tool calls, usage, stop reason, error, notes and findings), and
-``ObserverBase``, the loop every protocol grammar runs its events through
+``GrammarBase``, the loop every protocol grammar runs its events through
 (docs/design/protocol-grammars.md, docs/design/outcomes.md):
 
 - each event's JSON is parsed once with orjson (no pydantic per event), and a stream
@@ -31,10 +31,9 @@ from typing import Any
 
 import orjson
 
-from proxai import conformance
-from proxai.error_kind import classify_error, error_message
-from proxai.errors import ProxaiError, UpstreamProtocolError
-from proxai.model import (
+from proxai.core.errors import ProxaiError, UpstreamProtocolError
+from proxai.core.errors.kinds import classify_error, error_message
+from proxai.core.model import (
     Counts,
     ErrorInfo,
     ErrorKind,
@@ -46,7 +45,8 @@ from proxai.model import (
     ToolCallInfo,
     Usage,
 )
-from proxai.sse import Payloads, RawName, event_name
+from proxai.core.sse import Payloads, RawName, event_name
+from proxai.protocols import conformance
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
 from proxai.stream.sink import Sink
 
@@ -56,7 +56,7 @@ MAX_NOTES = 20
 MAX_FINDINGS = 100  # classified deviations kept per stream (bounded on untrusted input)
 
 _loads = orjson.loads
-NO_LEAN = object()  # ``ObserverBase.lean_name`` when no shape is read lean: equal to no event name
+NO_LEAN = object()  # ``GrammarBase.lean_name`` when no shape is read lean: equal to no event name
 _JSONDecodeError = orjson.JSONDecodeError
 _NOT_JSON = object()
 
@@ -509,7 +509,7 @@ def error_fields(err: Any) -> tuple[str, str | None]:
     return msg, etype or code
 
 
-class ObserverBase:
+class GrammarBase:
     """The event loop shared by the three protocol state machines.
 
     Subclasses implement ``_event(name, obj, now)`` (one parsed SSE event), ``_body(obj)`` (a whole
@@ -682,7 +682,7 @@ class ObserverBase:
             self.conform(rules[1], "an SSE block without data that the OpenAI Python SDK reads")
 
     def conform(self, rule: str, detail: str) -> None:
-        """The stream breaks a requirement of the official SDKs (``proxai.conformance.RULES``) at
+        """The stream breaks a requirement of the official SDKs (``proxai.protocols.conformance.RULES``) at
         the current event: a quirk finding, the first time only (one note per rule)."""
         broken = self.broken
         if broken is None:

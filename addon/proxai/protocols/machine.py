@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal, Protocol
 
-from proxai.errors import SemanticStreamError
+from proxai.core.errors import SemanticStreamError
 
 __all__ = [
     "Finding",

@@ -24,7 +24,7 @@ the response started are a violation; events after the terminal one are not inte
 
 One reading, several consumers: every event updates the summary's accumulator and, when a
 stream translator is attached (``out``, a ``Sink``), drives its writer, in the same handlers
-(``ResponsesObserver``). The writer keys blocks by item id and content part, gets what a ``.done``
+(``ResponsesGrammar``). The writer keys blocks by item id and content part, gets what a ``.done``
 event carries beyond the deltas (one that contradicts them is a violation) and gets items and
 events the neutral calls do not model (hosted tools, annotations) as opaque Responses content.
 A problem found while reading an event ends the reading at that event, for the summary and the
@@ -37,16 +37,16 @@ from typing import Any
 
 import orjson
 
-from proxai.conformance import NODE_RESPONSES_EVENTS
-from proxai.error_kind import classify
-from proxai.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
-from proxai.model import Protocol, StopClass
-from proxai.sse import RawName
+from proxai.core.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
+from proxai.core.errors.kinds import classify
+from proxai.core.model import Protocol, StopClass
+from proxai.core.sse import RawName
+from proxai.protocols.conformance import NODE_RESPONSES_EVENTS
 from proxai.stream import stops
 from proxai.stream.sink import BlockKey, Citation, DeltaKind, Phase, Sink, Stop, TokenUsage, WebSearchCall
 from proxai.stream.textparts import ENCODED
 
-from .common import Accum, ObserverBase, ToolBuffer, error_fields, nbytes, openai_usage
+from .common import Accum, GrammarBase, ToolBuffer, error_fields, nbytes, openai_usage
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
 
@@ -178,7 +178,7 @@ _FC_DELTA = "response.function_call_arguments.delta"
 _FC_DONE = "response.function_call_arguments.done"
 
 
-class ResponsesObserver(ObserverBase):
+class ResponsesGrammar(GrammarBase):
     """The Responses grammar. Each event is read once, in one set of handlers that update the
     summary (``Accum``) and, while a stream translator is attached (``out``), drive its writer.
 
@@ -940,22 +940,22 @@ _FAST_DELTAS: dict[str, str] = {
 }
 
 _HANDLERS = {
-    "response.output_item.added": ResponsesObserver._item_added,
-    "response.output_item.done": ResponsesObserver._item_done,
-    "response.content_part.added": ResponsesObserver._part_added,
-    "response.content_part.done": ResponsesObserver._part_done,
-    "response.output_text.delta": ResponsesObserver._text_delta,
-    "response.refusal.delta": ResponsesObserver._text_delta,
-    "response.output_text.done": ResponsesObserver._part_text_done,
-    "response.refusal.done": ResponsesObserver._part_text_done,
-    "response.reasoning_summary_text.delta": ResponsesObserver._reasoning_delta,
-    "response.reasoning_text.delta": ResponsesObserver._reasoning_delta,
-    "response.function_call_arguments.delta": ResponsesObserver._args_delta,
-    "response.function_call_arguments.done": ResponsesObserver._args_done,
-    "response.custom_tool_call_input.delta": ResponsesObserver._args_delta,
-    "response.custom_tool_call_input.done": ResponsesObserver._args_done,
-    "response.mcp_call_arguments.delta": ResponsesObserver._args_delta,
-    "response.mcp_call_arguments.done": ResponsesObserver._args_done,
+    "response.output_item.added": ResponsesGrammar._item_added,
+    "response.output_item.done": ResponsesGrammar._item_done,
+    "response.content_part.added": ResponsesGrammar._part_added,
+    "response.content_part.done": ResponsesGrammar._part_done,
+    "response.output_text.delta": ResponsesGrammar._text_delta,
+    "response.refusal.delta": ResponsesGrammar._text_delta,
+    "response.output_text.done": ResponsesGrammar._part_text_done,
+    "response.refusal.done": ResponsesGrammar._part_text_done,
+    "response.reasoning_summary_text.delta": ResponsesGrammar._reasoning_delta,
+    "response.reasoning_text.delta": ResponsesGrammar._reasoning_delta,
+    "response.function_call_arguments.delta": ResponsesGrammar._args_delta,
+    "response.function_call_arguments.done": ResponsesGrammar._args_done,
+    "response.custom_tool_call_input.delta": ResponsesGrammar._args_delta,
+    "response.custom_tool_call_input.done": ResponsesGrammar._args_done,
+    "response.mcp_call_arguments.delta": ResponsesGrammar._args_delta,
+    "response.mcp_call_arguments.done": ResponsesGrammar._args_done,
 }
 
 

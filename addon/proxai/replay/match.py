@@ -34,9 +34,9 @@ from typing import Any, Literal
 
 import orjson
 
-from proxai.errors import TranslationError
-from proxai.model import Protocol
-from proxai.redact import redact_json_value
+from proxai.core.errors import TranslationError
+from proxai.core.model import Protocol
+from proxai.safety.redact import redact_json_value
 from proxai.translate import ir
 from proxai.translate.request import read_request
 

@@ -3,7 +3,7 @@
 An ``Answer`` is what the recorded client received: status, the headers that matter, the body
 bytes, and the recorded timing: when the headers came and, for a stream, the moments its reads
 arrived (``reads``: the body offset each read ended at and its time, recorded by the live path,
-``proxai.keep``). A recording without reads (a JSON answer, or one made before reads were
+``proxai.pipeline.keep``). A recording without reads (a JSON answer, or one made before reads were
 recorded) has the summary's timing only: its body is cut at the SSE event boundaries, the first
 piece arriving at the time to the first token and the rest spread evenly up to the total
 duration.

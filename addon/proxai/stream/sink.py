@@ -35,7 +35,7 @@ from enum import Enum
 from typing import Any, Literal
 from typing import Protocol as TypingProtocol
 
-from proxai.model import ErrorKind, Protocol, StopClass
+from proxai.core.model import ErrorKind, Protocol, StopClass
 
 BlockKind = Literal["text", "refusal", "thinking", "redacted_thinking", "tool", "opaque"]
 DeltaKind = Literal["text", "thinking", "signature", "args"]

@@ -9,7 +9,7 @@ streamed in the target's refusal slot (Chat ``delta.refusal``, a Responses ``ref
 
 from __future__ import annotations
 
-from proxai.model import StopClass
+from proxai.core.model import StopClass
 from proxai.translate import stop_reasons
 
 

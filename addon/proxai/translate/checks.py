@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from proxai.errors import TranslationError
+from proxai.core.errors import TranslationError
 from proxai.translate import ir
 
 

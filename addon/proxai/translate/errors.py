@@ -3,8 +3,8 @@
 An upstream 4xx/5xx (or a Responses body with ``status: "failed"``) is read in any of the
 shapes vendors use (Anthropic ``{"type":"error","error":{...}}``, OpenAI ``{"error":{...}}``,
 ``{"error": "text"}``, FastAPI-style ``{"detail": ...}``, plain text), classified with
-``proxai.error_kind.classify_error`` (prompt_too_long, rate_limited, overloaded,
-authentication, ...) and rebuilt with ``proxai.error_shapes.error_body`` in the client's shape,
+``proxai.core.errors.kinds.classify_error`` (prompt_too_long, rate_limited, overloaded,
+authentication, ...) and rebuilt with ``proxai.core.errors.shapes.error_body`` in the client's shape,
 so the client's SDK raises the matching exception class. The status follows the kind
 (``http_status_for``), e.g. Anthropic's 529 overloaded becomes 503 for an OpenAI client; an
 unclassified error keeps the upstream's status.
@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 
-from proxai.error_kind import classify_error, error_message
-from proxai.error_shapes import error_body, http_status_for
-from proxai.model import ErrorKind, Protocol
+from proxai.core.errors.kinds import classify_error, error_message
+from proxai.core.errors.shapes import error_body, http_status_for
+from proxai.core.model import ErrorKind, Protocol
 
 _MAX_TEXT = 2000
 

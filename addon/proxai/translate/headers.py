@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from proxai.errors import TranslationError
-from proxai.model import Protocol
-from proxai.redact import is_secret_param, normalize_name
+from proxai.core.errors import TranslationError
+from proxai.core.model import Protocol
+from proxai.safety.redact import is_secret_param, normalize_name
 
 # Client credentials of every provider (lower case), removed from every routed request.
 CLIENT_CREDENTIALS = frozenset(

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from proxai.model import StopClass
+from proxai.core.model import StopClass
 
 FileProvider = Literal["openai", "anthropic"]
 
@@ -267,7 +267,7 @@ class ResponseIR:
 
 @dataclass(frozen=True, slots=True)
 class RequestOptions:
-    """Per-route knobs of request rendering (``proxai.routes.Route``)."""
+    """Per-route knobs of request rendering (``proxai.translate.routes.Route``)."""
 
     model: str | None = None  # the (mapped) model to send; None keeps the client's
     default_max_tokens: int = 4096  # Anthropic requires max_tokens; used when the client gave none

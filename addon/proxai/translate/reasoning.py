@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from proxai.errors import TranslationError
+from proxai.core.errors import TranslationError
 
 MIN_BUDGET: Final = 1024
 

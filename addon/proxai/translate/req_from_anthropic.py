@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from proxai.errors import TranslationError
+from proxai.core.errors import TranslationError
 from proxai.translate import ir
 from proxai.translate.checks import Loose, dump_arguments, validate
 

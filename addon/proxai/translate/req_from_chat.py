@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from proxai.errors import TranslationError
+from proxai.core.errors import TranslationError
 from proxai.translate import ir
 from proxai.translate.checks import Loose, parse_arguments, split_data_url, tool_choice_mode, validate
 

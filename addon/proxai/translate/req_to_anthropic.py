@@ -21,7 +21,7 @@ import base64
 import binascii
 from typing import Any
 
-from proxai.errors import TranslationError
+from proxai.core.errors import TranslationError
 from proxai.translate import ir
 from proxai.translate.reasoning import effort_to_budget
 

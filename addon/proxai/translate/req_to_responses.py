@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.errors import TranslationError
+from proxai.core.errors import TranslationError
 from proxai.translate import ir
 from proxai.translate.checks import data_url
 from proxai.translate.reasoning import budget_to_effort

@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from proxai.errors import TranslationError
-from proxai.model import Protocol
+from proxai.core.errors import TranslationError
+from proxai.core.model import Protocol
 from proxai.translate import (
     ir,
     req_from_anthropic,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.errors import TranslationError, UpstreamProtocolError
-from proxai.model import StopClass
+from proxai.core.errors import TranslationError, UpstreamProtocolError
+from proxai.core.model import StopClass
 from proxai.translate import ir, stop_reasons
 from proxai.translate.checks import dump_arguments, token_count
 

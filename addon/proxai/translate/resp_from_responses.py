@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.errors import TranslationError, UpstreamProtocolError
+from proxai.core.errors import TranslationError, UpstreamProtocolError
 from proxai.translate import ir, stop_reasons
 from proxai.translate.checks import arguments_object, openai_usage
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from proxai.errors import UpstreamProtocolError
-from proxai.model import Protocol, StopClass
+from proxai.core.errors import UpstreamProtocolError
+from proxai.core.model import Protocol, StopClass
 from proxai.translate import (
     ir,
     resp_from_anthropic,

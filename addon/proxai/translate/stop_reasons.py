@@ -2,7 +2,7 @@
 reasons").
 
 Every translator maps a source stop/finish reason to a protocol-neutral ``StopClass``
-(``proxai.model``) and renders that class in the target protocol. Keeping both directions in
+(``proxai.core.model``) and renders that class in the target protocol. Keeping both directions in
 one table means a JSON response and a streamed response of the same upstream reply end with
 the same reason on the client side.
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from proxai.model import StopClass
+from proxai.core.model import StopClass
 
 ResponsesStatus = Literal["completed", "incomplete", "failed"]
 

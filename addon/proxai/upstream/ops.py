@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from proxai.provider_errors import ProviderError
+from proxai.core.errors.providers import ProviderError
 
 BlockKind = Literal["text", "thinking", "redacted_thinking", "refusal", "tool"]
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
@@ -179,7 +179,7 @@ class Params:
     events: int = DEFAULT_EVENTS  # big_stream: number of delta events (x-proxai-events)
     request_number: int = 0  # 1-based counter, makes ids unique and deterministic
     created: int = 1_767_225_600  # unix seconds stamped into created / created_at
-    protocol: str = ""  # the request's protocol (``proxai.model.Protocol`` value), from the path
+    protocol: str = ""  # the request's protocol (``proxai.core.model.Protocol`` value), from the path
     body: object = None  # the parsed request body (the agent scenario reads the conversation)
     credential: str = ""  # the key the request carried (an "authentication" error quotes it)
 

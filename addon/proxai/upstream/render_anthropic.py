@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from proxai.model import Protocol
-from proxai.provider_errors import anthropic_error, auth_error, http_headers
+from proxai.core.errors.providers import anthropic_error, auth_error, http_headers
+from proxai.core.model import Protocol
 
 from .ops import (
     Abort,

@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from proxai.model import Protocol
-from proxai.provider_errors import auth_error, http_headers, openai_errors
+from proxai.core.errors.providers import auth_error, http_headers, openai_errors
+from proxai.core.model import Protocol
 
 from .ops import (
     Abort,

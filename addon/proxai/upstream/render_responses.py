@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from proxai.model import Protocol
+from proxai.core.model import Protocol
 
 from .ops import (
     Abort,

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Protocol as TypingProtocol
 
-from proxai.errors import ConfigError
-from proxai.model import ErrorKind, Protocol
-from proxai.sse import Payloads, SseEvent
+from proxai.core.errors import ConfigError
+from proxai.core.model import ErrorKind, Protocol
+from proxai.core.sse import Payloads, SseEvent
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.stream.sink import Phase
 from proxai.translate.call_shapes import CallShapes
@@ -32,7 +32,7 @@ __all__ = [
 
 
 class StreamTranslator(TypingProtocol):
-    """What the carrier (``proxai.stream.carrier``) needs of a stream translator."""
+    """What the carrier (``proxai.pipeline.carrier``) needs of a stream translator."""
 
     client_protocol: Protocol
 

@@ -10,11 +10,11 @@ same protocol, so the client sees a stream every SDK accepts whatever the provid
 
 from __future__ import annotations
 
-from proxai.model import Protocol
-from proxai.protocols.anthropic import AnthropicObserver
-from proxai.protocols.chat import ChatObserver
+from proxai.core.model import Protocol
+from proxai.protocols.anthropic import AnthropicGrammar
+from proxai.protocols.chat import ChatGrammar
 from proxai.protocols.common import Accum
-from proxai.protocols.responses import ResponsesObserver
+from proxai.protocols.responses import ResponsesGrammar
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.translate.call_shapes import CallShapes
 from proxai.translate.stream.driver import StreamTranslatorImpl, TranslatingGrammar, Writer
@@ -57,15 +57,15 @@ def build(
         )
     reading: TranslatingGrammar
     if upstream is Protocol.ANTHROPIC_MESSAGES:
-        grammar = AnthropicObserver(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
+        grammar = AnthropicGrammar(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
         grammar.out, grammar.normalize = writer, normalize
         reading = grammar
     elif upstream is Protocol.OPENAI_CHAT:
-        cgrammar = ChatObserver(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
+        cgrammar = ChatGrammar(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
         cgrammar.out, cgrammar.normalize = writer, normalize
         reading = cgrammar
     else:
-        rgrammar = ResponsesObserver(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
+        rgrammar = ResponsesGrammar(Accum(max_tool_args=max_tool_args, max_capture=0, capture=False))
         rgrammar.out, rgrammar.normalize, rgrammar.max_buffer = writer, normalize, max_buffer
         reading = rgrammar
     return StreamTranslatorImpl(reading, writer, upstream, normalize=normalize)

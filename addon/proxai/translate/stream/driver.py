@@ -24,9 +24,9 @@ from __future__ import annotations
 from typing import Any
 from typing import Protocol as TypingProtocol
 
-from proxai.errors import ProxaiError, TranslationError, UpstreamProtocolError
-from proxai.model import ErrorKind, Protocol
-from proxai.sse import Payloads, SseEvent, payloads_of
+from proxai.core.errors import ProxaiError, TranslationError, UpstreamProtocolError
+from proxai.core.model import ErrorKind, Protocol
+from proxai.core.sse import Payloads, SseEvent, payloads_of
 from proxai.stream.sink import Phase, Sink
 
 
@@ -35,7 +35,7 @@ class _Ended(TypingProtocol):
 
 
 class TranslatingGrammar(TypingProtocol):
-    """What the translator needs of a grammar (``proxai.protocols.common.ObserverBase``)."""
+    """What the translator needs of a grammar (``proxai.protocols.common.GrammarBase``)."""
 
     out: Sink | None
     normalize: bool

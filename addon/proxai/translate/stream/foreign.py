@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.errors import TranslationError
+from proxai.core.errors import TranslationError
 from proxai.stream.sink import BlockKey, Carried
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from proxai.error_shapes import error_event
-from proxai.model import ErrorKind, Protocol
+from proxai.core.errors.shapes import error_event
+from proxai.core.model import ErrorKind, Protocol
 from proxai.stream import stops
 from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
 from proxai.translate.stream.foreign import Foreign

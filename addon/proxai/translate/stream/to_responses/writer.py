@@ -34,9 +34,9 @@ from typing import Any
 import orjson
 from orjson import Fragment
 
-from proxai.error_shapes import openai_error_object
-from proxai.errors import SseLimitError
-from proxai.model import ErrorKind, Protocol
+from proxai.core.errors import SseLimitError
+from proxai.core.errors.shapes import openai_error_object
+from proxai.core.model import ErrorKind, Protocol
 from proxai.stream import stops
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
 from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall

@@ -1,0 +1,1 @@
+"""The ``python -m proxai`` subcommands, one module each (docs/usage.md)."""

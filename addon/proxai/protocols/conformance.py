@@ -1,0 +1,309 @@
+"""Conformance findings: where a stream departs from what the official SDKs require, and what each SDK
+does with it (docs/design/conformance.md).
+
+A stream can complete while an official SDK still fails on it. Each ``Rule`` is one such
+requirement, with the reaction of the Python and the Node SDK of its protocol at the versions in
+``SDK_VERSIONS``: ``raises`` (the class the SDK raises and the start of its message), ``loses``
+(the SDK returns its final object, and ``loses`` says what is missing from it) or ``tolerates``
+(the final object is whole). tests/conformance/ feeds a stream breaking each rule to the real SDKs
+and checks every reaction written here.
+
+The protocol grammars find the deviations while they read the stream: they call
+``Accum.finding(rule_id, "quirk", detail)`` at the event that breaks the rule (the scanner counts
+the data-less blocks it does not dispatch, which the OpenAI SDKs do dispatch). This module only
+describes the rules and turns a flow's findings into ``flow.metadata["proxai"]["conformance"]``.
+Sans-IO, no state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from proxai.core.model import Protocol
+from proxai.protocols.machine import Finding
+
+SDK_VERSIONS: dict[str, str] = {
+    "anthropic-python": "2.14.0",  # anthropic on PyPI
+    "openai-python": "3.57.0",  # openai on PyPI
+    "anthropic-node": "1.14.0",  # @anthropic-ai/sdk on npm
+    "openai-node": "6.49.0",  # openai on npm
+}
+
+# (Python SDK, Node SDK) of each protocol
+SDKS: dict[Protocol, tuple[str, str]] = {
+    Protocol.ANTHROPIC_MESSAGES: ("anthropic-python", "anthropic-node"),
+    Protocol.OPENAI_CHAT: ("openai-python", "openai-node"),
+    Protocol.OPENAI_RESPONSES: ("openai-python", "openai-node"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """What one SDK's stream helper (``.stream(...)`` and its final object) does with a stream that
+    breaks the rule."""
+
+    does: Literal["raises", "loses", "tolerates"]
+    error: str | None = None  # raises: the class raised
+    message: str = ""  # raises: how its message starts
+    loses: str = ""  # loses: what the final object lacks
+
+    def text(self) -> str:
+        if self.does == "raises":
+            return f"raises {self.error}" + (f": {self.message}" if self.message else "")
+        if self.does == "loses":
+            return f"loses {self.loses}"
+        return "tolerates it"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    protocol: Protocol
+    requires: str  # what the SDKs require, in one line
+    python: Reaction
+    node: Reaction
+
+    @property
+    def raises(self) -> bool:
+        """An official SDK raises on a stream that breaks this rule."""
+        return self.python.does == "raises" or self.node.does == "raises"
+
+
+A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
+
+_JSON_PY = Reaction("raises", "JSONDecodeError", "Expecting value: line 1 column 1 (char 0)")
+_JSON_NODE = Reaction("raises", "OpenAIError", "Unexpected end of JSON input")
+
+_RULES = (
+    Rule(
+        "anthropic_messages.unnamed_start",
+        A,
+        "`message_start` comes with an `event:` line (the SDKs skip events without one)",
+        Reaction("raises", "AssertionError"),
+        Reaction("raises", "AnthropicError", "request ended without sending any chunks"),
+    ),
+    Rule(
+        "anthropic_messages.unnamed_event",
+        A,
+        "every event has an `event:` line (the SDKs skip events without one)",
+        Reaction("loses", loses="the unnamed events (their text, tool input, stop reason, usage)"),
+        Reaction("loses", loses="the unnamed events (their text, tool input, stop reason, usage)"),
+    ),
+    Rule(
+        "anthropic_messages.message_delta_usage",
+        A,
+        "`message_delta` carries `usage`",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'output_tokens'"),
+        Reaction("raises", "AnthropicError", "Cannot read properties of undefined (reading 'output_tokens')"),
+    ),
+    Rule(
+        "anthropic_messages.no_message_stop",
+        A,
+        "the stream ends with `message_stop`",
+        Reaction("tolerates"),
+        Reaction("raises", "AnthropicError", "stream ended without producing a Message with role=assistant"),
+    ),
+    Rule(
+        "openai_chat.choice_index",
+        C,
+        "choice indexes first appear in order 0, 1, ...",
+        Reaction("raises", "IndexError", "list assignment index out of range"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of undefined (reading 'message')"),
+    ),
+    Rule(
+        "openai_chat.tool_call_index",
+        C,
+        "tool-call indexes first appear in order 0, 1, ... within a choice",
+        Reaction("raises", "IndexError", "list index out of range"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.no_finish_reason",
+        C,
+        "every choice gets a `finish_reason`",
+        Reaction("loses", loses="the finish_reason (None)"),
+        Reaction("raises", "OpenAIError", "missing finish_reason for choice 0"),
+    ),
+    Rule(
+        "openai_chat.dataless_event",
+        C,
+        "every block with an `event:` line has data (the SDKs parse it as JSON)",
+        _JSON_PY,
+        _JSON_NODE,
+    ),
+    Rule(
+        "openai_chat.dataless_block",
+        C,
+        "no block of only `id:` / `retry:` lines, nor a blank line once an `id:` came "
+        "(the Python SDK parses it as JSON)",
+        _JSON_PY,
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_responses.created_first",
+        R,
+        "`response.created` is the first event",
+        Reaction("raises", "RuntimeError", "Expected to have received `response.created` before"),
+        Reaction(
+            "raises", "OpenAIError", "When snapshot hasn't been set yet, expected 'response.created' event"
+        ),
+    ),
+    Rule(
+        "openai_responses.not_completed",
+        R,
+        "the stream ends with `response.completed` (not `response.incomplete` / `response.failed`)",
+        Reaction("raises", "RuntimeError", "Didn't receive a `response.completed` event."),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_responses.no_terminal",
+        R,
+        "the stream ends with a terminal event (`response.completed`)",
+        Reaction("raises", "RuntimeError", "Didn't receive a `response.completed` event."),
+        Reaction("loses", loses="the end: returns the last snapshot, status in_progress"),
+    ),
+    Rule(
+        "openai_responses.unknown_event",
+        R,
+        "every event type is one the Node SDK's accumulator knows",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "Unhandled response stream event"),
+    ),
+    Rule(
+        "openai_responses.completed_output",
+        R,
+        "`response.completed` carries `response.output`",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "rsp.output is not iterable"),
+    ),
+    Rule(
+        "openai_responses.dataless_event",
+        R,
+        "every block with an `event:` line has data (the SDKs parse it as JSON)",
+        _JSON_PY,
+        _JSON_NODE,
+    ),
+    Rule(
+        "openai_responses.dataless_block",
+        R,
+        "no block of only `id:` / `retry:` lines, nor a blank line once an `id:` came "
+        "(the Python SDK parses it as JSON)",
+        _JSON_PY,
+        Reaction("tolerates"),
+    ),
+)
+
+RULES: dict[str, Rule] = {r.id: r for r in _RULES}
+
+# Per protocol: the rule of a data-less block with an ``event:`` line, the rule of one without, and
+# whether the SDK stops reading at the terminal event (Chat's ``[DONE]``; the Responses helpers read
+# on to the end of the stream).
+DATALESS_RULES: dict[Protocol, tuple[str, str, bool]] = {
+    C: ("openai_chat.dataless_event", "openai_chat.dataless_block", True),
+    R: ("openai_responses.dataless_event", "openai_responses.dataless_block", False),
+}
+
+# The event types openai-node 6.49.0's ResponseStream accumulates; any other raises there.
+NODE_RESPONSES_EVENTS = frozenset(
+    {
+        "error",
+        "keepalive",
+        "response.audio.delta",
+        "response.audio.done",
+        "response.audio.transcript.delta",
+        "response.audio.transcript.done",
+        "response.code_interpreter_call.completed",
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call_code.delta",
+        "response.code_interpreter_call_code.done",
+        "response.completed",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.created",
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
+        "response.failed",
+        "response.file_search_call.completed",
+        "response.file_search_call.in_progress",
+        "response.file_search_call.searching",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.image_generation_call.completed",
+        "response.image_generation_call.generating",
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.partial_image",
+        "response.in_progress",
+        "response.incomplete",
+        "response.mcp_call.completed",
+        "response.mcp_call.failed",
+        "response.mcp_call.in_progress",
+        "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
+        "response.mcp_list_tools.in_progress",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.output_text.annotation.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.queued",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_text.delta",
+        "response.reasoning_text.done",
+        "response.refusal.delta",
+        "response.refusal.done",
+        "response.web_search_call.completed",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+    }
+)
+
+
+def metadata(findings: Iterable[Finding]) -> list[dict[str, Any]]:
+    """``conformance`` in the summary: one entry per rule broken (the catalogue's rules only), in
+    the order of the first event that broke it: that event's index (0-based, in the stream; for a
+    data-less block the event after it, for the end of the stream the number of events), what the
+    grammar saw there, and each SDK's reaction at its version."""
+    first: dict[str, Finding] = {}
+    for f in findings:
+        if f.rule in RULES and (f.rule not in first or f.event < first[f.rule].event):
+            first[f.rule] = f
+    out: list[dict[str, Any]] = []
+    for rule_id, found in sorted(first.items(), key=lambda kv: kv[1].event):
+        rule = RULES[rule_id]
+        py, node = SDKS[rule.protocol]
+        out.append(
+            {
+                "rule": rule.id,
+                "requires": rule.requires,
+                "event_index": found.event,
+                "detail": found.detail,
+                "raises": rule.raises,
+                "sdks": {
+                    f"{py} {SDK_VERSIONS[py]}": rule.python.text(),
+                    f"{node} {SDK_VERSIONS[node]}": rule.node.text(),
+                },
+            }
+        )
+    return out
+
+
+def findings_of(meta: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The conformance entries of a flow's summary (``flow.metadata["proxai"]``)."""
+    extra = meta.get("extra")
+    found = extra.get("conformance") if isinstance(extra, Mapping) else None
+    if not isinstance(found, list):
+        return []
+    return [f for f in found if isinstance(f, Mapping)]
+
+
+def raising(meta: Mapping[str, Any]) -> list[str]:
+    """The rules of a flow's findings on which an official SDK raises."""
+    return [str(f.get("rule")) for f in findings_of(meta) if f.get("raises")]
