@@ -333,3 +333,25 @@ def test_regular_mode_replays_https_with_the_upstream_stopped(tmp_path: Path) ->
     assert len(up.requests) == seen
     assert f.request.pretty_url == recorded.request.pretty_url  # the client's URL, as it asked
     assert proxai_meta(f)["replay"]["replayed"] is True and proxai_meta(f)["outcome"] == "completed"
+
+
+def _reset(md: Mitmdump, t: str) -> tuple[str, str]:
+    seen: list[str] = []
+    with (
+        pytest.raises(Exception) as err,
+        anthropic_client(md, t).messages.stream(model="reset", max_tokens=64, messages=ASK) as s,
+    ):
+        seen.extend(s.text_stream)
+    return type(err.value).__name__, "".join(seen)
+
+
+def test_a_recorded_connection_reset_is_reset_again(live: FakeUpstream, tmp_path: Path) -> None:
+    flows, [recorded], (kind, text) = _record(live, tmp_path, _reset, 1)
+    assert recorded["outcome"] == "error" and recorded["error"]["kind"] == "connection"
+    with _replay(live.url, tmp_path, flows) as md:
+        t = tag()
+        assert _reset(md, t) == (kind, text)
+        [f] = _flows(md, t, 1)
+    m = proxai_meta(f)
+    assert m["replay"]["replayed"] is True
+    assert (m["outcome"], m["error"]["kind"], m["text_bytes"]) == ("error", "connection", len(text.encode()))
