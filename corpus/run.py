@@ -19,7 +19,7 @@ from proxai.core.model import ErrorKind, Protocol, StopClass, StreamSummary
 from proxai.mitm.carrier import Carrier
 from proxai.pipeline.observe import Limits, StreamObserver
 from proxai.protocols.responses import CLIENT_KINDS
-from proxai.translate import stop_reasons
+from proxai.stream import stop_reasons
 from proxai.translate.stream import make_stream_translator
 
 from . import sdk

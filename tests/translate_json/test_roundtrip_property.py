@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai.core.model import Protocol, StopClass
-from proxai.translate import ir, stop_reasons
+from proxai.stream import stop_reasons
+from proxai.translate import ir
 from proxai.translate.request import translate_request
 from proxai.translate.response import parse_response, render_response, translate_response
 

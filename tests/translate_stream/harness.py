@@ -16,7 +16,7 @@ import orjson
 from proxai.core.errors import ProxaiError
 from proxai.core.model import ErrorKind, Protocol, StopClass
 from proxai.core.sse import SseScanner
-from proxai.translate import stop_reasons
+from proxai.stream import stop_reasons
 from proxai.translate.stream import StreamTranslatorImpl, make_stream_translator
 from proxai.translate.stream.driver import error_kind_of
 from proxai.upstream.ops import Abort, Params

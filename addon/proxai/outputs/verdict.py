@@ -30,7 +30,7 @@ from proxai.core.model import Outcome, Protocol, StopClass
 from proxai.outputs import cost
 from proxai.protocols import conformance
 from proxai.safety.termsafe import escape
-from proxai.translate import stop_reasons
+from proxai.stream import stop_reasons
 
 
 class Verdict(StrEnum):

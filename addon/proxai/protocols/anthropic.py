@@ -39,10 +39,10 @@ import orjson
 
 from proxai.core.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.core.errors.kinds import classify_error
-from proxai.core.model import Protocol, StopClass, Usage
+from proxai.core.model import Protocol, Usage
 from proxai.core.sse import RawName
+from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKind, Citation, Phase, Stop, TokenUsage, WebSearchCall
-from proxai.translate.stop_reasons import from_anthropic
 
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
@@ -114,15 +114,6 @@ KNOWN_EVENTS = frozenset(
     }
 )
 
-STOP_CLASSES: dict[str, StopClass] = {
-    "end_turn": StopClass.END_TURN,
-    "max_tokens": StopClass.MAX_TOKENS,
-    "model_context_window_exceeded": StopClass.MAX_TOKENS,
-    "tool_use": StopClass.TOOL_USE,
-    "stop_sequence": StopClass.STOP_SEQUENCE,
-    "refusal": StopClass.REFUSAL,
-    "pause_turn": StopClass.PAUSE_TURN,
-}
 # content block type -> tool kind
 _TOOL_KINDS: dict[str, str] = {
     "tool_use": "function",
@@ -510,7 +501,7 @@ class AnthropicGrammar(GrammarBase):
             self._close(idx, blk, now)
         reason = as_str(msg.get("stop_reason"))
         if reason is not None:
-            acc.stop(reason, STOP_CLASSES)
+            acc.stop(reason, stop_reasons.ANTHROPIC)
             self._stop_raw = reason
 
     def _index(self, obj: dict[str, Any], what: str) -> int:
@@ -789,7 +780,7 @@ class AnthropicGrammar(GrammarBase):
         delta = as_dict(obj.get("delta"))
         reason = as_str(delta.get("stop_reason"))
         if reason is not None:
-            self.acc.stop(reason, STOP_CLASSES)
+            self.acc.stop(reason, stop_reasons.ANTHROPIC)
         usage = obj.get("usage")
         if type(usage) is not dict:
             self.conform("anthropic_messages.message_delta_usage", "message_delta without usage")
@@ -808,7 +799,7 @@ class AnthropicGrammar(GrammarBase):
             for idx, (sid, parts) in self._searches.items():  # a search whose results never came
                 out.web_search(idx, WebSearchCall(sid, _query("".join(parts)), (), _A))
             self._searches.clear()
-            out.end(Stop(from_anthropic(self._stop_raw), self._stop_raw), self._usage)
+            out.end(Stop(stop_reasons.from_anthropic(self._stop_raw), self._stop_raw), self._usage)
 
     def _usage_summary(self, u: dict[str, Any]) -> None:
         """Cumulative: every value present overwrites the earlier one."""
@@ -851,7 +842,7 @@ class AnthropicGrammar(GrammarBase):
                 acc.reasoning(as_str(b.get("thinking")) or "")
             elif btype == "redacted_thinking":
                 acc.extra["redacted_thinking_blocks"] = acc.extra.get("redacted_thinking_blocks", 0) + 1
-        acc.stop(as_str(obj.get("stop_reason")), STOP_CLASSES)
+        acc.stop(as_str(obj.get("stop_reason")), stop_reasons.ANTHROPIC)
         self._usage_summary(as_dict(obj.get("usage")))
 
 

@@ -30,9 +30,9 @@ from typing import Any
 
 from proxai.core.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
 from proxai.core.errors.kinds import classify
-from proxai.core.model import Protocol, StopClass
+from proxai.core.model import Protocol
 from proxai.core.sse import RawName, event_name
-from proxai.stream import stops
+from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Phase, Sink, Stop, TokenUsage
 
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
@@ -84,14 +84,6 @@ _C = Protocol.OPENAI_CHAT
 _STREAMING = State.STREAMING  # (an Enum member's attribute lookup costs ~200 instructions per event)
 #: What reading a chunk's shape by subscripts raises when the shape is another (``_fast``).
 _NOT_THIS_SHAPE = (KeyError, TypeError, ValueError, AttributeError)
-
-STOP_CLASSES: dict[str, StopClass] = {
-    "stop": StopClass.END_TURN,
-    "length": StopClass.MAX_TOKENS,
-    "tool_calls": StopClass.TOOL_USE,
-    "function_call": StopClass.TOOL_USE,
-    "content_filter": StopClass.CONTENT_FILTER,
-}
 
 
 TEXT_KEY = "text"
@@ -390,7 +382,7 @@ class ChatGrammar(GrammarBase):
             self._close_blocks(out)
         self.finished_choices.add(cidx)
         if cidx == 0 or acc.stop_reason is None:
-            acc.stop(reason, STOP_CLASSES)
+            acc.stop(reason, stop_reasons.CHAT)
         for tb in acc.tool_order:
             if not tb.finished and tb.key[0] == cidx:
                 acc.tool_finish(tb)
@@ -666,9 +658,9 @@ class ChatGrammar(GrammarBase):
         finish = acc.stop_reason
         refusal = acc.refusal_bytes > 0
         if finish is None:  # no finish_reason came: what the answer holds says how it ended
-            cls = stops.from_chat("tool_calls" if acc.tools else "stop", refusal_streamed=refusal)
+            cls = stop_reasons.from_chat("tool_calls" if acc.tools else "stop", has_refusal=refusal)
         else:
-            cls = stops.from_chat(finish, refusal_streamed=refusal)
+            cls = stop_reasons.from_chat(finish, has_refusal=refusal)
         u = self._usage
         out.end(Stop(cls, finish), TokenUsage() if u is None else usage_in(u))
 
@@ -722,7 +714,7 @@ class ChatGrammar(GrammarBase):
                 )
             reason = as_str(c.get("finish_reason")) or None
             if reason is not None and (cidx == 0 or acc.stop_reason is None):
-                acc.stop(reason, STOP_CLASSES)
+                acc.stop(reason, stop_reasons.CHAT)
         u = obj.get("usage")
         if type(u) is dict:
             acc.usage = openai_usage(u, "prompt", "completion")

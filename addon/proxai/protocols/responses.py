@@ -42,7 +42,7 @@ from proxai.core.errors.kinds import classify
 from proxai.core.model import Protocol, StopClass
 from proxai.core.sse import RawName
 from proxai.protocols.conformance import NODE_RESPONSES_EVENTS
-from proxai.stream import stops
+from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, Citation, DeltaKind, Phase, Sink, Stop, TokenUsage, WebSearchCall
 from proxai.stream.textparts import ENCODED
 
@@ -70,14 +70,6 @@ _ACTIVE = State.ACTIVE  # (a module constant: cheaper to read than the Enum's at
 _START = frozenset({"response.created", "response.in_progress", "response.queued"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
-# incomplete_details.reason -> class; status -> class
-STOP_CLASSES: dict[str, StopClass] = {
-    "completed": StopClass.END_TURN,
-    "max_output_tokens": StopClass.MAX_TOKENS,
-    "content_filter": StopClass.CONTENT_FILTER,
-    "failed": StopClass.ERROR,
-    "cancelled": StopClass.OTHER,
-}
 
 # output item type -> tool kind (items whose arguments stream)
 _ARG_TOOLS: dict[str, str] = {"function_call": "function", "custom_tool_call": "custom", "mcp_call": "mcp"}
@@ -507,7 +499,9 @@ class ResponsesGrammar(GrammarBase):
         reason = as_str(as_dict(resp.get("incomplete_details")).get("reason"))
         usage = usage_in(as_dict(resp.get("usage")))
         self._stopped = True
-        cls = stops.from_responses(status, reason, tool_calls=self._tools, refusal_streamed=self._refusal)
+        cls = stop_reasons.from_responses(
+            status, reason, has_tool_calls=self._tools, has_refusal=self._refusal
+        )
         out.end(Stop(cls, status if reason is None else f"{status}:{reason}"), usage)
 
     # -- items ----------------------------------------------------------------------------------
@@ -887,12 +881,12 @@ class ResponsesGrammar(GrammarBase):
             client_tool = client_tool or any(t.kind in CLIENT_KINDS for t in acc.tool_order)
         if status == "incomplete":
             reason = as_str(as_dict(resp.get("incomplete_details")).get("reason")) or "incomplete"
-            acc.stop(reason, STOP_CLASSES)
+            acc.stop(reason, stop_reasons.RESPONSES)
         elif status == "completed":
             acc.stop_reason = "completed"
             acc.stop_class = StopClass.TOOL_USE if client_tool else StopClass.END_TURN
         elif status is not None:
-            acc.stop(status, STOP_CLASSES)
+            acc.stop(status, stop_reasons.RESPONSES)
         if status == "failed":
             err = resp.get("error")
             msg, code = error_fields(err) if err is not None else ("response failed", None)

@@ -15,7 +15,8 @@ from typing import Any
 
 from proxai.core.errors import TranslationError, UpstreamProtocolError
 from proxai.core.model import StopClass
-from proxai.translate import ir, stop_reasons
+from proxai.stream import stop_reasons
+from proxai.translate import ir
 from proxai.translate.checks import dump_arguments, token_count
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from proxai.core.errors import TranslationError, UpstreamProtocolError
-from proxai.translate import ir, stop_reasons
+from proxai.stream import stop_reasons
+from proxai.translate import ir
 from proxai.translate.checks import arguments_object, openai_usage
 
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from proxai.core.errors import TranslationError
 from proxai.core.model import StopClass
-from proxai.translate import ir, stop_reasons
+from proxai.stream import stop_reasons
+from proxai.translate import ir
 
 
 def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.translate import ir, stop_reasons
+from proxai.stream import stop_reasons
+from proxai.translate import ir
 
 
 def render_response(resp: ir.ResponseIR, created: int) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.translate import ir, stop_reasons
+from proxai.stream import stop_reasons
+from proxai.translate import ir
 from proxai.translate.call_shapes import CallShapes, call_item
 
 

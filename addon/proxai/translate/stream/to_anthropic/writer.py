@@ -16,7 +16,7 @@ import orjson
 
 from proxai.core.errors.shapes import error_event
 from proxai.core.model import ErrorKind, Protocol
-from proxai.stream import stops
+from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
 from proxai.translate.stream.foreign import Foreign
 
@@ -130,7 +130,7 @@ class AnthropicWriter:
         self.frames.clear()
         for idx in self.st.close_all():
             self.out.append(output.block_stop(idx))
-        self.out.append(output.message_delta(stops.to_anthropic(stop.cls), usage))
+        self.out.append(output.message_delta(stop_reasons.to_anthropic(stop.cls), usage))
         self.out.append(output.MESSAGE_STOP)
 
     def upstream_error(self, kind: ErrorKind, message: str) -> None:

@@ -14,7 +14,7 @@ import orjson
 
 from proxai.core.errors.shapes import error_event
 from proxai.core.model import ErrorKind, Protocol
-from proxai.stream import stops
+from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
 from proxai.translate.stream.foreign import Foreign
 
@@ -145,7 +145,7 @@ class ChatWriter:
 
     def end(self, stop: Stop, usage: TokenUsage) -> None:
         st = self.st
-        finish = stops.to_chat(stop.cls, refusal_streamed=st.refusal_streamed)
+        finish = stop_reasons.to_chat(stop.cls, has_refusal=st.refusal_streamed)
         if self.citations:
             self.out.append(output.chunk(st.prefix, {"annotations": self._annotations()}))
         self.out.append(output.chunk(st.prefix, {}, finish))

@@ -37,7 +37,7 @@ from orjson import Fragment
 from proxai.core.errors import SseLimitError
 from proxai.core.errors.shapes import openai_error_object
 from proxai.core.model import ErrorKind, Protocol
-from proxai.stream import stops
+from proxai.stream import stop_reasons
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
 from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
 from proxai.stream.textparts import ENCODED
@@ -334,7 +334,7 @@ class ResponsesWriter:
         st = self.st
         for item in st.pending():
             self._finish(item)
-        status, reason = stops.to_responses(stop.cls, refusal_streamed=st.refusal_streamed)
+        status, reason = stop_reasons.to_responses_streamed(stop.cls, has_refusal=st.refusal_streamed)
         final = [output.item_json(i, True) for i in st.items]
         snap = output.response(st.response_id, st.model, self.created_at, status, final, usage, reason)
         self._emit("response.completed" if status == "completed" else "response.incomplete", response=snap)

@@ -1,5 +1,6 @@
-"""The one stop-reason table shared by JSON and stream translation (docs/translation.md, "Stop
-reasons").
+"""The stop-reason tables, one per protocol, in the neutral layer: the grammars (the summary's
+stop class), the stream writers, the JSON translators and the verdict all read them here
+(docs/translation.md, "Stop reasons").
 
 Every translator maps a source stop/finish reason to a protocol-neutral ``StopClass``
 (``proxai.core.model``) and renders that class in the target protocol. Keeping both directions in
@@ -37,7 +38,7 @@ from proxai.core.model import StopClass
 
 ResponsesStatus = Literal["completed", "incomplete", "failed"]
 
-_FROM_ANTHROPIC: Final[dict[str, StopClass]] = {
+ANTHROPIC: Final[dict[str, StopClass]] = {
     "end_turn": StopClass.END_TURN,
     "stop_sequence": StopClass.STOP_SEQUENCE,
     "max_tokens": StopClass.MAX_TOKENS,
@@ -47,12 +48,22 @@ _FROM_ANTHROPIC: Final[dict[str, StopClass]] = {
     "pause_turn": StopClass.PAUSE_TURN,
 }
 
-_FROM_CHAT: Final[dict[str, StopClass]] = {
+CHAT: Final[dict[str, StopClass]] = {
     "stop": StopClass.END_TURN,
     "length": StopClass.MAX_TOKENS,
     "tool_calls": StopClass.TOOL_USE,
     "function_call": StopClass.TOOL_USE,
     "content_filter": StopClass.CONTENT_FILTER,
+}
+
+# A Responses status or incomplete_details.reason -> class: the summary's stop class of a Responses
+# stream (``from_responses`` is the translators' reading, which knows the tool calls and refusals).
+RESPONSES: Final[dict[str, StopClass]] = {
+    "completed": StopClass.END_TURN,
+    "max_output_tokens": StopClass.MAX_TOKENS,
+    "content_filter": StopClass.CONTENT_FILTER,
+    "failed": StopClass.ERROR,
+    "cancelled": StopClass.OTHER,
 }
 
 _TO_ANTHROPIC: Final[dict[StopClass, str]] = {
@@ -84,7 +95,7 @@ def from_anthropic(stop_reason: str | None) -> StopClass:
     """The class of an Anthropic ``stop_reason`` (``None`` or unknown -> OTHER)."""
     if stop_reason is None:
         return StopClass.OTHER
-    return _FROM_ANTHROPIC.get(stop_reason, StopClass.OTHER)
+    return ANTHROPIC.get(stop_reason, StopClass.OTHER)
 
 
 def from_chat(finish_reason: str | None, *, has_refusal: bool = False) -> StopClass:
@@ -93,7 +104,7 @@ def from_chat(finish_reason: str | None, *, has_refusal: bool = False) -> StopCl
         return StopClass.REFUSAL
     if finish_reason is None:
         return StopClass.OTHER
-    return _FROM_CHAT.get(finish_reason, StopClass.OTHER)
+    return CHAT.get(finish_reason, StopClass.OTHER)
 
 
 def from_responses(
@@ -153,6 +164,17 @@ def to_responses(stop: StopClass, *, has_refusal: bool = False) -> tuple[Respons
     if stop is StopClass.ERROR:
         return "failed", None
     return "completed", None
+
+
+def to_responses_streamed(
+    stop: StopClass, *, has_refusal: bool = False
+) -> tuple[ResponsesStatus, str | None]:
+    """``to_responses`` for a stream's terminal event: a normal stop never ends a stream
+    ``failed`` (an error is the writer's ``response.failed``, not a stop class)."""
+    status, reason = to_responses(stop, has_refusal=has_refusal)
+    if status == "failed":
+        return "completed", None
+    return status, reason
 
 
 def same_class(a: StopClass, b: StopClass) -> bool:
