@@ -2,7 +2,9 @@
 
 Sections: ``observe`` (scanner + observer per protocol), ``translate`` (each stream pair),
 ``memory`` (peak RSS growth on a 200 MB stream, in process and through mitmdump), ``e2e``
-(mitmdump with the addon vs plain mitmdump, CPU seconds and latency), ``instructions`` (the same
+(mitmdump with the addon vs plain mitmdump, CPU seconds and latency), ``paced`` (plain, identity
+callback and addon, 256-byte pieces 1 ms apart, generated and real streams, scheduler CPU),
+``instructions`` (the same
 in instructions counted by valgrind, paced), ``peer`` (LiteLLM's streaming adapters, optional).
 Figures are ratios to a floor measured in the same process and the same run.
 
@@ -18,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 
-SECTIONS = ("observe", "translate", "memory", "e2e", "instructions", "peer")
+SECTIONS = ("observe", "translate", "memory", "e2e", "paced", "instructions", "peer")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         "translate": _translate,
         "memory": _memory,
         "e2e": _e2e,
+        "paced": _paced,
         "instructions": _instructions,
         "peer": _peer,
     }
@@ -72,6 +75,12 @@ def _e2e(quick: bool) -> list[str]:
     from . import e2e_bench
 
     return e2e_bench.report(e2e_bench.run(quick))
+
+
+def _paced(quick: bool) -> list[str]:
+    from . import paced_bench
+
+    return paced_bench.report(paced_bench.run(quick))
 
 
 def _instructions(quick: bool) -> list[str]:

@@ -39,12 +39,18 @@ async def stream(
     headers: dict[str, str],
     *,
     keep_body: bool = False,
+    model: str = "bench-model",
 ) -> Result:
     u = urlsplit(base_url)
     reader, writer = await asyncio.open_connection(u.hostname, u.port, limit=1 << 20)
-    body = orjson.dumps(
-        {"model": "bench-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-    )
+    request: dict[str, object] = {
+        "model": model,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    if protocol == "anthropic_messages":
+        request["max_tokens"] = 64  # required by the Messages API (and by a route's translation)
+    body = orjson.dumps(request)
     head = [
         f"POST {_PATHS[protocol]} HTTP/1.1",
         f"host: {u.hostname}:{u.port}",

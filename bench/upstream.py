@@ -11,7 +11,13 @@ streams of ``bench.streams`` (HTTP/1.1, chunked) and can:
   unchanged; an ``id:`` line would make every event a block of an unusual shape, which the
   scanner's fast path leaves to its general rules, and real LLM APIs send no ``id:``), for the
   per-event latency;
-- ``x-bench-bytes: M``    repeat a run of delta events until about M bytes, then end validly.
+- ``x-bench-bytes: M``    repeat a run of delta events until about M bytes, then end validly;
+- ``x-bench-write: W``    the size of each write of an unpaced or ``x-bench-bytes`` stream (default
+  16 KiB);
+- ``x-bench-piece: P``    write the stream in ``P``-byte pieces regardless of event boundaries, one
+  every ``x-bench-interval-ms`` (the end-to-end ``paced`` section: 256-byte pieces 1 ms apart);
+- ``x-bench-file: F``     the stream is the recorded one at ``tests/fixtures/real/F`` (the real
+  corpus, its key orders, ``obfuscation`` fields and padding as recorded), not a generated one.
 
 The protocol comes from the path (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``).
 Run: ``python -m bench.upstream PORT`` (prints ``ready`` when listening).
@@ -26,6 +32,7 @@ import asyncio
 import sys
 import time
 from functools import lru_cache
+from pathlib import Path
 
 from . import streams
 
@@ -36,6 +43,18 @@ _PATHS = {
 }
 # Where the first long run of delta events starts in each generated stream.
 _DELTA_START = {"anthropic_messages": 2, "openai_chat": 1, "openai_responses": 4}
+
+
+REAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real"
+
+
+@lru_cache(maxsize=512)
+def recorded(name: str) -> bytes:
+    """The bytes of one real recording (``name`` relative to tests/fixtures/real, inside it)."""
+    path = (REAL / name).resolve()
+    if REAL not in path.parents:
+        raise ValueError(name)
+    return path.read_bytes()
 
 
 @lru_cache(maxsize=16)
@@ -74,10 +93,24 @@ async def _serve_one(path: str, headers: dict[str, str], writer: asyncio.StreamW
     interval = float(headers.get("x-bench-interval-ms", "0")) / 1000
     stamp = headers.get("x-bench-stamp") == "1"
     total = int(headers.get("x-bench-bytes", "0"))
+    write = int(headers.get("x-bench-write", "16384"))
+    piece = int(headers.get("x-bench-piece", "0"))
+    recording = headers.get("x-bench-file")
     writer.write(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
         b"transfer-encoding: chunked\r\n\r\n"
     )
+    if recording is not None or piece:
+        body = recorded(recording) if recording is not None else b"".join(blocks(protocol, events))
+        step = piece or len(body)
+        for i in range(0, len(body), step):
+            writer.write(_chunk(body[i : i + step]))
+            await writer.drain()
+            if interval:
+                await asyncio.sleep(interval)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return
     bl = blocks(protocol, 30000 if total else events)
     if total:
         start = _DELTA_START[protocol]
@@ -85,12 +118,12 @@ async def _serve_one(path: str, headers: dict[str, str], writer: asyncio.StreamW
         writer.write(_chunk(head))
         sent = len(head) + len(tail)
         while sent < total:
-            for i in range(0, len(middle), 16384):
-                writer.write(_chunk(middle[i : i + 16384]))
+            for i in range(0, len(middle), write):
+                writer.write(_chunk(middle[i : i + write]))
             sent += len(middle)
             await writer.drain()
-        for i in range(0, len(tail), 16384):
-            writer.write(_chunk(tail[i : i + 16384]))
+        for i in range(0, len(tail), write):
+            writer.write(_chunk(tail[i : i + write]))
     elif interval or stamp:
         for b in bl:
             writer.write(
@@ -103,8 +136,8 @@ async def _serve_one(path: str, headers: dict[str, str], writer: asyncio.StreamW
                 await asyncio.sleep(interval)
     else:
         body = b"".join(bl)
-        for i in range(0, len(body), 16384):
-            writer.write(_chunk(body[i : i + 16384]))
+        for i in range(0, len(body), write):
+            writer.write(_chunk(body[i : i + write]))
             await writer.drain()
     writer.write(b"0\r\n\r\n")
     await writer.drain()

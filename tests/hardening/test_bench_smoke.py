@@ -104,3 +104,35 @@ def test_pair_instructions_regions_run() -> None:
     names = [name for name, _ in pair_instructions.regions(200)]
     assert len(names) == 3 * 2 + 6 and sum(" -> " in n for n in names) == 6
     assert pair_instructions.run(200, dry=True) == []
+
+
+def test_the_paced_upstream_serves_recorded_and_generated_streams_exactly() -> None:
+    """The ``paced`` section's upstream modes: a real recording (``x-bench-file``) and a generated
+    stream, each in 256-byte pieces, reach the client as exactly those bytes; the section's sets
+    cover every recording of tests/fixtures/real and route the translated ones."""
+    import asyncio
+
+    from bench import client, paced_bench, procs, upstream
+
+    files = paced_bench.corpus(quick=False)
+    assert len(files) == len(list(upstream.REAL.glob("*/*.sse")))
+    assert {p for p, _ in files} == set(streams.PROTOCOLS)
+    protocol, name = files[0]
+    up = procs.start_upstream()
+    try:
+        got = asyncio.run(
+            client.stream(up.url, protocol, {"x-bench-file": name, "x-bench-piece": "256"}, keep_body=True)
+        )
+        gen = asyncio.run(
+            client.stream(
+                up.url, "openai_chat", {"x-bench-events": "50", "x-bench-piece": "256"}, keep_body=True
+            )
+        )
+    finally:
+        up.stop()
+    assert got.status == 200 and got.body == upstream.recorded(name)
+    assert gen.body == b"".join(upstream.blocks("openai_chat", 50))
+    sets = paced_bench.sets(quick=True)
+    assert [s.routed for s in sets] == [False, True, False, True]
+    assert all(j.model == paced_bench.ROUTED_MODEL for s in sets if s.routed for j in s.jobs)
+    assert paced_bench.routes_toml("http://127.0.0.1:1").count("[[route]]") == 1
