@@ -2,6 +2,10 @@
 
 - ``validate``: a pydantic model at the trust boundary; a failure becomes
   ``TranslationError`` naming the client's field (``messages[2].content[0].text``).
+- ``Reading``: how a request reader meets what it cannot read. A strict reading (translation)
+  raises the ``TranslationError``; a liberal one (the view, the run report, the telemetry, replay)
+  records it, keeps the rest and stands an ``ir.UnreadPart`` where the part was, so the one
+  reader of each protocol is total on any JSON (docs/design/request-reading.md).
 - ``parse_arguments``: tool-call argument JSON is parsed strictly. Invalid JSON fails; it is
   never replaced with ``{}`` (docs/translation.md, "What is rejected, and why").
 - ``split_data_url``: ``data:<media>;base64,<data>`` into its parts.
@@ -14,10 +18,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from proxai.core.errors import TranslationError
 from proxai.translate import ir
@@ -47,6 +53,92 @@ def validate[M: BaseModel](model: type[M], data: object, at: str) -> M:
         err = e.errors()[0]
         loc = tuple(p for p in err["loc"] if not _is_branch_label(p))
         raise TranslationError(err["msg"], join(at, loc)) from None
+
+
+@dataclass(slots=True)
+class Reading:
+    """One reading of a request body: ``strict`` raises at the first thing the translation
+    refuses (the order of the reader's checks decides which); otherwise each refusal is kept in
+    ``refused`` and the reader goes on with what it can read."""
+
+    strict: bool = True
+    refused: list[TranslationError] = field(default_factory=list)
+
+    def refuse(self, exc: TranslationError) -> None:
+        """A refusal that leaves nothing to stand in for (a setting, an unknown field)."""
+        if self.strict:
+            raise exc
+        self.refused.append(exc)
+
+    def attempt[T, D](self, instead: D, read: Callable[..., T], *args: Any) -> T | D:
+        """``read(*args)``; in a liberal reading, ``instead`` when it refuses."""
+        if self.strict:
+            return read(*args)
+        try:
+            return read(*args)
+        except TranslationError as exc:
+            self.refused.append(exc)
+            return instead
+
+    def part[P](self, raw: object, at: str, read: Callable[..., P], *args: Any) -> P | ir.UnreadPart:
+        """``read(*args)``; in a liberal reading, the raw part as an ``UnreadPart`` when it refuses."""
+        try:
+            return read(*args)
+        except TranslationError as exc:
+            if self.strict:
+                raise
+            self.refused.append(exc)
+            return ir.UnreadPart(raw, exc.reason, at)
+
+    def message(
+        self, raw: object, at: str, read: Callable[..., ir.Message | None], *args: Any
+    ) -> ir.Message | None:
+        """``read(*args)``; in a liberal reading, the raw message kept whole when it refuses (its
+        role when it names one the neutral form has, else a user turn: tool results are user parts)."""
+        part = self.part(raw, at, read, *args)
+        if not isinstance(part, ir.UnreadPart):
+            return part
+        role = raw.get("role") if isinstance(raw, dict) else None
+        kept: Literal["user", "assistant", "system"] = (
+            "assistant" if role == "assistant" else "system" if role in ("system", "developer") else "user"
+        )
+        return ir.Message(kept, (part,), at)
+
+    def body[M: BaseModel](self, model: type[M], body: object) -> M:
+        """The request's top level as ``model``. A liberal reading of a body that does not fit
+        keeps the fields that do (a list field without its items that are not objects) and
+        reads a missing required list as empty."""
+        if not isinstance(body, dict):
+            self.refuse(TranslationError("the request body must be a JSON object", "body"))
+            body = {}
+        try:
+            return validate(model, body, "")
+        except TranslationError as exc:
+            if self.strict:
+                raise
+            self.refused.append(exc)
+        return _fitting(model, body)
+
+
+def _fitting[M: BaseModel](model: type[M], body: dict[str, Any]) -> M:
+    kept: dict[str, Any] = {}
+    for name, value in body.items():
+        spec = model.model_fields.get(name)
+        if spec is None or spec.annotation is None:
+            kept[name] = value
+            continue
+        tries = [value] + ([[v for v in value if isinstance(v, dict)]] if isinstance(value, list) else [])
+        for candidate in tries:
+            try:
+                TypeAdapter(spec.annotation).validate_python(candidate)
+            except ValidationError:
+                continue
+            kept[name] = candidate
+            break
+    for name, spec in model.model_fields.items():
+        if spec.is_required() and name not in kept:
+            kept[name] = []
+    return model.model_validate(kept)
 
 
 def _is_branch_label(p: int | str) -> bool:

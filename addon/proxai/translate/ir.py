@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from proxai.core.errors import TranslationError
 from proxai.core.model import StopClass
 
 FileProvider = Literal["openai", "anthropic"]
@@ -90,6 +91,17 @@ class RefusalPart:
     at: str
 
 
+@dataclass(frozen=True, slots=True)
+class UnreadPart:
+    """A block, part, item or message a liberal reading could not read (``proxai.translate.checks.
+    Reading``): the raw JSON as the client sent it and why. A strict reading raises instead, so
+    translation never sees one."""
+
+    raw: object
+    reason: str
+    at: str
+
+
 Part = (
     TextPart
     | ImagePart
@@ -99,6 +111,7 @@ Part = (
     | ThinkingPart
     | RedactedThinkingPart
     | RefusalPart
+    | UnreadPart
 )
 
 
@@ -236,6 +249,9 @@ class RequestIR:
     left_out: tuple[LeftOut, ...] = ()  # offers left out (hosted tools the target cannot provide)
     web_search: WebSearch | None = None  # the provider's web search, offered to the target's
     history_notes: tuple[str, ...] = ()  # earlier turns' server-side content the target keeps no form of
+    # a liberal reading only: what a strict reading (translation) refuses, in reading order; the
+    # first is the error a strict reading raises
+    refused: tuple[TranslationError, ...] = ()
 
 
 # ---- responses -------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from proxai.core.errors import TranslationError
 from proxai.translate import ir
-from proxai.translate.checks import Loose, dump_arguments, validate
+from proxai.translate.checks import Loose, Reading, dump_arguments, validate
 
 
 class _Block(Loose):
@@ -144,25 +144,33 @@ _REJECT = {
 _EFFORT = {"low": "low", "medium": "medium", "high": "high", "max": "xhigh"}
 
 
-def parse_request(body: dict[str, Any]) -> ir.RequestIR:
-    req = validate(_Request, body, "")
+def parse_request(body: object, rd: Reading) -> ir.RequestIR:
+    req = rd.body(_Request, body)
     extras = req.model_extra or {}
     for key, what in _REJECT.items():
         if extras.get(key) not in (None, [], {}):
-            raise TranslationError(f"{what} exist only in Anthropic Messages", key)
+            rd.refuse(TranslationError(f"{what} exist only in Anthropic Messages", key))
     if req.top_k is not None:
-        raise TranslationError("top_k has no equivalent in OpenAI APIs", "top_k")
-    ignored = tuple(sorted(k for k in body if k not in _HANDLED))
-    system = _system(req.system)
+        rd.refuse(TranslationError("top_k has no equivalent in OpenAI APIs", "top_k"))
+    ignored = tuple(sorted(k for k in extras if k not in _HANDLED))
+    system = _system(req.system, rd)
     raw_messages, history_notes = _without_searches(req.messages)
-    messages = tuple(_message(m, i) for i, m in enumerate(raw_messages))
+    messages = tuple(
+        msg
+        for i, m in enumerate(raw_messages)
+        if (msg := rd.message(m, f"messages[{i}]", _message, m, i, rd)) is not None
+    )
     left_out: list[ir.LeftOut] = []
     searches: list[ir.WebSearch] = []
     tools = tuple(
-        t for i, raw in enumerate(req.tools or []) if (t := _tool(raw, i, left_out, searches)) is not None
+        t
+        for i, raw in enumerate(req.tools or [])
+        if (t := rd.attempt(None, _tool, raw, i, left_out, searches)) is not None
     )
-    effort, json_schema, json_at = _output(req.output_config, req.output_format)
-    tool_choice, parallel = _tool_choice(req.tool_choice)
+    effort, json_schema, json_at = rd.attempt(
+        (None, None, "output_config.format"), _output, req.output_config, req.output_format
+    )
+    tool_choice, parallel = rd.attempt((None, None), _tool_choice, req.tool_choice)
     user = None
     if req.metadata and isinstance(req.metadata.get("user_id"), str):
         user = req.metadata["user_id"]
@@ -180,7 +188,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         stop=tuple(req.stop_sequences or ()),
         stop_at="stop_sequences",
         stream=bool(req.stream),
-        reasoning=_reasoning(req.thinking, effort),
+        reasoning=rd.attempt(None, _reasoning, req.thinking, effort),
         user=user,
         json_schema=json_schema,
         json_schema_at=json_at,
@@ -188,10 +196,11 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         left_out=tuple(left_out),
         web_search=searches[0] if searches else None,
         history_notes=history_notes,
+        refused=tuple(rd.refused),
     )
 
 
-def _system(system: str | list[dict[str, Any]] | None) -> tuple[ir.TextPart, ...]:
+def _system(system: str | list[dict[str, Any]] | None, rd: Reading) -> tuple[ir.TextPart, ...]:
     if system is None:
         return ()
     if isinstance(system, str):
@@ -199,19 +208,23 @@ def _system(system: str | list[dict[str, Any]] | None) -> tuple[ir.TextPart, ...
     out = []
     for i, b in enumerate(system):
         at = f"system[{i}]"
-        t = validate(_Text, b, at)
-        out.append(ir.TextPart(t.text, at))
+        t = rd.attempt(None, validate, _Text, b, at)
+        if t is not None:
+            out.append(ir.TextPart(t.text, at))
     return tuple(out)
 
 
-def _message(raw: dict[str, Any], i: int) -> ir.Message:
+def _message(raw: dict[str, Any], i: int, rd: Reading) -> ir.Message:
     at = f"messages[{i}]"
     m = validate(_Message, raw, at)
     if m.role == "system":
         return ir.Message("system", _system_turn(m.content, at), at)
     if isinstance(m.content, str):
         return ir.Message(m.role, (ir.TextPart(m.content, f"{at}.content"),), at)
-    parts = tuple(_block(b, f"{at}.content[{j}]", m.role) for j, b in enumerate(m.content))
+    parts = tuple(
+        rd.part(b, f"{at}.content[{j}]", _block, b, f"{at}.content[{j}]", m.role)
+        for j, b in enumerate(m.content)
+    )
     return ir.Message(m.role, parts, at)
 
 

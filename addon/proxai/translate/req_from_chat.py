@@ -17,7 +17,14 @@ from typing import Any, Literal
 
 from proxai.core.errors import TranslationError
 from proxai.translate import ir
-from proxai.translate.checks import Loose, parse_arguments, split_data_url, tool_choice_mode, validate
+from proxai.translate.checks import (
+    Loose,
+    Reading,
+    parse_arguments,
+    split_data_url,
+    tool_choice_mode,
+    validate,
+)
 
 
 class _Message(Loose):
@@ -143,45 +150,32 @@ _REJECT_IF_SET: dict[str, str] = {
 _REJECT_IF_NONZERO = ("presence_penalty", "frequency_penalty")
 
 
-def parse_request(body: dict[str, Any]) -> ir.RequestIR:
-    req = validate(_Request, body, "")
+def parse_request(body: object, rd: Reading) -> ir.RequestIR:
+    req = rd.body(_Request, body)
     extras = req.model_extra or {}
     for key, what in _REJECT_IF_SET.items():
         if extras.get(key) not in (None, [], {}):
-            raise TranslationError(f"{what} cannot be translated to another API", key)
+            rd.refuse(TranslationError(f"{what} cannot be translated to another API", key))
     for key in _REJECT_IF_NONZERO:
         if extras.get(key) not in (None, 0, 0.0):
-            raise TranslationError(f"{key} has no equivalent in the target API", key)
+            rd.refuse(TranslationError(f"{key} has no equivalent in the target API", key))
     modalities = extras.get("modalities")
     if isinstance(modalities, list) and any(m != "text" for m in modalities):
-        raise TranslationError("only text output can be translated", "modalities")
+        rd.refuse(TranslationError("only text output can be translated", "modalities"))
     if req.n not in (None, 1):
-        raise TranslationError("n > 1 asks for alternative choices, which the target cannot return", "n")
+        rd.refuse(TranslationError("n > 1 asks for alternative choices, which the target cannot return", "n"))
     if req.logprobs or req.top_logprobs:
-        raise TranslationError(
-            "logprobs cannot be translated", "logprobs" if req.logprobs else "top_logprobs"
+        rd.refuse(
+            TranslationError("logprobs cannot be translated", "logprobs" if req.logprobs else "top_logprobs")
         )
 
     system: list[ir.TextPart] = []
     messages: list[ir.Message] = []
     for i, raw in enumerate(req.messages):
         at = f"messages[{i}]"
-        m = validate(_Message, raw, at)
-        if m.role in ("system", "developer"):
-            system.extend(_instruction_parts(m, at))
-        elif m.role == "user":
-            messages.append(ir.Message("user", _user_parts(m, at), at))
-        elif m.role == "assistant":
-            messages.append(ir.Message("assistant", _assistant_parts(m, at), at))
-        elif m.role == "tool":
-            messages.append(ir.Message("user", (_tool_result(m, at),), at))
-        elif m.role == "function":
-            raise TranslationError(
-                "role 'function' (legacy function result) has no tool_call_id to reference; use role 'tool'",
-                f"{at}.role",
-            )
-        else:
-            raise TranslationError(f"unknown role {m.role!r}", f"{at}.role")
+        msg = rd.message(raw, at, _message, raw, at, system, rd)
+        if msg is not None:
+            messages.append(msg)
 
     stop: tuple[str, ...] = ()
     if isinstance(req.stop, str):
@@ -199,12 +193,15 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
             "reasoning_effort", enabled=req.reasoning_effort != "none", effort=req.reasoning_effort
         )
 
+    tools = tuple(
+        d for i, t in enumerate(req.tools or []) if (d := rd.attempt(None, _tool, t, i)) is not None
+    )
     return ir.RequestIR(
         model=req.model,
         messages=tuple(messages),
         system=tuple(system),
-        tools=tuple(_tool(t, i) for i, t in enumerate(req.tools or [])),
-        tool_choice=_tool_choice(req.tool_choice),
+        tools=tools,
+        tool_choice=rd.attempt(None, _tool_choice, req.tool_choice),
         parallel_tool_calls=req.parallel_tool_calls,
         max_tokens=max_tokens,
         max_tokens_at=max_at,
@@ -215,11 +212,32 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         stream=bool(req.stream),
         reasoning=reasoning,
         user=req.user,
-        json_schema=_response_format(req.response_format),
+        json_schema=rd.attempt(None, _response_format, req.response_format),
         json_object=req.response_format is not None and req.response_format.get("type") == "json_object",
         json_schema_at="response_format",
-        ignored=tuple(sorted(k for k in body if k not in _HANDLED and k not in _REJECT_IF_SET)),
+        ignored=tuple(sorted(k for k in extras if k not in _HANDLED and k not in _REJECT_IF_SET)),
+        refused=tuple(rd.refused),
     )
+
+
+def _message(raw: dict[str, Any], at: str, system: list[ir.TextPart], rd: Reading) -> ir.Message | None:
+    """A turn; instructions are collected in ``system`` instead."""
+    m = validate(_Message, raw, at)
+    if m.role in ("system", "developer"):
+        system.extend(_instruction_parts(m, at))
+        return None
+    if m.role == "user":
+        return ir.Message("user", _user_parts(m, at, rd), at)
+    if m.role == "assistant":
+        return ir.Message("assistant", _assistant_parts(m, at, rd), at)
+    if m.role == "tool":
+        return ir.Message("user", (_tool_result(m, at),), at)
+    if m.role == "function":
+        raise TranslationError(
+            "role 'function' (legacy function result) has no tool_call_id to reference; use role 'tool'",
+            f"{at}.role",
+        )
+    raise TranslationError(f"unknown role {m.role!r}", f"{at}.role")
 
 
 def _instruction_parts(m: _Message, at: str) -> list[ir.TextPart]:
@@ -234,12 +252,15 @@ def _instruction_parts(m: _Message, at: str) -> list[ir.TextPart]:
     return out
 
 
-def _user_parts(m: _Message, at: str) -> tuple[ir.Part, ...]:
+def _user_parts(m: _Message, at: str, rd: Reading) -> tuple[ir.Part, ...]:
     if m.content is None:
         raise TranslationError("a user message needs content", f"{at}.content")
     if isinstance(m.content, str):
         return (ir.TextPart(m.content, f"{at}.content"),)
-    return tuple(_user_part(raw, f"{at}.content[{j}]") for j, raw in enumerate(m.content))
+    return tuple(
+        rd.part(raw, f"{at}.content[{j}]", _user_part, raw, f"{at}.content[{j}]")
+        for j, raw in enumerate(m.content)
+    )
 
 
 def _user_part(raw: dict[str, Any], at: str) -> ir.TextPart | ir.ImagePart | ir.DocumentPart:
@@ -263,7 +284,7 @@ def _user_part(raw: dict[str, Any], at: str) -> ir.TextPart | ir.ImagePart | ir.
     raise TranslationError(f"user content part {kind!r} cannot be translated", f"{at}.type")
 
 
-def _assistant_parts(m: _Message, at: str) -> tuple[ir.Part, ...]:
+def _assistant_parts(m: _Message, at: str, rd: Reading) -> tuple[ir.Part, ...]:
     parts: list[ir.Part] = []
     for field in ("reasoning_content", "reasoning"):
         text = getattr(m, field)
@@ -277,27 +298,33 @@ def _assistant_parts(m: _Message, at: str) -> tuple[ir.Part, ...]:
     elif m.content is not None:
         for j, raw in enumerate(m.content):
             pat = f"{at}.content[{j}]"
-            kind = validate(_Part, raw, pat).type
-            if kind == "text":
-                parts.append(ir.TextPart(validate(_TextPart, raw, pat).text, pat))
-            elif kind == "refusal":
-                parts.append(ir.RefusalPart(validate(_RefusalPart, raw, pat).refusal, pat))
-            else:
-                raise TranslationError(f"assistant content part {kind!r} cannot be translated", f"{pat}.type")
+            parts.append(rd.part(raw, pat, _assistant_part, raw, pat))
     if m.refusal:
         parts.append(ir.RefusalPart(m.refusal, f"{at}.refusal"))
     for j, raw in enumerate(m.tool_calls or []):
         pat = f"{at}.tool_calls[{j}]"
-        tc = validate(_ToolCall, raw, pat)
-        if tc.type == "function" and tc.function is not None:
-            args = parse_arguments(tc.function.arguments, f"{pat}.function.arguments")
-            parts.append(ir.ToolCallPart(tc.id, tc.function.name, tc.function.arguments, args, pat))
-        elif tc.type == "custom" and tc.custom is not None:
-            c = validate(_Custom, tc.custom, f"{pat}.custom")
-            parts.append(ir.ToolCallPart(tc.id, c.name, c.input, c.input, pat, kind="custom"))
-        else:
-            raise TranslationError(f"tool call type {tc.type!r} cannot be translated", f"{pat}.type")
+        parts.append(rd.part(raw, pat, _tool_call, raw, pat))
     return tuple(parts)
+
+
+def _assistant_part(raw: dict[str, Any], at: str) -> ir.TextPart | ir.RefusalPart:
+    kind = validate(_Part, raw, at).type
+    if kind == "text":
+        return ir.TextPart(validate(_TextPart, raw, at).text, at)
+    if kind == "refusal":
+        return ir.RefusalPart(validate(_RefusalPart, raw, at).refusal, at)
+    raise TranslationError(f"assistant content part {kind!r} cannot be translated", f"{at}.type")
+
+
+def _tool_call(raw: dict[str, Any], at: str) -> ir.ToolCallPart:
+    tc = validate(_ToolCall, raw, at)
+    if tc.type == "function" and tc.function is not None:
+        args = parse_arguments(tc.function.arguments, f"{at}.function.arguments")
+        return ir.ToolCallPart(tc.id, tc.function.name, tc.function.arguments, args, at)
+    if tc.type == "custom" and tc.custom is not None:
+        c = validate(_Custom, tc.custom, f"{at}.custom")
+        return ir.ToolCallPart(tc.id, c.name, c.input, c.input, at, kind="custom")
+    raise TranslationError(f"tool call type {tc.type!r} cannot be translated", f"{at}.type")
 
 
 def _tool_result(m: _Message, at: str) -> ir.ToolResultPart:

@@ -21,6 +21,7 @@ from proxai.core.errors import TranslationError
 from proxai.translate import ir
 from proxai.translate.checks import (
     Loose,
+    Reading,
     dump_arguments,
     parse_arguments,
     split_data_url,
@@ -159,14 +160,14 @@ _SEARCH_PARAMETERS: dict[str, Any] = {
 }
 
 
-def parse_request(body: dict[str, Any]) -> ir.RequestIR:
-    req = validate(_Request, body, "")
+def parse_request(body: object, rd: Reading) -> ir.RequestIR:
+    req = rd.body(_Request, body)
     extras = req.model_extra or {}
     for key, why in _REJECT_IF_SET.items():
         if extras.get(key) not in (None, [], {}):
-            raise TranslationError(why, key)
+            rd.refuse(TranslationError(why, key))
     if extras.get("background") is True:
-        raise TranslationError("background mode exists only in the Responses API", "background")
+        rd.refuse(TranslationError("background mode exists only in the Responses API", "background"))
 
     system: list[ir.TextPart] = []
     if req.instructions:
@@ -179,7 +180,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         if search is None and isinstance(kind, str) and kind in WEB_SEARCH_TYPES:
             search = _web_search(raw_tool, f"tools[{i}]")
             continue
-        tools.extend(_tool(raw_tool, f"tools[{i}]", left_out))
+        tools.extend(rd.attempt([], _tool, raw_tool, f"tools[{i}]", left_out))
     messages: list[ir.Message] = []
     history_notes: list[str] = []
     if isinstance(req.input, str):
@@ -191,8 +192,11 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
                     f"input[{i}]: web_search_call of an earlier turn left out (a web search)"
                 )
                 continue
-            _item(raw, f"input[{i}]", system, messages, tools)
-    ignored = {k for k in body if k not in _HANDLED and k not in _REJECT_IF_SET}
+            at = f"input[{i}]"
+            msg = rd.message(raw, at, _item, raw, at, system, tools)
+            if msg is not None:
+                messages.append(msg)
+    ignored = {k for k in extras if k not in _HANDLED and k not in _REJECT_IF_SET}
     if req.text is not None and req.text.get("verbosity") is not None:
         ignored.add("text.verbosity")
 
@@ -212,7 +216,7 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         messages=tuple(messages),
         system=tuple(system),
         tools=tuple(tools),
-        tool_choice=_tool_choice(req.tool_choice),
+        tool_choice=rd.attempt(None, _tool_choice, req.tool_choice),
         parallel_tool_calls=req.parallel_tool_calls,
         max_tokens=req.max_output_tokens,
         max_tokens_at="max_output_tokens",
@@ -221,13 +225,14 @@ def parse_request(body: dict[str, Any]) -> ir.RequestIR:
         stream=bool(req.stream),
         reasoning=reasoning,
         user=req.user,
-        json_schema=_text_format(req.text),
+        json_schema=rd.attempt(None, _text_format, req.text),
         json_object=_json_object(req.text),
         json_schema_at="text.format",
         ignored=tuple(sorted(ignored)),
         left_out=tuple(left_out),
         web_search=search,
         history_notes=tuple(history_notes),
+        refused=tuple(rd.refused),
     )
 
 
@@ -235,56 +240,54 @@ def _item(
     raw: dict[str, Any],
     at: str,
     system: list[ir.TextPart],
-    messages: list[ir.Message],
     tools: list[ir.ToolDef],
-) -> None:
+) -> ir.Message | None:
+    """The turn an input item is; instructions are collected in ``system`` instead, and the tools a
+    tool search found are added to ``tools``."""
     item = validate(_Item, raw, at)
     kind = item.type or ("message" if item.role else None)
     if kind == "message":
         m = validate(_MessageItem, raw, at)
         if m.role in ("system", "developer"):
             system.extend(_texts(m.content, at))
-        elif m.role == "user":
-            messages.append(ir.Message("user", _user_parts(m.content, at), at))
-        else:
-            messages.append(ir.Message("assistant", _assistant_parts(m.content, at), at))
-    elif kind == "function_call":
+            return None
+        if m.role == "user":
+            return ir.Message("user", _user_parts(m.content, at), at)
+        return ir.Message("assistant", _assistant_parts(m.content, at), at)
+    if kind == "function_call":
         fc = validate(_FunctionCall, raw, at)
         args = parse_arguments(fc.arguments, f"{at}.arguments")
         name = flat_name(fc.namespace, fc.name) if fc.namespace else fc.name
-        messages.append(
-            ir.Message("assistant", (ir.ToolCallPart(fc.call_id, name, fc.arguments, args, at),), at)
-        )
-    elif kind == "tool_search_call":
+        return ir.Message("assistant", (ir.ToolCallPart(fc.call_id, name, fc.arguments, args, at),), at)
+    if kind == "tool_search_call":
         sc = validate(_SearchCall, raw, at)
         sargs = sc.arguments if isinstance(sc.arguments, dict) else {}
         call = ir.ToolCallPart(_call_id(sc.call_id, sc.id, at), TOOL_SEARCH, dump_arguments(sargs), sargs, at)
-        messages.append(ir.Message("assistant", (call,), at))
-    elif kind == "tool_search_output":
+        return ir.Message("assistant", (call,), at)
+    if kind == "tool_search_output":
         so = validate(_SearchOutput, raw, at)
         found = ir.TextPart(dump_arguments(so.tools), f"{at}.tools")
-        messages.append(
-            ir.Message("user", (ir.ToolResultPart(_call_id(so.call_id, so.id, at), (found,), at),), at)
-        )
+        result = ir.Message("user", (ir.ToolResultPart(_call_id(so.call_id, so.id, at), (found,), at),), at)
         known = {t.name for t in tools}
         for j, raw_tool in enumerate(so.tools):  # the tools a search found are offered from now on
             for t in _tool(raw_tool, f"{at}.tools[{j}]", []):
                 if t.name not in known:
                     known.add(t.name)
                     tools.append(t)
-    elif kind == "custom_tool_call":
+        return result
+    if kind == "custom_tool_call":
         cc = validate(_CustomCall, raw, at)
         call = ir.ToolCallPart(cc.call_id, cc.name, cc.input, cc.input, at, kind="custom")
-        messages.append(ir.Message("assistant", (call,), at))
-    elif kind in ("function_call_output", "custom_tool_call_output"):
+        return ir.Message("assistant", (call,), at)
+    if kind in ("function_call_output", "custom_tool_call_output"):
         out = validate(_CallOutput, raw, at)
         content: tuple[ir.ResultContent, ...]
         if isinstance(out.output, str):
             content = (ir.TextPart(out.output, f"{at}.output"),)
         else:
             content = tuple(_user_part(p, f"{at}.output[{j}]") for j, p in enumerate(out.output))
-        messages.append(ir.Message("user", (ir.ToolResultPart(out.call_id, content, at),), at))
-    elif kind == "reasoning":
+        return ir.Message("user", (ir.ToolResultPart(out.call_id, content, at),), at)
+    if kind == "reasoning":
         r = validate(_Reasoning, raw, at)
         texts = [p.get("text") for p in (r.content or []) if isinstance(p.get("text"), str)]
         if not texts:
@@ -295,10 +298,9 @@ def _item(
         elif r.encrypted_content:
             part = ir.RedactedThinkingPart(r.encrypted_content, at)
         else:
-            return  # an empty reasoning item says nothing
-        messages.append(ir.Message("assistant", (part,), at))
-    else:
-        raise TranslationError(f"input item type {kind!r} cannot be translated", f"{at}.type")
+            return None  # an empty reasoning item says nothing
+        return ir.Message("assistant", (part,), at)
+    raise TranslationError(f"input item type {kind!r} cannot be translated", f"{at}.type")
 
 
 def _texts(content: str | list[dict[str, Any]], at: str) -> list[ir.TextPart]:

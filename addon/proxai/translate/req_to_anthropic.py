@@ -143,6 +143,8 @@ def _block(p: ir.Part, dropped: dict[str, int]) -> dict[str, Any] | None:
             return {"type": "thinking", "thinking": p.text, "signature": p.signature}
         case ir.RedactedThinkingPart():
             return {"type": "redacted_thinking", "data": p.data}
+        case ir.UnreadPart():  # a strict reading raised instead
+            raise TranslationError(p.reason, p.at)
 
 
 def _media(p: ir.ImagePart | ir.DocumentPart) -> dict[str, Any]:

@@ -27,8 +27,9 @@ from proxai.translate import (
     req_to_responses,
 )
 from proxai.translate.call_shapes import shapes_of
+from proxai.translate.checks import Reading
 
-_PARSERS: dict[Protocol, Callable[[dict[str, Any]], ir.RequestIR]] = {
+_PARSERS: dict[Protocol, Callable[[object, Reading], ir.RequestIR]] = {
     Protocol.ANTHROPIC_MESSAGES: req_from_anthropic.parse_request,
     Protocol.OPENAI_CHAT: req_from_chat.parse_request,
     Protocol.OPENAI_RESPONSES: req_from_responses.parse_request,
@@ -56,10 +57,13 @@ class TranslatedRequest:
         return orjson.dumps(self.body)
 
 
-def read_request(body: dict[str, Any], protocol: Protocol) -> ir.RequestIR:
-    """A client body of ``protocol`` as the neutral form: the protocol's one request reader
-    (translation and replay's matching read requests through it). ``TranslationError``."""
-    return _PARSERS[protocol](body)
+def read_request(body: object, protocol: Protocol, *, strict: bool = True) -> ir.RequestIR:
+    """A request body of ``protocol`` (parsed JSON) as the neutral form: the protocol's one request
+    reader (docs/design/request-reading.md). Strict (translation): the first thing the target
+    cannot be given raises ``TranslationError``. Not strict (the view, the run report, the
+    telemetry, replay's matching): total on any JSON; what a strict reading refuses is listed in
+    ``refused`` and an unreadable part stands as an ``ir.UnreadPart`` at its place."""
+    return _PARSERS[protocol](body, Reading(strict))
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
