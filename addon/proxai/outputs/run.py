@@ -6,7 +6,8 @@ Pure: plain facts of each flow (its summary, its parsed request bodies, the answ
 captured it) in; ``Run`` out, JSON-able through ``to_json``. Every string that came from the
 network is redacted on the way in (``_redacted``, with the one redaction engine ``proxai.safety.redact``
 and the echo set the caller learned from the flows), so the HTML, JSON and CSV renderings never
-see a secret. The three wire protocols' requests are read by ``messages_of``.
+see a secret. Requests are read by their protocol's one reader (``messages_of``,
+docs/design/request-reading.md).
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from typing import Any
 
 import orjson
 
+from proxai.core.model import Protocol
 from proxai.outputs import cost as pricing
 from proxai.outputs import verdict
 from proxai.safety.redact import Redactor
+from proxai.translate import ir
+from proxai.translate.request import read_request
 
 MAX_PARENTS = 64  # earlier turns searched for the conversation a request continues
 # A turn's usage: the summary's token counts (the cache writes with their split by lifetime).
@@ -137,172 +141,56 @@ class Run:
         return {"schema": 1, "turns": [t.to_json() for t in self.turns], "totals": self.totals()}
 
 
-# -- reading requests --------------------------------------------------------------------------
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+# -- requests, as their protocol's reader reads them ------------------------------------------
 
 
 def _args(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def _content_parts(content: Any) -> list[dict[str, Any]]:
-    """Text / image / tool parts of a content value (a string or a list of typed parts)."""
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if not isinstance(content, list):
-        return [{"type": "text", "text": _text(content)}]
-    parts: list[dict[str, Any]] = []
-    for p in content:
-        if isinstance(p, str):
-            parts.append({"type": "text", "text": p})
-            continue
-        if not isinstance(p, Mapping):
-            continue
-        kind = p.get("type")
-        if kind in ("text", "input_text", "output_text") and isinstance(p.get("text"), str):
-            parts.append({"type": "text", "text": p["text"]})
-        elif kind in ("thinking", "reasoning_text", "summary_text"):
-            parts.append({"type": "reasoning", "text": _text(p.get("thinking") or p.get("text") or "")})
-        elif kind == "redacted_thinking":
-            parts.append({"type": "reasoning", "text": "(redacted thinking)"})
-        elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
-            parts.append(
-                {
-                    "type": "tool_call",
-                    "id": p.get("id"),
-                    "name": p.get("name"),
-                    "arguments": _args(p.get("input")),
-                }
-            )
-        elif kind == "tool_result" or str(kind).endswith("_tool_result"):
-            parts.append(
-                {
-                    "type": "tool_result",
-                    "id": p.get("tool_use_id"),
-                    "content": _result_text(p.get("content")),
-                    "is_error": bool(p.get("is_error")),
-                }
-            )
-        elif kind in ("image", "image_url", "input_image", "document", "input_file", "file"):
-            parts.append({"type": "media", "kind": str(kind)})
-        elif kind == "refusal":
-            parts.append({"type": "text", "text": _text(p.get("refusal") or "")})
-        else:
-            parts.append({"type": "other", "kind": str(kind)})
-    return parts
+def _part(p: ir.Part) -> dict[str, Any]:
+    """One part of the neutral form as the run shows it."""
+    match p:
+        case ir.TextPart() | ir.RefusalPart():
+            return {"type": "text", "text": p.text}
+        case ir.ThinkingPart():
+            return {"type": "reasoning", "text": p.text}
+        case ir.RedactedThinkingPart():
+            return {"type": "reasoning", "text": "(redacted thinking)"}
+        case ir.ToolCallPart():
+            return {"type": "tool_call", "id": p.id, "name": p.name, "arguments": p.arguments}
+        case ir.ToolResultPart():
+            content = "\n".join(c.text if isinstance(c, ir.TextPart) else f"[{_media(c)}]" for c in p.content)
+            return {"type": "tool_result", "id": p.call_id, "content": content, "is_error": bool(p.is_error)}
+        case ir.ImagePart() | ir.DocumentPart():
+            return {"type": "media", "kind": _media(p)}
+        case ir.UnreadPart():
+            kind = p.raw.get("type") if isinstance(p.raw, Mapping) else None
+            return {"type": "other", "kind": str(kind)}
 
 
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [p.get("text") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
-        if texts and len(texts) == len(content):
-            return "\n".join(str(t) for t in texts)
-    return "" if content is None else _text(content)
+def _media(p: ir.ImagePart | ir.DocumentPart) -> str:
+    return "image" if isinstance(p, ir.ImagePart) else "document"
 
 
-def _chat_message(m: Mapping[str, Any]) -> Message:
-    role = str(m.get("role") or "?")
-    parts = _content_parts(m.get("content"))
-    if role == "tool":
-        return {
-            "role": "tool",
-            "parts": [
-                {
-                    "type": "tool_result",
-                    "id": m.get("tool_call_id"),
-                    "content": _result_text(m.get("content")),
-                    "is_error": False,
-                }
-            ],
-        }
-    for key in ("reasoning_content", "reasoning"):
-        if isinstance(m.get(key), str) and m[key]:
-            parts.insert(0, {"type": "reasoning", "text": m[key]})
-    calls = m.get("tool_calls")
-    for call in calls if isinstance(calls, list) else []:
-        if not isinstance(call, Mapping):
-            continue
-        fn = call.get("function") if isinstance(call.get("function"), Mapping) else call.get("custom")
-        fn = fn if isinstance(fn, Mapping) else {}
-        parts.append(
-            {
-                "type": "tool_call",
-                "id": call.get("id"),
-                "name": fn.get("name"),
-                "arguments": _args(fn.get("arguments", fn.get("input", ""))),
-            }
-        )
-    return {"role": role, "parts": parts}
-
-
-def _responses_items(items: Any) -> list[Message]:
-    if isinstance(items, str):
-        return [{"role": "user", "parts": [{"type": "text", "text": items}]}]
-    out: list[Message] = []
-    for it in items if isinstance(items, list) else []:
-        if not isinstance(it, Mapping):
-            continue
-        kind = it.get("type")
-        if kind in (None, "message") and "role" in it:
-            out.append({"role": str(it.get("role")), "parts": _content_parts(it.get("content"))})
-        elif kind in ("function_call", "custom_tool_call"):
-            args = it.get("arguments", it.get("input", ""))
-            call = {
-                "type": "tool_call",
-                "id": it.get("call_id"),
-                "name": it.get("name"),
-                "arguments": _args(args),
-            }
-            out.append({"role": "assistant", "parts": [call]})
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            result = {
-                "type": "tool_result",
-                "id": it.get("call_id"),
-                "content": _result_text(it.get("output")),
-                "is_error": False,
-            }
-            out.append({"role": "tool", "parts": [result]})
-        elif kind == "reasoning":
-            raw = it.get("summary")
-            summary: list[Any] = raw if isinstance(raw, list) else []
-            text = "\n".join(str(s.get("text")) for s in summary if isinstance(s, Mapping) and s.get("text"))
-            out.append(
-                {
-                    "role": "assistant",
-                    "parts": [{"type": "reasoning", "text": text or "(encrypted)"}],
-                }
-            )
-        else:
-            out.append({"role": "item", "parts": [{"type": "other", "kind": str(kind)}]})
-    return out
+def _message(m: ir.Message) -> Message:
+    """A turn; a tool result that is a message of its own (Chat ``role: tool``, a Responses
+    ``function_call_output``) is the tool's turn."""
+    alone = len(m.parts) == 1 and m.parts[0].at == m.at
+    role = "tool" if alone and isinstance(m.parts[0], ir.ToolResultPart) else m.role
+    return {"role": role, "parts": [_part(p) for p in m.parts]}
 
 
 def messages_of(protocol: str | None, body: Any) -> tuple[list[dict[str, Any]], list[Message]]:
-    """(system / instructions parts, conversation messages) of a request body, normalized."""
-    if not isinstance(body, Mapping):
+    """(system / instructions parts, conversation messages) of a request body, read liberally by
+    its protocol's one reader (docs/design/request-reading.md)."""
+    if protocol not in _PROTOCOLS:
         return [], []
-    if protocol == "anthropic_messages":
-        msgs: list[Message] = [
-            {"role": str(m.get("role") or "?"), "parts": _content_parts(m.get("content"))}
-            for m in _list(body.get("messages"))
-            if isinstance(m, Mapping)
-        ]
-        return _content_parts(body.get("system")), msgs
-    if protocol == "openai_responses":
-        return _content_parts(body.get("instructions")), _responses_items(body.get("input"))
-    msgs = [_chat_message(m) for m in _list(body.get("messages")) if isinstance(m, Mapping)]
-    system: list[dict[str, Any]] = []
-    for msg in msgs:
-        if msg["role"] in ("system", "developer"):
-            system.extend(msg["parts"])
-    return system, [m for m in msgs if m["role"] not in ("system", "developer")]
+    req = read_request(body, Protocol(protocol), strict=False)
+    return [_part(t) for t in req.system], [_message(m) for m in req.messages]
+
+
+_PROTOCOLS = frozenset(str(p) for p in Protocol)
 
 
 def _key(m: Message) -> bytes:
