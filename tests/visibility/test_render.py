@@ -327,3 +327,25 @@ def test_an_unpriced_flow_says_why_in_the_view_only() -> None:
     assert view_text.usage_lines(meta)[2] == (
         f"cost: - (genai-prices {cost.version()} has no price for model 'house-model-7')"
     )
+
+
+def test_a_request_the_translator_refuses_is_shown_with_its_unread_parts() -> None:
+    body = {
+        "model": "claude",
+        "top_k": 5,
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "search_result", "x": 1}]},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "plan", "signature": "s"}]},
+        ],
+    }
+    assert view_text.request_lines("anthropic_messages", body) == [
+        "ProxAI request · anthropic_messages",
+        "model: claude · stream: false",
+        "── messages (2) ──",
+        "[1] user:",
+        "  hi",
+        '  [search_result] {"type":"search_result","x":1}',
+        "[2] assistant:",
+        "  [thinking]",
+        "  plan",
+    ]

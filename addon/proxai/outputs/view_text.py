@@ -10,6 +10,7 @@ Rules in docs/design/visibility.md ("The view"). Pure: plain dicts (``flow.metad
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import orjson
 
 from proxai.core.errors import ProxaiError
-from proxai.core.model import StreamSummary
+from proxai.core.model import Protocol, StreamSummary
 from proxai.core.sse import SseScanner
 from proxai.outputs import cost
 from proxai.outputs.verdict import (
@@ -30,6 +31,8 @@ from proxai.outputs.verdict import (
     verdict_text,
 )
 from proxai.protocols import conformance
+from proxai.translate import ir
+from proxai.translate.request import read_request
 
 RULE = "─" * 2
 MAX_INLINE = 200  # characters of a tool schema description / metadata value shown inline
@@ -523,102 +526,131 @@ def response_lines(
 # ---- requests -------------------------------------------------------------------------------------
 
 
-def _content_text(content: Any) -> list[str]:
-    """Lines for a message content (a string or a list of typed parts, any of the three protocols)."""
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return content.splitlines() or [""]
-    if isinstance(content, Mapping):
-        content = [content]
-    if not isinstance(content, list):
-        return [_compact(content)]
-    out: list[str] = []
-    for part in content:
-        out.extend(_part_lines(part))
-    return out
-
-
-def _part_lines(part: Any) -> list[str]:
-    if isinstance(part, str):
-        return part.splitlines() or [""]
-    if not isinstance(part, Mapping):
-        return [_compact(part)]
-    t = part.get("type")
-    if t in ("text", "input_text", "output_text") and isinstance(part.get("text"), str):
-        return part["text"].splitlines() or [""]
-    if t == "refusal":
-        return [f"[refusal] {part.get('refusal', '')}"]
-    if t in ("thinking", "redacted_thinking", "reasoning"):
-        text = part.get("thinking")
-        if isinstance(text, str):
-            return [f"[{t}]", *text.splitlines()]
-        return [f"[{t}]"]
-    if t in ("image", "image_url", "input_image", "document", "input_file", "input_audio", "file"):
-        return [f"[{t}]"]
-    if t in ("tool_use", "server_tool_use"):
-        return [f"[{t} {part.get('name')} id={part.get('id')}] {_compact(part.get('input'))}"]
-    if t == "tool_result":
-        head = f"[tool_result id={part.get('tool_use_id')}{' error' if part.get('is_error') else ''}]"
-        return [head, *_indent(_content_text(part.get("content")))]
-    return [f"[{t}] {_compact(part)}"]
-
-
-def _list(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
+#: each protocol's names of the parts the view labels by their wire type
+_WIRE = {
+    "anthropic_messages": {
+        "image": "image",
+        "document": "document",
+        "thinking": "thinking",
+        "call": "tool_use",
+    },
+    "openai_chat": {"image": "image_url", "document": "file", "thinking": "reasoning", "call": "tool_call"},
+    "openai_responses": {
+        "image": "input_image",
+        "document": "input_file",
+        "thinking": "reasoning",
+        "call": "function_call",
+    },
+}
 
 
 def _indent(lines: list[str], by: str = "  ") -> list[str]:
     return [by + line for line in lines]
 
 
-def _chat_message(msg: Mapping[str, Any]) -> list[str]:
-    role = msg.get("role", "?")
-    head = f"{role}:"
-    if role == "tool":
-        head = f"tool (tool_call_id={msg.get('tool_call_id')}):"
-    body = _content_text(msg.get("content"))
-    for tc in _list(msg.get("tool_calls")):
-        if isinstance(tc, Mapping):
-            fn: Mapping[str, Any] = tc["function"] if isinstance(tc.get("function"), Mapping) else {}
-            body.append(f"[tool_call {fn.get('name')} id={tc.get('id')}] {fn.get('arguments', '')}")
-    return [head, *_indent(body)]
+def _unread_line(p: ir.UnreadPart) -> str:
+    kind = p.raw.get("type") if isinstance(p.raw, Mapping) else None
+    return f"[{kind if isinstance(kind, str) else 'unread'}] {_compact(p.raw)}"
 
 
-def _responses_item(item: Any) -> list[str]:
-    if isinstance(item, str):
-        return ["user:", *_indent(item.splitlines())]
-    if not isinstance(item, Mapping):
-        return [_compact(item)]
-    t = item.get("type", "message")
-    if t == "message" or ("role" in item and "type" not in item):
-        return [f"{item.get('role', '?')}:", *_indent(_content_text(item.get("content")))]
-    if t == "function_call":
-        return [
-            f"[function_call {item.get('name')} call_id={item.get('call_id')}] {item.get('arguments', '')}"
-        ]
-    if t == "function_call_output":
-        out = item.get("output")
-        return [f"[function_call_output call_id={item.get('call_id')}]", *_indent(_content_text(out))]
-    if t == "reasoning":
-        summ = [str(s.get("text", "")) for s in _list(item.get("summary")) if isinstance(s, Mapping)]
-        return ["[reasoning]", *_indent([line for s in summ for line in s.splitlines()])]
-    return [f"[{t}] {_compact(item)}"]
+def _part_lines(p: ir.Part, wire: Mapping[str, str]) -> list[str]:
+    """Lines for one part of a turn (the protocol's one reader read it: docs/design/request-reading.md)."""
+    match p:
+        case ir.TextPart():
+            return p.text.splitlines() or [""]
+        case ir.RefusalPart():
+            return [f"[refusal] {p.text}"]
+        case ir.ThinkingPart():
+            return [f"[{wire['thinking']}]", *p.text.splitlines()]
+        case ir.RedactedThinkingPart():
+            return ["[redacted_thinking]"]
+        case ir.ImagePart():
+            return [f"[{wire['image']}]"]
+        case ir.DocumentPart():
+            return [f"[{wire['document']}]"]
+        case ir.ToolCallPart():
+            args = _compact(p.input) if wire["call"] == "tool_use" else p.arguments
+            return [f"[{wire['call']} {p.name} id={p.id}] {args}"]
+        case ir.ToolResultPart():
+            head = f"[tool_result id={p.call_id}{' error' if p.is_error else ''}]"
+            return [head, *_indent([line for c in p.content for line in _part_lines(c, wire)])]
+        case ir.UnreadPart():
+            return [_unread_line(p)]
 
 
-def _tool_decl(tool: Any) -> str:
-    if not isinstance(tool, Mapping):
-        return _compact(tool)
-    fn: Mapping[str, Any] = tool["function"] if isinstance(tool.get("function"), Mapping) else tool
-    name = fn.get("name") or tool.get("type") or "?"
-    desc = fn.get("description")
-    line = f"{name}"
-    if tool.get("type") not in (None, "function"):
-        line += f" ({tool.get('type')})"
-    if isinstance(desc, str) and desc:
-        first = desc.splitlines()[0]
-        line += f": {first[:MAX_INLINE]}"
-    return line
+def _item_lines(p: ir.Part, protocol: str, wire: Mapping[str, str]) -> list[str] | None:
+    """A part that is a message of its own (a Chat ``role: tool`` message, a Responses item)."""
+    inner = (
+        [line for c in p.content for line in _part_lines(c, wire)] if isinstance(p, ir.ToolResultPart) else []
+    )
+    match p:
+        case ir.ToolResultPart() if protocol == "openai_chat":
+            return [f"tool (tool_call_id={p.call_id}):", *_indent(inner)]
+        case ir.ToolResultPart():
+            return [f"[function_call_output call_id={p.call_id}]", *_indent(inner)]
+        case ir.ToolCallPart():
+            kind = "custom_tool_call" if p.kind == "custom" else "function_call"
+            return [f"[{kind} {p.name} call_id={p.id}] {p.arguments}"]
+        case ir.ThinkingPart():
+            return ["[reasoning]", *_indent(p.text.splitlines())]
+        case ir.RedactedThinkingPart():
+            return ["[reasoning]"]
+        case ir.UnreadPart():
+            return [_unread_line(p)]
+    return None
+
+
+def _position(at: str) -> int:
+    """The index of the turn a field stands in (``messages[3].content`` -> 3)."""
+    head, _, rest = at.partition("[")
+    number = rest.partition("]")[0]
+    return int(number) if head in ("messages", "input") and number.isdigit() else -1
+
+
+def _turn_lines(req: ir.RequestIR, protocol: str) -> tuple[list[str], list[list[str]]]:
+    """(the instructions' lines, each turn's lines): instructions that stood among the turns (a
+    Chat or Responses system/developer message) are shown at their place."""
+    wire = _WIRE[protocol]
+    system: list[str] = []
+    turns: list[tuple[int, list[str]]] = []
+    inline: dict[int, list[str]] = {}
+    for t in req.system:
+        where = _position(t.at)
+        if where < 0:
+            system.extend(t.text.splitlines() or [""])
+        else:
+            inline.setdefault(where, []).extend(t.text.splitlines() or [""])
+    turns.extend((where, ["system:", *_indent(lines)]) for where, lines in inline.items())
+    for m in req.messages:
+        item = (
+            _item_lines(m.parts[0], protocol, wire) if len(m.parts) == 1 and m.parts[0].at == m.at else None
+        )
+        if item is None:
+            item = [f"{m.role}:", *_indent([line for p in m.parts for line in _part_lines(p, wire)])]
+        turns.append((_position(m.at), item))
+    turns.sort(key=lambda t: t[0])
+    return system, [lines for _, lines in turns]
+
+
+def _tool_lines(req: ir.RequestIR) -> list[str]:
+    """One line per tool offered, in the body's order: name, kind, the description's first line."""
+    lines: list[tuple[str, str]] = []
+    for t in req.tools:
+        line = t.name + (f" ({t.kind})" if t.kind != "function" else "")
+        if t.description:
+            line += f": {t.description.splitlines()[0][:MAX_INLINE]}"
+        lines.append((t.at, line))
+    if req.web_search is not None:
+        lines.append((req.web_search.at, f"{req.web_search.name} (web_search)"))
+    lines.extend(
+        (x.at, f"{x.name or x.what} ({x.what}, left out when translated: {x.why})") for x in req.left_out
+    )
+    return [line for _, line in sorted(lines, key=lambda x: _tool_position(x[0]))]
+
+
+def _tool_position(at: str) -> tuple[int, ...]:
+    numbers = [int(n) for n in re.findall(r"\[(\d+)\]", at)]
+    return (0 if at.startswith("tools[") else 1, *numbers)
 
 
 def request_lines(protocol: str | None, body: Any, meta: Mapping[str, Any] | None = None) -> list[str]:
@@ -652,35 +684,21 @@ def request_lines(protocol: str | None, body: Any, meta: Mapping[str, Any] | Non
         if client and client != protocol:
             head.append(f"translated: client speaks {client}, upstream speaks {protocol}")
     lines = head
-    system: list[str] = []
-    if protocol == "anthropic_messages":
-        system = _content_text(body.get("system"))
-    elif protocol == "openai_responses":
-        system = _content_text(body.get("instructions"))
+    if protocol not in _WIRE:
+        return [*lines, "(the protocol is not known: the body is not read)"]
+    req = read_request(body, Protocol(protocol), strict=False)
+    system, messages = _turn_lines(req, protocol)
     if system:
         lines += [_section("system"), *system]
-    messages: list[list[str]] = []
-    if protocol == "openai_responses":
-        inp = body.get("input")
-        items = [inp] if isinstance(inp, str) else (inp if isinstance(inp, list) else [])
-        messages = [_responses_item(it) for it in items]
-    else:
-        for m in _list(body.get("messages")):
-            if not isinstance(m, Mapping):
-                messages.append([_compact(m)])
-            elif protocol == "anthropic_messages":
-                messages.append([f"{m.get('role', '?')}:", *_indent(_content_text(m.get("content")))])
-            else:
-                messages.append(_chat_message(m))
     lines.append(_section(f"messages ({len(messages)})"))
     for i, msg in enumerate(messages, 1):
         first, *rest = msg or [""]
         lines.append(f"[{i}] {first}")
         lines.extend(rest)
-    tools = body.get("tools")
-    if isinstance(tools, list) and tools:
+    tools = _tool_lines(req)
+    if tools:
         lines.append(_section(f"tools ({len(tools)})"))
-        lines.extend(_tool_decl(t) for t in tools)
+        lines.extend(tools)
     return lines
 
 
