@@ -171,6 +171,23 @@ def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]
     }
 
 
+# Option variants: the same code with default options changed (not a fast path switched off):
+# what an option's work costs per event, e.g. the kept body (proxai_keep_body).
+OPTIONS: dict[str, dict[str, Any]] = {"keep body off": {"proxai_keep_body": False}}
+
+
+@contextlib.contextmanager
+def _options(**changes: Any) -> Iterator[None]:
+    from mitmproxy import ctx
+
+    old = {k: getattr(ctx.options, k) for k in changes}
+    ctx.options.update(**changes)
+    try:
+        yield
+    finally:
+        ctx.options.update(**old)
+
+
 # The upstream protocol whose paths a fast path serves (the others: every path).
 SERVES = {
     "anthropic lean reading": "anthropic_messages",
@@ -232,7 +249,7 @@ def run(events: int, names: list[str]) -> list[tuple[str, str, int]]:
     from proxai.mitm.addon import ProxAI
 
     table = variants()
-    unknown = [n for n in names if n != "all on" and n not in table]
+    unknown = [n for n in names if n != "all on" and n not in table and n not in OPTIONS]
     if unknown:
         raise SystemExit(f"unknown variant(s): {unknown}; known: {sorted(table)}")
     regions: list[tuple[str, str, int]] = []
@@ -252,6 +269,7 @@ def run(events: int, names: list[str]) -> list[tuple[str, str, int]]:
             meta = f.metadata["proxai"]
             assert meta["outcome"] == "completed", (label, meta["outcome"])
             assert ("translation" in meta) == (model != "observe"), label
+            assert (f.response.raw_content is not None) == addon.keep_body, label
             await asyncio.sleep(0)  # the loop drops the cancelled timers
 
         async def main() -> None:
@@ -263,7 +281,14 @@ def run(events: int, names: list[str]) -> list[tuple[str, str, int]]:
                 functools.reduce(_read, blocks("openai_chat", n), (len, t))
                 regions.append(("harness", "harness", len(blocks("openai_chat", n))))
             for name in names:
-                with table[name]() if name != "all on" else contextlib.nullcontext():
+                switch = (
+                    _options(**OPTIONS[name])
+                    if name in OPTIONS
+                    else table[name]()
+                    if name != "all on"
+                    else contextlib.nullcontext()
+                )
+                with switch:
                     for label, path, upstream, model in PATHS:
                         # A first stream warms the code up (Python specializes its bytecode as it
                         # runs): it is counted but not used. Then the two measured ones.

@@ -95,7 +95,9 @@ def fast_paths(events: int, names: list[str] | None = None, *, valgrind: bool = 
     each switched off (``bench/fastpath_child.py``), instructions per event. ``valgrind=False``
     runs the same regions without counting (the smoke test): every count is then 0."""
     # "all on" again at the end: how far two counts of the same code lie apart in one run.
-    names = ["all on", *(names if names is not None else fastpath_child.variants()), "all on"]
+    if names is None:
+        names = [*fastpath_child.variants(), *fastpath_child.OPTIONS]
+    names = ["all on", *names, "all on"]
     with tempfile.TemporaryDirectory(prefix="proxai-bench-fp-") as tmp:
         out, regions_file = Path(tmp) / "callgrind.out", Path(tmp) / "regions.json"
         cmd = [sys.executable, "-m", "bench.fastpath_child", str(events), str(regions_file), *names]
@@ -178,7 +180,8 @@ def _report_e2e(result: dict[str, Any], per: dict[str, float]) -> list[str]:
         "| variant | instructions per event | vs plain |",
         "|---|---|---|",
         f"| plain mitmdump (stream_large_bodies=1) | {per['plain']:,.0f} | 1.000 |",
-        f"| mitmdump -s addon/proxai.py | {per['addon']:,.0f} | {per['addon'] / per['plain']:.3f} "
+        "| mitmdump -s addon/proxai.py (default options: body kept, guard on) "
+        f"| {per['addon']:,.0f} | {per['addon'] / per['plain']:.3f} "
         f"({(per['addon'] / per['plain'] - 1) * 100:+.1f}%) |",
     ]
 
@@ -220,6 +223,8 @@ def report_fast_paths(fp: dict[str, Any], plain: float | None) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     for v in fp["variants"]:
+        if v in fastpath_child.OPTIONS:
+            continue
         serves = fastpath_child.served(v)
         saved = [per[(v, p)] - per[("all on", p)] for p in serves]
         shares = [
@@ -233,4 +238,30 @@ def report_fast_paths(fp: dict[str, Any], plain: float | None) -> list[str]:
             f"| {min(shares) * 100:.1f}-{max(shares) * 100:.1f}% | {e2e} "
             f"| {'yes' if max(shares) >= KEEP else 'no'} |"
         )
+    return lines + report_options(fp, plain)
+
+
+def report_options(fp: dict[str, Any], plain: float | None) -> list[str]:
+    """What each option variant's work costs per event: default options (all on) minus the option
+    changed, as a share of the addon's per-event count (the kept body: ``keep body off``)."""
+    per, paths = fp["per"], fp["paths"]
+    options = [v for v in fp["variants"] if v in fastpath_child.OPTIONS]
+    if not options:
+        return []
+    lines = [
+        "",
+        "Default options (body kept, guard on) against one option changed, per event:",
+        "",
+        "| path | "
+        + " | ".join(f"{v}: instructions per event | its work, % of the addon's" for v in options)
+        + " |",
+        "|---|" + "---|---|" * len(options),
+    ]
+    for p in paths:
+        on = per[("all on", p)]
+        cells = []
+        for v in options:
+            off = per[(v, p)]
+            cells.append(f"{off:,.0f} | {(on - off) / on * 100 if on else 0.0:.1f}%")
+        lines.append(f"| {p} | " + " | ".join(cells) + " |")
     return lines

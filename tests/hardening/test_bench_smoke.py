@@ -136,3 +136,15 @@ def test_the_paced_upstream_serves_recorded_and_generated_streams_exactly() -> N
     assert [s.routed for s in sets] == [False, True, False, True]
     assert all(j.model == paced_bench.ROUTED_MODEL for s in sets if s.routed for j in s.jobs)
     assert paced_bench.routes_toml("http://127.0.0.1:1").count("[[route]]") == 1
+
+
+def test_the_kept_body_variant_runs_and_is_reported() -> None:
+    """The ``instructions`` section's option variant (``keep body off``, default options otherwise):
+    every path completes with the body kept and without it (the child checks both), and the report
+    gives one row per path."""
+    fp = instructions_bench.fast_paths(5, ["keep body off"], valgrind=False)
+    paths = [p[0] for p in fastpath_child.PATHS]
+    assert set(fp["per"]) == {(v, p) for v in ("all on", "keep body off", "all on'") for p in paths}
+    table = instructions_bench.report_options(fp, 340_000.0)
+    assert len([line for line in table if line.startswith("| ")]) == 1 + len(paths)
+    assert "keep body off" not in "".join(instructions_bench.report_fast_paths(fp, None)[: -len(table)])
