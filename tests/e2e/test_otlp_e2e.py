@@ -189,7 +189,7 @@ def test_content_export_is_redacted(upstream: Any, phoenix: Phoenix, tmp_path: A
     a = span["attributes"]
     assert SECRET not in repr(span)
     assert "[REDACTED]" in a["gen_ai.input.messages"] and "my key is" in a["gen_ai.input.messages"]
-    assert a["gen_ai.system_instructions"] == '"You are terse."'
+    assert a["gen_ai.system_instructions"] == '[{"type":"text","content":"You are terse."}]'
     text = "".join(b.text for b in answer.content if b.type == "text")
     assert text and text in a["gen_ai.output.messages"]
     assert a["input.value"] == a["gen_ai.input.messages"]

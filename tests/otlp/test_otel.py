@@ -159,10 +159,10 @@ def test_no_content_unless_asked_and_content_is_redacted() -> None:
     full = build_span(_meta(), _facts(), content=True, captured=captured)
     a = full.attributes
     assert orjson.loads(str(a["gen_ai.input.messages"])) == [
-        {"role": "user", "content": "key=[REDACTED] weather?"}
+        {"role": "user", "parts": [{"type": "text", "content": "key=[REDACTED] weather?"}]}
     ]
     assert a["input.value"] == a["gen_ai.input.messages"]
-    assert orjson.loads(str(a["gen_ai.system_instructions"])) == "be brief"
+    assert orjson.loads(str(a["gen_ai.system_instructions"])) == [{"type": "text", "content": "be brief"}]
     assert orjson.loads(str(a["gen_ai.output.messages"])) == [
         {
             "role": "assistant",
@@ -189,9 +189,32 @@ def test_no_content_unless_asked_and_content_is_redacted() -> None:
         (
             "openai_chat",
             {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
-            [{"role": "user", "content": "hi"}],
+            [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}],
         ),
-        ("openai_responses", {"model": "gpt-5", "input": "hi", "instructions": "x"}, "hi"),
+        (
+            "openai_responses",
+            {
+                "model": "gpt-5",
+                "instructions": "x",
+                "top_k": 3,  # a field the translation refuses: the conversation is read all the same
+                "input": [
+                    {"role": "user", "content": "hi"},
+                    {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": '{"p":"/"}'},
+                    {"type": "function_call_output", "call_id": "c1", "output": "a.txt"},
+                    {"type": "web_search_call", "id": "ws1"},
+                    {"type": "mcp_call", "id": "m1"},
+                ],
+            },
+            [
+                {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+                {
+                    "role": "assistant",
+                    "parts": [{"type": "tool_call", "id": "c1", "name": "ls", "arguments": {"p": "/"}}],
+                },
+                {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "a.txt"}]},
+                {"role": "user", "parts": [{"type": "unread", "content": {"type": "mcp_call", "id": "m1"}}]},
+            ],
+        ),
     ],
 )
 def test_input_messages_by_protocol(protocol: str, body: dict[str, Any], expected: Any) -> None:

@@ -19,7 +19,10 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from proxai.core.model import Protocol
 from proxai.safety.redact import Redactor, redact_json_value, redact_text, redact_url
+from proxai.translate import ir
+from proxai.translate.request import read_request
 
 AttrValue = str | bool | int | float | list[str]
 
@@ -32,7 +35,6 @@ _PROVIDER_BY_PROTOCOL = {
     "openai_chat": "openai",
     "openai_responses": "openai",
 }
-_MAX_TOKENS_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,17 +100,16 @@ def provider_name(meta: Mapping[str, Any]) -> str:
     return _PROVIDER_BY_PROTOCOL.get(str(meta.get("protocol")), "unknown")
 
 
-def _request_attrs(body: Mapping[str, Any], attrs: dict[str, AttrValue]) -> None:
-    model = body.get("model")
-    if isinstance(model, str):
-        attrs["gen_ai.request.model"] = model
-    for key in _MAX_TOKENS_KEYS:
-        n = _int(body.get(key))
-        if n is not None:
-            attrs["gen_ai.request.max_tokens"] = n
-            break
-    for key, name in (("temperature", "temperature"), ("top_p", "top_p")):
-        v = _num(body.get(key))
+def _request_attrs(req: ir.RequestIR | None, attrs: dict[str, AttrValue]) -> None:
+    if req is None:
+        return
+    if req.model is not None:
+        attrs["gen_ai.request.model"] = req.model
+    limit = _int(req.max_tokens)
+    if limit is not None:
+        attrs["gen_ai.request.max_tokens"] = limit
+    for name, value in (("temperature", req.temperature), ("top_p", req.top_p)):
+        v = _num(value)
         if v is not None:
             attrs[f"gen_ai.request.{name}"] = v
 
@@ -177,13 +178,28 @@ def _outcome_attrs(meta: Mapping[str, Any], attrs: dict[str, AttrValue]) -> tupl
     return failed, message or ("" if not failed else f"the stream ended {outcome}")
 
 
-def _input_messages(protocol: str, body: Mapping[str, Any]) -> tuple[Any, Any]:
-    """(system instructions, conversation) of a request body, by its protocol."""
-    if protocol == "anthropic_messages":
-        return body.get("system"), body.get("messages")
-    if protocol == "openai_responses":
-        return body.get("instructions"), body.get("input")
-    return None, body.get("messages")
+def _input_part(p: ir.Part) -> dict[str, Any]:
+    """A part of the neutral form in the conventions' message parts."""
+    match p:
+        case ir.TextPart() | ir.RefusalPart():
+            return {"type": "text", "content": p.text}
+        case ir.ThinkingPart():
+            return {"type": "reasoning", "content": p.text}
+        case ir.RedactedThinkingPart():
+            return {"type": "reasoning", "content": ""}
+        case ir.ToolCallPart():
+            return {"type": "tool_call", "id": p.id, "name": p.name, "arguments": p.input}
+        case ir.ToolResultPart():
+            texts = [c.text for c in p.content if isinstance(c, ir.TextPart)]
+            return {"type": "tool_call_response", "id": p.call_id, "response": "\n".join(texts)}
+        case ir.ImagePart() | ir.DocumentPart():
+            return {"type": "image" if isinstance(p, ir.ImagePart) else "document"}
+        case ir.UnreadPart():
+            return {"type": "unread", "content": p.raw}
+
+
+def _input_message(m: ir.Message) -> dict[str, Any]:
+    return {"role": m.speaker, "parts": [_input_part(p) for p in m.parts]}
 
 
 def _output_messages(meta: Mapping[str, Any], captured: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -206,13 +222,15 @@ def _json_attr(value: Any) -> str:
 
 
 def _content_attrs(
-    meta: Mapping[str, Any], body: Mapping[str, Any], captured: Mapping[str, Any], attrs: dict[str, AttrValue]
+    meta: Mapping[str, Any],
+    req: ir.RequestIR | None,
+    captured: Mapping[str, Any],
+    attrs: dict[str, AttrValue],
 ) -> None:
-    protocol = str(meta.get("protocol") or "")
-    system, conversation = _input_messages(protocol, body)
-    if system is not None:
-        attrs["gen_ai.system_instructions"] = _json_attr(system)
-    if conversation is not None:
+    if req is not None:
+        if req.system:
+            attrs["gen_ai.system_instructions"] = _json_attr([_input_part(t) for t in req.system])
+        conversation = [_input_message(m) for m in req.messages]
         attrs["gen_ai.input.messages"] = attrs["input.value"] = _json_attr(conversation)
     attrs["gen_ai.output.messages"] = attrs["output.value"] = _json_attr(_output_messages(meta, captured))
 
@@ -230,7 +248,12 @@ def build_span(
     ``content``. ``redactor``: the flow's redaction engine; every text attribute and the status
     message go through it last (its echo set: a value the flow carried as a credential, in a header
     or a secret-named field, is removed wherever else it appears, keys without a known shape too)."""
-    body = _map(facts.request_body)
+    protocol = str(meta.get("protocol"))
+    req = (
+        read_request(facts.request_body, Protocol(protocol), strict=False)
+        if protocol in _PROVIDER_BY_PROTOCOL
+        else None
+    )
     provider = provider_name(meta)
     attrs: dict[str, AttrValue] = {
         "gen_ai.operation.name": "chat",
@@ -240,7 +263,7 @@ def build_span(
         "llm.provider": provider,
         "proxai.flow_id": facts.flow_id,
     }
-    _request_attrs(body, attrs)
+    _request_attrs(req, attrs)
     if isinstance(meta.get("model"), str):
         attrs["gen_ai.response.model"] = attrs["llm.model_name"] = str(meta["model"])
     elif "gen_ai.request.model" in attrs:
@@ -261,7 +284,7 @@ def build_span(
         attrs["http.response.status_code"] = status
     failed, message = _outcome_attrs(meta, attrs)
     if content:
-        _content_attrs(meta, body, captured or {}, attrs)
+        _content_attrs(meta, req, captured or {}, attrs)
     if redactor is not None:
         attrs = redacted_attributes(attrs, redactor)
         message = redactor.text(message)

@@ -176,9 +176,7 @@ def _media(p: ir.ImagePart | ir.DocumentPart) -> str:
 def _message(m: ir.Message) -> Message:
     """A turn; a tool result that is a message of its own (Chat ``role: tool``, a Responses
     ``function_call_output``) is the tool's turn."""
-    alone = len(m.parts) == 1 and m.parts[0].at == m.at
-    role = "tool" if alone and isinstance(m.parts[0], ir.ToolResultPart) else m.role
-    return {"role": role, "parts": [_part(p) for p in m.parts]}
+    return {"role": m.speaker, "parts": [_part(p) for p in m.parts]}
 
 
 def messages_of(protocol: str | None, body: Any) -> tuple[list[dict[str, Any]], list[Message]]:

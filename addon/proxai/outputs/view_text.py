@@ -622,9 +622,7 @@ def _turn_lines(req: ir.RequestIR, protocol: str) -> tuple[list[str], list[list[
             inline.setdefault(where, []).extend(t.text.splitlines() or [""])
     turns.extend((where, ["system:", *_indent(lines)]) for where, lines in inline.items())
     for m in req.messages:
-        item = (
-            _item_lines(m.parts[0], protocol, wire) if len(m.parts) == 1 and m.parts[0].at == m.at else None
-        )
+        item = _item_lines(m.item, protocol, wire) if m.item is not None else None
         if item is None:
             item = [f"{m.role}:", *_indent([line for p in m.parts for line in _part_lines(p, wire)])]
         turns.append((_position(m.at), item))

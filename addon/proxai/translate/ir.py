@@ -124,6 +124,17 @@ class Message:
     parts: tuple[Part, ...]
     at: str
 
+    @property
+    def item(self) -> Part | None:
+        """The one part when the turn stands in the client's body as a part of its own (a Chat
+        ``role: tool`` message, a Responses item such as ``function_call``), else None."""
+        return self.parts[0] if len(self.parts) == 1 and self.parts[0].at == self.at else None
+
+    @property
+    def speaker(self) -> str:
+        """Who the outputs say the turn is from: ``tool`` for a tool result of its own."""
+        return "tool" if isinstance(self.item, ToolResultPart) else self.role
+
 
 @dataclass(frozen=True, slots=True)
 class CallShape:
