@@ -172,4 +172,4 @@ def start_mitmdump(
     else:
         args += ["--set", "stream_large_bodies=1"]
     args += extra or []
-    return _spawn(args, port, cpus, timeout=600.0 if wrapper else 30.0)
+    return _spawn(args, port, cpus, timeout=600.0 if wrapper else 120.0)
