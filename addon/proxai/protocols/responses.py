@@ -33,7 +33,7 @@ client alike (docs/design/translation.md).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -95,6 +95,26 @@ _CLIENT_ITEMS: dict[str, str] = {
 
 #: the tool kinds the client must answer (the stop class is then ``tool_use``)
 CLIENT_KINDS = frozenset({"function", "custom", "client", "mcp_approval"})
+
+#: Items a translation to another protocol may not leave out (docs/design/translation.md,
+#: "What the client must act on"): a call the client must answer (built-in client tools, an MCP
+#: approval request, a freeform tool call: none has a counterpart in Anthropic or Chat, and a
+#: request translated from them declares none of these tools), or content that is the answer
+#: itself (a generated image). A translated stream that meets one ends with a typed error in the
+#: client's protocol naming the item type; an Anthropic or Chat client shown the rest would
+#: believe the turn ended normally. Items executed at the server whose results sit beside the
+#: answer (web search, file search, code interpreter, MCP calls, ...) are left out with a note.
+MUST_REACH = frozenset(
+    {
+        "shell_call",
+        "local_shell_call",
+        "apply_patch_call",
+        "computer_call",
+        "mcp_approval_request",
+        "custom_tool_call",
+        "image_generation_call",
+    }
+)
 
 
 def _server_tool(itype: str) -> bool:
@@ -487,6 +507,11 @@ class ResponsesGrammar(GrammarBase):
             raise SemanticStreamError(
                 f"terminal response id {rid!r} differs from response.created {self._rid!r}"
             )
+        if not self.normalize:  # an item only the snapshot has is lost as surely as a streamed one
+            for raw in as_list(resp.get("output")):
+                itype = as_str(as_dict(raw).get("type")) or ""
+                if itype in MUST_REACH and as_str(as_dict(raw).get("id")) not in self.items:
+                    _cannot_reach(itype)
         # items the upstream never finished: close them (their content is what was streamed)
         for key in list(self._parts):
             self._close_part(out, key)
@@ -540,6 +565,8 @@ class ResponsesGrammar(GrammarBase):
                 self._keep(rec.acc, args)
                 out.delta(iid, "args", args)
         elif kind in {"opaque", "web_search"}:
+            if itype in MUST_REACH and not self.normalize:
+                _cannot_reach(itype)
             out.opaque_start(iid, _R, itype, item, neutral=kind == "web_search")
 
     def _tool_from_item(self, iid: str, itype: str, item: dict[str, Any], now: float, streamed: bool) -> None:
@@ -951,6 +978,15 @@ _HANDLERS = {
     "response.mcp_call_arguments.delta": ResponsesGrammar._args_delta,
     "response.mcp_call_arguments.done": ResponsesGrammar._args_done,
 }
+
+
+def _cannot_reach(itype: str) -> NoReturn:
+    """A ``MUST_REACH`` item in a translation to another protocol: the typed end of the stream."""
+    raise TranslationError(
+        f"the upstream answered with a {itype!r} item, which the client must act on and its"
+        " protocol has no counterpart for",
+        "output[].type",
+    )
 
 
 def _web_search_call(item_id: str, item: dict[str, Any]) -> WebSearchCall:
