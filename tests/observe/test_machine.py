@@ -76,5 +76,6 @@ def test_findings_carry_rule_severity_and_event_index() -> None:
             3,
             "ignored an empty or unparsable JSON tail after valid data",
         ),
+        Finding("openai_chat.no_done", "quirk", 4, "the stream ended after finish_reason without [DONE]"),
     ]
     assert s.extra["notes"] == [f.detail for f in obs.findings]  # the notes come from the findings

@@ -114,12 +114,15 @@ def test_openai_compatible_quirks_repaired(mode: str) -> None:
     assert got is not None and got.tools == [("call_1", "f", {"a": 1})] and got.usage == (9, 3, 0, 0)
 
 
-def test_chat_eof_after_finish_is_truncation_outside_normalize() -> None:
+def test_chat_eof_after_finish_ends_the_stream_outside_normalize_too() -> None:
+    """EOF right after ``finish_reason`` (no ``[DONE]``): the SDK reads the answer, so does a
+    translation."""
     body = b.c({"role": "assistant", "content": "Hi"}) + b.c(finish="stop")
     t = make_stream_translator(C, A)
     sc = SseScanner()
     out = t.feed(sc.feed(body)) + t.finish()
-    assert validate_anthropic(out).error is not None
+    fin = validate_anthropic(out)
+    assert (fin.error, fin.text, fin.stop) == (None, "Hi", "end_turn")
 
 
 def test_empty_payload_before_any_data_is_an_error() -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from proxai.core.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
 from proxai.core.errors.kinds import classify
-from proxai.core.model import Protocol
+from proxai.core.model import Protocol, StopClass
 from proxai.core.sse import RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Phase, Sink, Stop, TokenUsage
@@ -89,6 +89,7 @@ _NOT_THIS_SHAPE = (KeyError, TypeError, ValueError, AttributeError)
 TEXT_KEY = "text"
 REFUSAL_KEY = "refusal"
 REASONING_KEY = "reasoning"
+AUDIO_KEY = "audio"
 #: The stream id given to a Chat stream whose chunks carry none (``"id": ""``).
 UNNAMED = "chatcmpl-unnamed"
 
@@ -103,6 +104,11 @@ def usage_in(u: dict[str, Any]) -> TokenUsage:
         cache_write=as_int(prompt.get("cache_write_tokens")),
         reasoning=as_int(completion.get("reasoning_tokens")),
     )
+
+
+def _whole(tb: ToolBuffer) -> bool:
+    """The call's streamed arguments are complete JSON (or there are none)."""
+    return not tb.nbytes or (tb.buf is not None and json_valid(tb.buf.getvalue()))
 
 
 class ChatGrammar(GrammarBase):
@@ -129,7 +135,7 @@ class ChatGrammar(GrammarBase):
 
     protocol = Protocol.OPENAI_CHAT
 
-    __slots__ = ("_calls", "_open", "_redacted", "_usage", "choices", "finished_choices", "state")
+    __slots__ = ("_calls", "_cut", "_open", "_redacted", "_usage", "choices", "finished_choices", "state")
 
     def __init__(self, acc: Accum) -> None:
         super().__init__(acc)
@@ -142,6 +148,7 @@ class ChatGrammar(GrammarBase):
         # Choice 0's tool calls by ``tool_calls[].index`` (``acc.tools`` keys them by (choice,
         # index): a fragment finds its call without building and hashing that tuple)
         self._calls: dict[int, ToolBuffer] = {}
+        self._cut: set[Any] = set()  # calls cut by max_tokens (their arguments are not JSON)
 
     @property
     def phase(self) -> Phase:
@@ -149,21 +156,28 @@ class ChatGrammar(GrammarBase):
         return _PHASES[self.state]
 
     def translate_eof(self) -> None:
-        """The upstream ended: a translated stream that did not reach ``[DONE]`` fails, except in
-        normalize mode right after a ``finish_reason`` (a repair: the stream ends there)."""
+        """The upstream ended: a translated stream that did not reach ``[DONE]`` fails, unless its
+        ``finish_reason`` had come (some providers never send ``[DONE]``; the SDK reads the answer
+        as it stands): the stream ends there, a quirk with a note."""
         state = self.state
         if state is State.DONE:
             return
-        out = self.out
-        if state is State.FINISHED and self.normalize and out is not None:
-            self.state = State.DONE
-            self.acc.finding(
-                "openai_chat.no_done", "repair", "the stream ended after finish_reason without [DONE]"
-            )
-            self._done()
-            self._end(out)
+        if state is State.FINISHED:
+            self.eof()  # the summary's EOF, its notes in the same order (``_ended_early``)
             return
         raise UpstreamProtocolError("upstream closed the Chat Completions stream before [DONE]")
+
+    def _eof_after_finish(self) -> None:
+        out = self.out
+        if out is not None:
+            self._close_blocks(out)
+        self.state = State.DONE
+        self.acc.finding(
+            "openai_chat.no_done", "quirk", "the stream ended after finish_reason without [DONE]"
+        )
+        self._done()
+        if out is not None:
+            self._end(out)
 
     def _transition(self, kind: str) -> None:
         self.state = _MACHINE.step(self.state, kind)
@@ -175,21 +189,29 @@ class ChatGrammar(GrammarBase):
 
     def _not_object(self, name: str, data: str, obj: object) -> None:
         if data == "[DONE]" or data.strip() == "[DONE]":
-            out = self.out
-            if out is not None and self.state is not State.FINISHED:
-                if self.state is not State.STREAMING or self._usage is None:
-                    raise SemanticStreamError(
-                        "[DONE] before any finish_reason: the upstream stream ended without finishing"
-                    )
-                # Snowflake ends with its usage and [DONE], never a finish_reason (the SDK reads
-                # the answer, its finish_reason none): the answer ended as it stands
-                self._close_blocks(out)
-            self._transition("done")
-            self._done()
-            if out is not None:
-                self._end(out)
+            self._sentinel()
             return
         super()._not_object(name, data, obj)
+
+    def _sentinel(self) -> None:
+        """``[DONE]`` (or the ``chat.completion.done`` object that stands for it): the end."""
+        out = self.out
+        if (
+            out is not None
+            and self.state is not State.FINISHED
+            and (self.state is not State.STREAMING or self._usage is None)
+        ):
+            # (Snowflake ends with its usage and [DONE], never a finish_reason; the SDK reads
+            # the answer, its finish_reason none: the answer ended as it stands)
+            raise SemanticStreamError(
+                "[DONE] before any finish_reason: the upstream stream ended without finishing"
+            )
+        if out is not None:
+            self._close_blocks(out)
+        self._transition("done")
+        self._done()
+        if out is not None:
+            self._end(out)
 
     def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
         """A mid-stream chunk of one choice (index 0) whose delta is only ``content`` (or only
@@ -278,50 +300,59 @@ class ChatGrammar(GrammarBase):
             return
         choices = obj.get("choices")
         if type(choices) is not list:
-            if out is not None:
-                raise UpstreamProtocolError("Chat Completions chunk without a choices array")
+            # A chunk without choices (usage or metadata on a chunk of its own): the SDK's
+            # stream helper raises on it; read as a ``choices: []`` chunk, carried in normalize
+            self.conform("openai_chat.no_choices", "a chunk without a choices array")
+            if out is not None and self.normalize:
+                out.opaque_event(TEXT_KEY, _C, {"type": "chunk", "chunk": obj})
             choices = []
         if out is not None and choices:
             out = self._writer_chunk(out, obj, choices)
         self._identity(obj)
         finished = False
         for choice in choices:
-            if self._choice(choice if type(choice) is dict else {}, now, out):
+            c = choice if type(choice) is dict else {}
+            if out is not None and self.normalize and c.get("index", 0) != 0:
+                # n > 1 in normalize mode: the other choices pass through as they came
+                out.opaque_event(TEXT_KEY, _C, {"type": "choice", "choice": c})
+                if self._choice(c, now, None):
+                    finished = True
+            elif self._choice(c, now, out):
                 finished = True
         self.state = _MACHINE.step(self.state, "finish" if finished else "chunk" if choices else "meta")
+        self._take_usage(obj)
+        if obj.get("object") == "chat.completion.done":
+            # A provider's last chunk in place of ``[DONE]`` (Perplexity's carries the finish;
+            # the SDK skips it for its ``object``, then reads to EOF): the stream ends there
+            acc.finding_once(
+                "openai_chat.done_object", "quirk", "the stream ended with a chat.completion.done object"
+            )
+            self._sentinel()
+
+    def _take_usage(self, obj: dict[str, Any]) -> None:
         u = obj.get("usage")
         if type(u) is dict:
             self._usage = u
-            acc.usage = openai_usage(u, "prompt", "completion")
+            self.acc.usage = openai_usage(u, "prompt", "completion")
 
     def _writer_chunk(self, out: Sink, obj: dict[str, Any], choices: list[Any]) -> Sink | None:
         """What a chunk with a choice is to the writer, before anything else reads it: the
         translation's own limits, the stream's start at the first one. None: the writer takes
         nothing of this chunk (it comes after ``finish_reason``; only its usage counts)."""
-        if len(choices) > 1:
-            raise TranslationError("multi-choice chunks (n > 1) cannot be translated", "choices")
-        choice = as_dict(choices[0])
-        ci = choice.get("index")
-        if ci is not None and ci != 0 and as_int(ci) is not None:
-            raise TranslationError("only choice index 0 can be translated", "choices[].index")
-        state = self.state
-        if state is State.WAITING:
+        if not self.normalize:
+            # Choices nobody asked for (the request translation refuses ``n > 1`` up front)
+            if len(choices) > 1:
+                raise TranslationError("multi-choice chunks (n > 1) cannot be translated", "choices")
+            ci = as_dict(choices[0]).get("index")
+            if ci is not None and ci != 0 and as_int(ci) is not None:
+                raise TranslationError("only choice index 0 can be translated", "choices[].index")
+        if self.state is State.WAITING:
             cid = obj.get("id")
             if not cid or type(cid) is not str:
                 cid = UNNAMED  # Snowflake sends "" (the SDK reads on): the writers need one
             out.start(cid, as_str(obj.get("model")) or "", None)
-        elif state is State.FINISHED:
-            # A chunk that still carries a choice after ``finish_reason`` (OpenRouter sends its
-            # usage on one, with an empty delta, repeating the finish_reason or not): a delta
-            # with content there is beyond what can be given after the end.
-            delta = as_dict(choice.get("delta"))
-            if (
-                any(v for k, v in delta.items() if k not in ("role", "content", "refusal"))
-                or delta.get("content")
-                or delta.get("refusal")
-            ):
-                raise SemanticStreamError("Chat Completions chunk with content after finish_reason")
-            return None
+        # After ``finish_reason`` the writer still takes a chunk's content (the SDK appends it to
+        # the message): the blocks close at the stream's end, not at the finish chunk
         return out
 
     def _identity(self, obj: dict[str, Any]) -> None:
@@ -378,13 +409,28 @@ class ChatGrammar(GrammarBase):
             return False
         if type(reason) is not str:
             raise UpstreamProtocolError(f"openai_chat: finish_reason {reason!r} is not a string")
-        if out is not None:
-            self._close_blocks(out)
         self.finished_choices.add(cidx)
         if cidx == 0 or acc.stop_reason is None:
             acc.stop(reason, stop_reasons.CHAT)
+            if reason not in stop_reasons.CHAT:
+                # ``eos`` and the like: the model ended its answer on its own (the SDK keeps the
+                # value as it came)
+                acc.stop_class = StopClass.END_TURN
+                acc.finding_once(
+                    "openai_chat.unknown_finish_reason",
+                    "quirk",
+                    f"finish_reason {reason!r} is not one of the protocol's: read as end_turn",
+                )
+        cut = acc.stop_class is StopClass.MAX_TOKENS
         for tb in acc.tool_order:
             if not tb.finished and tb.key[0] == cidx:
+                if (cut or out is not None) and not _whole(tb):
+                    if cut:  # max_tokens reached inside the call: its arguments stay unfinished
+                        self._cut.add(tb.key)
+                        continue
+                    raise UpstreamProtocolError(
+                        f"tool call {tb.id!r}: the streamed arguments are not valid JSON"
+                    )
                 acc.tool_finish(tb)
         return True
 
@@ -398,8 +444,10 @@ class ChatGrammar(GrammarBase):
                 raise TranslationError(
                     "legacy function_call deltas cannot be translated", "choices[0].delta.function_call"
                 )
-        elif cidx in self.finished_choices and (delta.get("content") or delta.get("tool_calls")):
-            acc.finding(
+        if cidx in self.finished_choices and any(
+            delta.get(k) for k in ("content", "refusal", "tool_calls", "reasoning_content", "reasoning")
+        ):
+            acc.finding_once(
                 "openai_chat.content_after_finish",
                 "quirk",
                 f"choice {cidx} got content after its finish_reason",
@@ -447,6 +495,9 @@ class ChatGrammar(GrammarBase):
                     raise UpstreamProtocolError("delta.refusal is not a string")
                 self._text(out, REFUSAL_KEY, "refusal", refusal)
             acc.refusal(refusal)
+        audio = delta.get("audio")
+        if audio:
+            self._audio(audio, out)
         calls = delta.get("tool_calls")
         if calls:
             if type(calls) is not list:
@@ -455,6 +506,22 @@ class ChatGrammar(GrammarBase):
                 return
             for pos, tc in enumerate(calls):
                 self._tool_delta(cidx, pos, as_dict(tc), now, out)
+
+    def _audio(self, audio: object, out: Sink | None) -> None:
+        """``delta.audio`` (audio output: data, transcript): a Chat client gets it as it came;
+        no other protocol has a counterpart (the route refuses a request that asks for audio
+        output, so this is audio nobody asked for): left out, counted, with a note."""
+        if out is None:
+            return
+        if self.normalize:
+            out.opaque_event(AUDIO_KEY, _C, {"type": "audio", "audio": audio})
+            return
+        self.acc.finding_once(
+            "openai_chat.audio_left_out",
+            "quirk",
+            "audio output has no counterpart in the client's protocol: left out",
+        )
+        out.opaque_event(AUDIO_KEY, _C, {"type": "audio"})
 
     def _text(self, out: Sink, key: str, kind: BlockKind, text: str) -> None:
         if key not in self._open:
@@ -640,13 +707,15 @@ class ChatGrammar(GrammarBase):
         )
 
     def _close_blocks(self, out: Sink) -> None:
-        """The end of the answer for the writer: every open block closed in start order, a tool
-        call's arguments checked as complete JSON first."""
+        """The end of the answer for the writer: every open block closed in start order, the
+        arguments of a tool call still open checked as complete JSON first (a call its
+        ``finish_reason`` closed was checked then; one cut by max_tokens goes out partial, with
+        the truncation stop)."""
         calls = self._calls
         for key in self._open:
             if type(key) is int:
                 tb = calls[key]
-                if tb.nbytes and (tb.buf is None or not json_valid(tb.buf.getvalue())):
+                if not tb.finished and tb.key not in self._cut and not _whole(tb):
                     raise UpstreamProtocolError(
                         f"tool call {tb.id!r}: the streamed arguments are not valid JSON"
                     )
@@ -670,15 +739,21 @@ class ChatGrammar(GrammarBase):
             self.conform("openai_chat.no_finish_reason", f"choice {missing[0]} got no finish_reason")
 
     def _ended_early(self) -> None:
+        """EOF before ``[DONE]``: right after a ``finish_reason`` it is the stream's end
+        (``completed``, with the ``openai_chat.no_done`` note), as the SDK reads it."""
         self.acc.event_index = self.events
+        if self.state is State.FINISHED:
+            self._eof_after_finish()
+            return
         self._unfinished_choices()
 
     def _done(self) -> None:
         acc = self.acc
         self._unfinished_choices()
         acc.terminal = True
+        cut = self._cut
         for tb in acc.tool_order:
-            if not tb.finished:
+            if not tb.finished and tb.key not in cut:
                 acc.tool_finish(tb)
 
     # -- non-streamed ---------------------------------------------------------------------------

@@ -32,6 +32,18 @@ def logprobs_chunk(prefix: bytes, logprobs: dict[str, Any]) -> bytes:
     return b"data: " + prefix + b'"choices":[' + orjson.dumps(choice) + b"]}\n\n"
 
 
+def raw_choice_chunk(prefix: bytes, choice: dict[str, Any]) -> bytes:
+    """One upstream choice as it came, on a chunk of the stream (normalize mode, ``n > 1``)."""
+    return b"data: " + prefix + b'"choices":[' + orjson.dumps(choice) + b"]}\n\n"
+
+
+def choiceless_chunk(obj: dict[str, Any]) -> bytes:
+    """An upstream chunk that had no ``choices``, as it came with ``choices: []`` and the chunk
+    ``object`` (the Python SDK's helper indexes ``choices`` and skips another ``object``)."""
+    body = {**obj, "object": "chat.completion.chunk", "choices": []}
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
 CHOICE_TAIL = b'},"logprobs":null,"finish_reason":null}]}\n\n'
 ARGS_TAIL = b"}}]" + CHOICE_TAIL
 

@@ -109,6 +109,19 @@ class ChatWriter:
             if kind == "reasoning_details" and isinstance(details, list):
                 self.out.append(output.chunk(self.st.prefix, {"reasoning_details": details}))
                 return
+            # Normalize mode's pass-through: audio output, the choices past the first (n > 1),
+            # a chunk without ``choices`` (given ``choices: []``, which every SDK reads)
+            if kind == "audio" and "audio" in payload:
+                self.out.append(output.chunk(self.st.prefix, {"audio": payload["audio"]}))
+                return
+            choice = payload.get("choice")
+            if kind == "choice" and isinstance(choice, dict):
+                self.out.append(output.raw_choice_chunk(self.st.prefix, choice))
+                return
+            whole = payload.get("chunk")
+            if kind == "chunk" and isinstance(whole, dict):
+                self.out.append(output.choiceless_chunk(whole))
+                return
         self.foreign.event(key, payload)
 
     def citation(self, key: BlockKey, citation: Citation) -> None:
