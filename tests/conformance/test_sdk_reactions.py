@@ -68,6 +68,20 @@ def anthropic_stream(
     return b"".join(_a(t, b, i not in unnamed) for i, (t, b) in enumerate(events))
 
 
+def _blk(i: int, block: dict[str, Any]) -> bytes:
+    return _a("content_block_start", {"index": i, "content_block": block})
+
+
+def _dl(i: int, delta: dict[str, Any]) -> bytes:
+    return _a("content_block_delta", {"index": i, "delta": delta})
+
+
+_A_S = _a("message_start", _A_START)
+_A_E = _a("message_delta", _A_DELTA_END) + _a("message_stop", {})
+_A_TEXT = {"type": "text", "text": ""}
+_A_TOOL = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+
+
 def a_text(final: dict[str, Any]) -> str:
     return "".join(b.get("text", "") for b in final["content"])
 
@@ -94,6 +108,35 @@ C_DONE = b"data: [DONE]\n\n"
 def _tool(i: int, call_id: str, name: str) -> bytes:
     call = {"index": i, "id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
     return _c({"tool_calls": [call]})
+
+
+def _raw(obj: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _chunk(choices: Any, drop: str = "") -> dict[str, Any]:
+    chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": choices}
+    chunk.pop(drop, None)
+    return chunk
+
+
+def _ch(delta: Any, finish: str | None = None) -> dict[str, Any]:
+    return {"index": 0, "delta": delta, "finish_reason": finish}
+
+
+def _calls(*calls: dict[str, Any]) -> bytes:
+    return _raw(_chunk([_ch({"tool_calls": list(calls)})]))
+
+
+C_ROLE = _raw(_chunk([_ch({"role": "assistant", "content": None})]))
+C_TOOLS_END = _c({}, "tool_calls") + b"data: [DONE]\n\n"
+
+
+def c_tools(final: dict[str, Any]) -> list[Any]:
+    return [
+        (t.get("type"), t["function"]["name"], t["function"]["arguments"])
+        for t in final["choices"][0]["message"].get("tool_calls") or []
+    ]
 
 
 def c_message(final: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -228,6 +271,46 @@ CASES = [
         _text_is(lambda f: (a_text(f), f["stop_reason"]), ("Hi", None)),
     ),
     Case(
+        "anthropic a block index gap",
+        "anthropic",
+        _A_S
+        + _blk(1, _A_TEXT)
+        + _dl(1, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_stop", {"index": 1})
+        + _A_E,
+        [("anthropic_messages.block_index", 1)],
+        None,
+        _text_is(a_text, ""),  # the text found no block
+    ),
+    Case(
+        "anthropic tool input that is not JSON",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _dl(0, {"type": "input_json_delta", "partial_json": "abc"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.tool_input_json", 3)],
+    ),
+    Case(
+        "anthropic tool input cut short (the partial parsers read it)",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _dl(0, {"type": "input_json_delta", "partial_json": '{"a": "x'})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [],
+        _text_is(lambda f: f["content"][0]["input"], {}),
+        _text_is(lambda f: f["content"][0]["input"], {}),
+    ),
+    Case(
+        "anthropic message_delta without delta",
+        "anthropic",
+        _A_S + _a("message_delta", {"usage": {"output_tokens": 2}}) + _a("message_stop", {}),
+        [("anthropic_messages.message_delta_delta", 1)],
+    ),
+    Case(
         "chat clean",
         "chat",
         C_HI + C_STOP + C_DONE,
@@ -269,6 +352,87 @@ CASES = [
         C_HI,
         [("openai_chat.no_finish_reason", 1)],
         _text_is(c_message, ("Hi", None)),
+    ),
+    Case(
+        "chat a chunk without object",
+        "chat",
+        C_HI + _raw(_chunk([_ch({"content": " there"})], drop="object")) + C_STOP + C_DONE,
+        [("openai_chat.chunk_object", 1)],
+        _text_is(c_message, ("Hi", "stop")),  # " there" is lost
+        _text_is(c_message, ("Hi there", "stop")),
+    ),
+    Case(
+        "chat a last chunk chat.completion.done without choices (nothing lost)",
+        "chat",
+        C_HI + C_STOP + _raw({**_chunk([]), "object": "chat.completion.done"}) + C_DONE,
+        [],
+        _text_is(c_message, ("Hi", "stop")),
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "chat a chunk without choices",
+        "chat",
+        C_HI + _raw(_chunk([], drop="choices")) + C_STOP + C_DONE,
+        [("openai_chat.no_choices", 1)],
+    ),
+    Case(
+        "chat a choice without delta",
+        "chat",
+        C_HI + _raw(_chunk([{"index": 0, "finish_reason": None}])) + C_STOP + C_DONE,
+        [("openai_chat.choice_delta", 1)],
+        None,
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "chat no role",
+        "chat",
+        _raw(_chunk([_ch({"content": "Hi"})])) + C_STOP + C_DONE,
+        [("openai_chat.no_role", 2)],
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "chat a tool call without index",
+        "chat",
+        C_ROLE
+        + _calls({"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}})
+        + C_TOOLS_END,
+        [("openai_chat.tool_call_no_index", 1)],
+        None,
+        _text_is(c_tools, []),
+    ),
+    Case(
+        "chat a tool call without type",
+        "chat",
+        C_ROLE + _calls({"index": 0, "id": "a", "function": {"name": "f", "arguments": "{}"}}) + C_TOOLS_END,
+        [("openai_chat.tool_call_type", 3)],
+        _text_is(c_tools, [(None, "f", "{}")]),
+    ),
+    Case(
+        "chat a tool call with type null",
+        "chat",
+        C_ROLE
+        + _calls({"index": 0, "id": "a", "type": None, "function": {"name": "f", "arguments": "{}"}})
+        + C_TOOLS_END,
+        [("openai_chat.tool_call_type", 3)],
+        _text_is(c_tools, [(None, "f", "{}")]),
+    ),
+    Case(
+        "chat a function tool call without function",
+        "chat",
+        C_ROLE + _calls({"index": 0, "id": "a", "type": "function"}) + C_TOOLS_END,
+        [("openai_chat.tool_call_function", 1)],
+    ),
+    Case(
+        "chat a later tool-call delta without function",
+        "chat",
+        C_ROLE
+        + _calls({"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": "{"}})
+        + _calls({"index": 0})
+        + _calls({"index": 0, "function": {"arguments": "}"}})
+        + C_TOOLS_END,
+        [("openai_chat.tool_call_delta", 2)],
+        None,
+        _text_is(c_tools, [("function", "f", "{}")]),
     ),
     Case(
         "chat event line without data",

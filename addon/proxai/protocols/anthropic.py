@@ -41,6 +41,7 @@ from proxai.core.errors import SemanticStreamError, UpstreamProtocolError
 from proxai.core.errors.kinds import classify_error
 from proxai.core.model import Protocol, Usage
 from proxai.core.sse import RawName
+from proxai.protocols.conformance import json_prefix
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKind, Citation, Phase, Stop, TokenUsage, WebSearchCall
 
@@ -514,6 +515,10 @@ class AnthropicGrammar(GrammarBase):
         idx = self._index(obj, "content_block_start")
         if idx in self.blocks:
             raise SemanticStreamError(f"duplicate content_block_start for index {idx}")
+        if idx > len(self.blocks):
+            self.conform(
+                "anthropic_messages.block_index", f"content block {idx} after {len(self.blocks)} blocks"
+            )
         if idx != self.next_index:
             self.acc.finding(
                 "anthropic.sparse_index",
@@ -747,6 +752,7 @@ class AnthropicGrammar(GrammarBase):
             if tb.nbytes == 0 and not tb.overflow:
                 # No input_json_delta at all: the block's input is the empty object.
                 acc.tool_set(tb, "{}", now)
+            self._tool_input_conforms(idx, tb)
             acc.tool_finish(tb)
             if self.out is not None and not tb.valid:
                 raise UpstreamProtocolError(
@@ -754,6 +760,12 @@ class AnthropicGrammar(GrammarBase):
                 )
         if self.out is not None:
             self.out.block_stop(idx)
+
+    def _tool_input_conforms(self, idx: int, tb: ToolBuffer) -> None:
+        """The SDKs parse a tool block's input after each fragment: JSON cut short reads, anything
+        else raises (docs/design/conformance.md)."""
+        if tb.buf is not None and not json_prefix(tb.buf.getvalue()):
+            self.conform("anthropic_messages.tool_input_json", f"tool_use block {idx}: the input is not JSON")
 
     def _close_open(self, now: float) -> None:
         """The end of the message with blocks still open: a block whose content is complete is
@@ -764,6 +776,7 @@ class AnthropicGrammar(GrammarBase):
                 continue
             tb = blk.tool
             if tb is not None and tb.nbytes and (tb.buf is None or not json_valid(tb.buf.getvalue())):
+                self._tool_input_conforms(idx, tb)
                 if self.out is not None:
                     raise UpstreamProtocolError(
                         f"tool_use block {idx}: the streamed arguments are not valid JSON"
@@ -777,6 +790,8 @@ class AnthropicGrammar(GrammarBase):
             self._close(idx, blk, now)
 
     def _message_delta(self, obj: dict[str, Any], now: float) -> None:
+        if type(obj.get("delta")) is not dict:
+            self.conform("anthropic_messages.message_delta_delta", "message_delta without delta")
         delta = as_dict(obj.get("delta"))
         reason = as_str(delta.get("stop_reason"))
         if reason is not None:

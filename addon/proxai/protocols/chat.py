@@ -135,13 +135,26 @@ class ChatGrammar(GrammarBase):
 
     protocol = Protocol.OPENAI_CHAT
 
-    __slots__ = ("_calls", "_cut", "_open", "_redacted", "_usage", "choices", "finished_choices", "state")
+    __slots__ = (
+        "_calls",
+        "_cut",
+        "_open",
+        "_redacted",
+        "_roles",
+        "_typed",
+        "_usage",
+        "choices",
+        "finished_choices",
+        "state",
+    )
 
     def __init__(self, acc: Accum) -> None:
         super().__init__(acc)
         self.state = State.WAITING
         self.finished_choices: set[int] = set()
         self.choices: set[int] = set()  # the choice indexes seen
+        self._roles: set[int] = set()  # the choices that got a role (conformance)
+        self._typed: dict[Any, Any] = {}  # the type each tool call got so far (conformance)
         self._open: list[BlockKey] = []  # the writer's open blocks in start order
         self._usage: dict[str, Any] | None = None  # the last usage the upstream reported
         self._redacted = 0  # redacted thinking blocks opened (their keys)
@@ -235,6 +248,7 @@ class ChatGrammar(GrammarBase):
                 or c["index"] != 0
                 or obj["id"] != acc.id
                 or obj["model"] != acc.model
+                or obj["object"] != "chat.completion.chunk"
                 or c.get("finish_reason") is not None
                 or ("usage" in obj and obj["usage"] is not None)
                 or ("error" in obj and obj["error"] is not None)
@@ -306,6 +320,8 @@ class ChatGrammar(GrammarBase):
             if out is not None and self.normalize:
                 out.opaque_event(TEXT_KEY, _C, {"type": "chunk", "chunk": obj})
             choices = []
+        elif choices and obj.get("object") != "chat.completion.chunk":
+            self.conform("openai_chat.chunk_object", f"a chunk with choices and object {obj.get('object')!r}")
         if out is not None and choices:
             out = self._writer_chunk(out, obj, choices)
         self._identity(obj)
@@ -402,6 +418,10 @@ class ChatGrammar(GrammarBase):
                 key = REFUSAL_KEY if logprobs.get("refusal") and not logprobs.get("content") else TEXT_KEY
                 out.opaque_event(key, _C, {"type": "logprobs", "logprobs": logprobs})
         delta = choice.get("delta")
+        if type(delta) is not dict:
+            self.conform("openai_chat.choice_delta", f"choice {cidx} without a delta object")
+        elif delta.get("role"):
+            self._roles.add(cidx)
         if type(delta) is dict and delta:
             self._delta(cidx, delta, now, out)
         reason = choice.get("finish_reason")
@@ -623,6 +643,8 @@ class ChatGrammar(GrammarBase):
         cannot key it)."""
         acc = self.acc
         given = as_int(tc.get("index"))
+        if given is None:
+            self.conform("openai_chat.tool_call_no_index", "a tool-call delta without an integer index")
         idx = given
         if idx is None:
             tid = as_str(tc.get("id"))
@@ -645,6 +667,10 @@ class ChatGrammar(GrammarBase):
             fn = as_dict(tc.get("function"))
             args = fn.get("arguments")
         tb: ToolBuffer | None = acc.tools.get(key)
+        if given is not None:
+            self._tool_conforms(key, tb is None, tc)
+        else:
+            self._typed[key] = None  # the SDKs keep no call without an index to check the type of
         if tb is None:
             tid = as_str(tc.get("id"))
             name = as_str(fn.get("name"))
@@ -689,6 +715,24 @@ class ChatGrammar(GrammarBase):
                 out.delta(idx, "args", args)
         else:
             tb.last_progress_at = now
+
+    def _tool_conforms(self, key: tuple[int, int], first: bool, tc: dict[str, Any]) -> None:
+        """What the SDKs require of a tool call's deltas (docs/design/conformance.md): a type
+        (Node), a function in the first delta of a function call and in every later one, and
+        no ``type: null`` after it (Python)."""
+        ttype = tc.get("type")
+        has_fn = type(tc.get("function")) is dict
+        if first:
+            if ttype:
+                self._typed[key] = ttype
+            if ttype == "function" and not has_fn:
+                self.conform("openai_chat.tool_call_function", f"tool call {key[1]} starts without function")
+            return
+        was = self._typed.get(key)
+        if was == "function" and (not has_fn or ("type" in tc and ttype is None)):
+            self.conform("openai_chat.tool_call_delta", f"tool call {key[1]}: a later delta without function")
+        if ttype:
+            self._typed[key] = ttype
 
     def _index_of(self, cidx: int, tid: str) -> int:
         """The index of choice ``cidx``'s tool call with id ``tid``, or the next one."""
@@ -737,6 +781,12 @@ class ChatGrammar(GrammarBase):
         missing = sorted(self.choices - self.finished_choices)
         if missing:
             self.conform("openai_chat.no_finish_reason", f"choice {missing[0]} got no finish_reason")
+        roleless = sorted(self.choices - self._roles)
+        if roleless:
+            self.conform("openai_chat.no_role", f"choice {roleless[0]} got no role")
+        untyped = [k for k in self.acc.tools if k not in self._typed]
+        if untyped:
+            self.conform("openai_chat.tool_call_type", f"tool call {untyped[0][1]} got no type")
 
     def _ended_early(self) -> None:
         """EOF before ``[DONE]``: right after a ``finish_reason`` it is the stream's end

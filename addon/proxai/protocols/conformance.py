@@ -106,6 +106,29 @@ _RULES = (
         Reaction("raises", "AnthropicError", "stream ended without producing a Message with role=assistant"),
     ),
     Rule(
+        "anthropic_messages.block_index",
+        A,
+        "content block indexes have no gaps: block n is the n-th `content_block_start` "
+        "(the SDKs append each block and look it up by `index`)",
+        Reaction("raises", "IndexError", "list index out of range"),
+        Reaction("loses", loses="the content of the block past the gap (its deltas find no block)"),
+    ),
+    Rule(
+        "anthropic_messages.tool_input_json",
+        A,
+        "a tool block's `input_json_delta` fragments join into JSON or JSON cut short "
+        "(the SDKs parse the input so far after each fragment)",
+        Reaction("raises", "ValueError", "Unable to parse tool parameter JSON from model."),
+        Reaction("raises", "AnthropicError"),
+    ),
+    Rule(
+        "anthropic_messages.message_delta_delta",
+        A,
+        "`message_delta` carries `delta`",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'stop_reason'"),
+        Reaction("raises", "AnthropicError", "Cannot read properties of undefined (reading 'stop_reason')"),
+    ),
+    Rule(
         "openai_chat.choice_index",
         C,
         "choice indexes first appear in order 0, 1, ...",
@@ -125,6 +148,62 @@ _RULES = (
         "every choice gets a `finish_reason`",
         Reaction("loses", loses="the finish_reason (None)"),
         Reaction("raises", "OpenAIError", "missing finish_reason for choice 0"),
+    ),
+    Rule(
+        "openai_chat.chunk_object",
+        C,
+        'a chunk with choices has `"object": "chat.completion.chunk"` (the Python SDK skips any other)',
+        Reaction("loses", loses="the chunk (its text, tool calls, finish_reason)"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.no_choices",
+        C,
+        "every chunk has a `choices` array",
+        Reaction("raises", "TypeError", "'NoneType' object is not iterable"),
+        Reaction("raises", "OpenAIError", "chunk.choices is not iterable"),
+    ),
+    Rule(
+        "openai_chat.choice_delta",
+        C,
+        "every choice of a chunk has a `delta` object",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'to_dict'"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.no_role",
+        C,
+        "every choice gets a `role`",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "missing role for choice 0"),
+    ),
+    Rule(
+        "openai_chat.tool_call_no_index",
+        C,
+        "every tool-call delta has an integer `index`",
+        Reaction("raises", "TypeError", "list indices must be integers or slices, not NoneType"),
+        Reaction("loses", loses="the tool call (kept under no index, left out of the message)"),
+    ),
+    Rule(
+        "openai_chat.tool_call_type",
+        C,
+        "every tool call gets a `type`",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "tool call snapshot missing `type`"),
+    ),
+    Rule(
+        "openai_chat.tool_call_function",
+        C,
+        'the first delta of a `"type": "function"` tool call carries `function`',
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'name'"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of undefined (reading 'arguments')"),
+    ),
+    Rule(
+        "openai_chat.tool_call_delta",
+        C,
+        'every later delta of a function tool call carries `function` and no `"type": null`',
+        Reaction("raises", "AssertionError"),
+        Reaction("tolerates"),
     ),
     Rule(
         "openai_chat.dataless_event",
@@ -264,6 +343,102 @@ NODE_RESPONSES_EVENTS = frozenset(
         "response.web_search_call.searching",
     }
 )
+
+
+_WS = " \t\n\r"
+_LITERALS = ("true", "false", "null")
+
+
+def json_prefix(text: str) -> bool:
+    """``text`` is JSON or the start of a JSON document cut short (what the SDKs' partial JSON
+    parsers read): one value, whitespace around it, nothing after it."""
+    stack: list[str] = []  # "{" / "[" of the open containers
+    expect = "value"  # value, key, colon, after (a value ended), end (the document's value ended)
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in _WS:
+            i += 1
+            continue
+        if expect == "end":
+            return False
+        if expect in ("value", "key", "value_or_close", "key_or_close"):
+            if (
+                ch in "]}"
+                and expect.endswith("_or_close")
+                and stack
+                and stack[-1] == ("[" if ch == "]" else "{")
+            ):
+                stack.pop()
+                expect = "after" if stack else "end"
+                i += 1
+                continue
+            if expect.startswith("key") and ch != '"':
+                return False
+            if ch == '"':
+                i += 1
+                while i < n and text[i] != '"':
+                    if text[i] == "\\":
+                        i += 1
+                    i += 1
+                if i >= n:
+                    return True  # cut inside a string
+                i += 1
+                if expect.startswith("key"):
+                    expect = "colon"
+                else:
+                    expect = "after" if stack else "end"
+                continue
+            if ch in "{[":
+                stack.append(ch)
+                expect = "key_or_close" if ch == "{" else "value_or_close"
+                i += 1
+                continue
+            if ch in "-0123456789":
+                j = i
+                while j < n and text[j] in "-+.eE0123456789":
+                    j += 1
+                tok = text[i:j]
+                if j < n and not _number(tok):
+                    return False
+                i = j
+                expect = "after" if stack else "end"
+                continue
+            for lit in _LITERALS:
+                rest = text[i : i + len(lit)]
+                if lit.startswith(rest) and rest:
+                    if len(rest) < len(lit):
+                        return i + len(rest) >= n  # cut inside the literal
+                    i += len(lit)
+                    expect = "after" if stack else "end"
+                    break
+            else:
+                return False
+            continue
+        if expect == "colon":
+            if ch != ":":
+                return False
+            expect = "value"
+            i += 1
+            continue
+        # after a value inside a container
+        if ch == ",":
+            expect = "key" if stack[-1] == "{" else "value"
+        elif ch == ("]" if stack[-1] == "[" else "}"):
+            stack.pop()
+            expect = "after" if stack else "end"
+        else:
+            return False
+        i += 1
+    return True
+
+
+def _number(tok: str) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return tok[0] != "+" and not tok.startswith(("00", "-00"))
 
 
 def metadata(findings: Iterable[Finding]) -> list[dict[str, Any]]:
