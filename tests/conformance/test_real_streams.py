@@ -24,6 +24,20 @@ KINDS = {
 
 # (file, the rules found with their event index)
 FOUND: dict[str, list[tuple[str, int]]] = {
+    "chat/cloudflare-workers-ai--chatlas--cloudflare-data-extraction.sse": [("openai_chat.no_role", 10)],
+    "chat/cloudflare-workers-ai--chatlas--cloudflare-respects-turns-interface-2.sse": [
+        ("openai_chat.no_role", 5)
+    ],
+    "chat/cloudflare-workers-ai--chatlas--cloudflare-respects-turns-interface-3.sse": [
+        ("openai_chat.no_role", 4)
+    ],
+    "chat/cloudflare-workers-ai--chatlas--cloudflare-respects-turns-interface.sse": [
+        ("openai_chat.no_role", 5)
+    ],
+    "chat/cloudflare-workers-ai--chatlas--cloudflare-simple-request.sse": [("openai_chat.no_role", 4)],
+    "chat/cloudflare-workers-ai--chatlas--cloudflare-simple-streaming-request.sse": [
+        ("openai_chat.no_role", 4)
+    ],
     "chat/groq--pydantic-ai--groq-model-web-search-tool-stream.sse": [("openai_chat.no_role", 226)],
     "chat/mistral--vercel-ai--mistral-incremental-tool-call.rebuilt.sse": [("openai_chat.no_role", 3)],
     "chat/mistral--vercel-ai--mistral-tool-call.rebuilt.sse": [("openai_chat.tool_call_no_index", 1)],
