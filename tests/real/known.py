@@ -4,14 +4,6 @@ its check holds; never add one to hide a regression."""
 
 KNOWN: dict[str, str] = {
     "anthropic/anthropic--pydantic-ai--pause-turn-web-search-streaming-vcr.sse": "chat responses",
-    "chat/hf-cerebras--chatlas--huggingface-data-extraction.sse": "anthropic responses summary",
-    "chat/hf-cerebras--chatlas--huggingface-respects-turns-interface-2.sse": "anthropic responses summary",
-    "chat/hf-cerebras--chatlas--huggingface-respects-turns-interface-3.sse": "anthropic responses summary",
-    "chat/hf-cerebras--chatlas--huggingface-respects-turns-interface.sse": "anthropic responses summary",
-    "chat/hf-cerebras--chatlas--huggingface-simple-request.sse": "anthropic responses summary",
-    "chat/hf-cerebras--chatlas--huggingface-simple-streaming-request.sse": "anthropic responses summary",
-    "chat/hf-cerebras--chatlas--huggingface-tools-async.sse": "anthropic responses summary",
-    "chat/hf-cerebras--chatlas--huggingface-tools.sse": "anthropic responses summary",
     "responses/azure--vercel-ai--azure-image-generation-tool-1.rebuilt.sse": "anthropic chat",
     "responses/openai--vercel-ai--openai-apply-patch-tool-1.rebuilt.sse": "anthropic chat",
     "responses/openai--vercel-ai--openai-image-generation-tool-1.rebuilt.sse": "anthropic chat",
