@@ -35,8 +35,8 @@ from typing import Any
 
 from proxai.core.model import Protocol
 from proxai.pipeline.carrier import StreamCarrier
-from proxai.pipeline.observe import Limits, StreamObserver
-from proxai.translate.stream import make_stream_translator
+from proxai.pipeline.flow import ClientSide, build_flow
+from proxai.pipeline.observe import Limits
 
 # -- the one place to adapt when the pipeline's constructor changes -----------------------------
 
@@ -46,12 +46,11 @@ def build(upstream: Protocol, client: Protocol | None, normalize: bool) -> Strea
     ``upstream``) or translated. THE ONE PLACE TO ADAPT when the way a flow's pipeline is built
     changes (StreamCarrier / StreamObserver / stream translator construction); the rest of this
     script only calls ``carrier.feed(chunk, now)`` and reads ``carrier.summary``."""
-    obs = StreamObserver(upstream, start=0.0, limits=Limits(), capture=True)
-    obs.headers(200, 0.0)
-    translator = None
-    if client is not None:
-        translator = make_stream_translator(upstream, client, normalize=normalize, created=1_767_225_600)
-    return StreamCarrier(obs, protocol=upstream, decoder=None, translator=translator)
+    assert (client is upstream) == normalize
+    side = None if client is None else ClientSide(client, created=1_767_225_600)
+    pipe = build_flow(upstream, side, limits=Limits(), capture=True)
+    pipe.observer.headers(200, 0.0)
+    return StreamCarrier(pipe, decoder=None)
 
 
 # -- inputs ----------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ import sys
 from typing import Any
 
 from proxai.core.model import Protocol
-from proxai.pipeline.observe import StreamObserver
 
 from .procs import reset_peak_rss, status_kb
 from .upstream import _DELTA_START, blocks
@@ -35,21 +34,21 @@ def main() -> None:
     import os
 
     pid = os.getpid()
-    obs = StreamObserver(Protocol(protocol), start=0.0)
+    from proxai.pipeline.flow import ClientSide, build_flow
+
+    # as the carrier's flow: the pipeline built once, the observer's one reading feeds the writer
+    pipe = build_flow(Protocol(protocol), None if client is None else ClientSide(Protocol(client)))
+    obs, tr = pipe.observer, pipe.translator
     obs.headers(200, 0.0)
     feed = obs.observe_payloads
     out_bytes = 0
-    if client is not None:
-        from proxai.translate.stream import make_stream_translator
-
-        tr = make_stream_translator(Protocol(protocol), Protocol(client))
-        obs.attach(tr)  # as the carrier does: the observer's one reading feeds the writer
+    if tr is not None:
 
         def feed(chunk: bytes, now: float) -> list[Any]:
             nonlocal out_bytes
             payloads = obs.observe_payloads(chunk, now)
             if payloads:
-                out_bytes += len(tr.feed_payloads(payloads))
+                out_bytes += len(tr.collect())
             return payloads
 
     feed(head, 0.0)
@@ -65,7 +64,7 @@ def main() -> None:
         feed(tail[i : i + chunk], now)
     total += len(tail)
     s = obs.finish(now)
-    if client is not None:
+    if tr is not None:
         out_bytes += len(tr.finish())
     hwm = status_kb(pid, "VmHWM")
     print(

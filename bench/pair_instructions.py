@@ -52,7 +52,6 @@ def _observe_only(protocol: str, chunks: list[bytes]) -> int:
 def regions(events: int) -> list[tuple[str, Callable[[], Any]]]:
     """(name, call) per counted region: per protocol its floor, its observer, each pair's path."""
     from proxai.core.model import Protocol
-    from proxai.translate.stream import make_stream_translator
 
     out: list[tuple[str, Callable[[], Any]]] = []
     for up in streams.PROTOCOLS:
@@ -61,9 +60,11 @@ def regions(events: int) -> list[tuple[str, Callable[[], Any]]]:
         out.append((f"observe {up}", partial(_observe_only, up, chunks)))
         for client in streams.PROTOCOLS:
             if client != up:
-                make = partial(make_stream_translator, Protocol(up), Protocol(client))
                 out.append(
-                    (f"{up} -> {client}", partial(translate_bench._full_path, make, Protocol(up), chunks))
+                    (
+                        f"{up} -> {client}",
+                        partial(translate_bench._full_path, Protocol(up), Protocol(client), chunks),
+                    )
                 )
     return out
 

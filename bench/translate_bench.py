@@ -36,7 +36,7 @@ class Row:
 
 def _factory() -> Callable[[Protocol, Protocol], Any] | None:
     try:
-        mod = importlib.import_module("proxai.translate.stream")
+        mod = importlib.import_module("proxai.pipeline.flow")
     except ImportError:
         return None
     make = getattr(mod, "make_stream_translator", None)
@@ -58,22 +58,22 @@ def _translate_only(make: Callable[[], Any], batches: list[Payloads]) -> int:
     return n + len(tr.finish())
 
 
-def _full_path(make: Callable[[], Any], proto: Protocol, chunks: list[bytes]) -> int:
-    from proxai.pipeline.observe import StreamObserver
+def _full_path(proto: Protocol, client: Protocol, chunks: list[bytes]) -> int:
+    """The carrier's path of a translated flow: its pipeline built once (``build_flow``), each
+    read observed (the grammar feeds the writer) and the translator's bytes collected."""
+    from proxai.pipeline.flow import ClientSide, build_flow
 
-    obs = StreamObserver(proto, start=0.0)
+    pipe = build_flow(proto, ClientSide(client))
+    obs, tr = pipe.observer, pipe.translator
+    assert tr is not None
     obs.headers(200, 0.0)
-    tr = make()
-    attach = getattr(obs, "attach", None)
-    if attach is not None:
-        attach(tr)  # as the carrier does: the observer's one reading feeds the writer
     n = 0
     now = 0.0
     for c in chunks:
         now += 1e-4
         payloads = obs.observe_payloads(c, now)
         if payloads:  # as the carrier: no call for a read that completed no event
-            n += len(tr.feed_payloads(payloads))
+            n += len(tr.collect())
     obs.finish(now)
     return n + len(tr.finish())
 
@@ -82,7 +82,7 @@ def run(events: int, repeats: int) -> list[Row]:
     make_pair = _factory()
     rows: list[Row] = []
     if make_pair is None:
-        return [Row("-", 0, 0, note="proxai.translate.stream.make_stream_translator not landed")]
+        return [Row("-", 0, 0, note="proxai.pipeline.flow.make_stream_translator not landed")]
     try:
         importlib.import_module("proxai.pipeline.observe")
         have_observer = True
@@ -108,7 +108,7 @@ def run(events: int, repeats: int) -> list[Row]:
                 "translator": partial(_translate_only, make, batches),
             }
             if have_observer:
-                fns["path"] = partial(_full_path, make, Protocol(up), chunks)
+                fns["path"] = partial(_full_path, Protocol(up), Protocol(client), chunks)
             best = best_of(fns, repeats)
             rows.append(Row(name, n_events, out_bytes, best["floor"], best.get("path"), best["translator"]))
     return rows

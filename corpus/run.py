@@ -17,10 +17,10 @@ from typing import Any, Literal
 from proxai.core.errors import ProxaiError
 from proxai.core.model import ErrorKind, Protocol, StopClass, StreamSummary
 from proxai.mitm.carrier import Carrier
-from proxai.pipeline.observe import Limits, StreamObserver
+from proxai.pipeline.flow import ClientSide, build_flow
+from proxai.pipeline.observe import Limits
 from proxai.protocols.responses import CLIENT_KINDS
 from proxai.stream import stop_reasons
-from proxai.translate.stream import make_stream_translator
 
 from . import sdk
 from .streams import Stream
@@ -46,25 +46,21 @@ def carry(stream: Stream, client: Protocol | None, pieces: list[bytes] | None = 
     """The stream through a real ``Carrier``: observe-only (``client`` None), normalize (the same
     protocol) or translated, fed as ``pieces`` (default: the whole body in one read)."""
     body = stream.body()
-    obs = StreamObserver(stream.protocol, start=0.0, limits=Limits(), capture=True)
-    obs.headers(200, 0.0)
-    translator = None
-    if client is not None:
-        translator = make_stream_translator(
-            stream.protocol, client, normalize=client is stream.protocol, created=1_767_225_600
-        )
-    carrier = Carrier(obs, protocol=stream.protocol, decoder=None, translator=translator, clock=lambda: 1.0)
+    side = None if client is None else ClientSide(client, created=1_767_225_600)
+    pipe = build_flow(stream.protocol, side, limits=Limits(), capture=True)
+    pipe.observer.headers(200, 0.0)
+    carrier = Carrier(pipe, decoder=None, clock=lambda: 1.0)
     out: list[bytes] = []
     for piece in [body] if pieces is None else pieces:
         r = carrier(piece)
         out.extend([r] if isinstance(r, bytes) else r)
     r = carrier(b"")
     out.extend([r] if isinstance(r, bytes) else r)
-    summary = carrier.summary if carrier.summary is not None else obs.summary()
+    summary = carrier.summary if carrier.summary is not None else pipe.observer.summary()
     bugs = sorted(carrier.bugs)
     if carrier.observe_error and "internal error" in carrier.observe_error:
         bugs.append(carrier.observe_error)
-    meta: dict[str, Any] = translator.metadata() if translator is not None else {}
+    meta: dict[str, Any] = pipe.translator.metadata() if pipe.translator is not None else {}
     return Carried(b"".join(out), summary, bugs, meta)
 
 

@@ -30,8 +30,8 @@ from proxai.pipeline.carrier import (
     GuardAction,
     StreamCarrier,
 )
-from proxai.pipeline.observe import StreamObserver
-from proxai.translate.stream import StreamTranslator, make_stream_translator
+from proxai.pipeline.flow import ClientSide, build_flow
+from proxai.translate.stream import StreamTranslator
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CHAT = (FIXTURES / "openai_chat" / "text.sse").read_bytes()
@@ -54,14 +54,10 @@ EXPECTED: dict[CarrierState, dict[CarrierEvent, CarrierState | None]] = {
 }
 
 
-def _observer(protocol: Protocol = C) -> StreamObserver:
-    obs = StreamObserver(protocol, start=0.0)
-    obs.headers(200, 0.0)
-    return obs
-
-
-def _carrier(translator: StreamTranslator | None = None) -> StreamCarrier:
-    return StreamCarrier(_observer(), protocol=C, decoder=None, translator=translator)
+def _carrier(client: Protocol | None = None) -> StreamCarrier:
+    pipe = build_flow(C, None if client is None else ClientSide(client, created=1))
+    pipe.observer.headers(200, 0.0)
+    return StreamCarrier(pipe, decoder=None)
 
 
 def _events(data: bytes) -> list[bytes]:
@@ -232,7 +228,9 @@ class FinishFails:
 
 
 def test_a_translation_failing_at_the_end_stays_closed_and_ends_once() -> None:
-    c = _carrier(FinishFails(make_stream_translator(C, A, normalize=False, created=1)))  # type: ignore[arg-type]
+    c = _carrier(A)
+    assert c.translator is not None
+    c.translator = FinishFails(c.translator)
     ends: list[StreamSummary] = []
     c.on_end.append(lambda _c, s: ends.append(s))
     body = c.feed((FIXTURES / "openai_chat" / "truncated.sse").read_bytes(), 1.0)
@@ -308,20 +306,15 @@ def test_the_core_runs_without_mitmproxy() -> None:
         import sys
         from pathlib import Path
         from proxai.core.model import Outcome, Protocol
-        from proxai.pipeline.observe import StreamObserver
         from proxai.pipeline.carrier import CarrierState, StreamCarrier
-        from proxai.translate.stream import make_stream_translator
+        from proxai.pipeline.flow import ClientSide, build_flow
 
         data = Path({str(FIXTURES / "openai_chat" / "text.sse")!r}).read_bytes()
         for translated in (False, True):
-            obs = StreamObserver(Protocol.OPENAI_CHAT, start=0.0)
-            obs.headers(200, 0.0)
-            tr = None
-            if translated:
-                tr = make_stream_translator(
-                    Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES, normalize=False, created=1
-                )
-            c = StreamCarrier(obs, protocol=Protocol.OPENAI_CHAT, decoder=None, translator=tr)
+            side = ClientSide(Protocol.ANTHROPIC_MESSAGES, created=1) if translated else None
+            pipe = build_flow(Protocol.OPENAI_CHAT, side)
+            pipe.observer.headers(200, 0.0)
+            c = StreamCarrier(pipe, decoder=None)
             out = b"".join(b"".join(c.feed(data[i : i + 100], i / 100)) for i in range(0, len(data), 100))
             out += b"".join(c.feed(b"", 99.0))
             assert c.state is CarrierState.FINISHED and c.summary.outcome is Outcome.COMPLETED

@@ -19,6 +19,7 @@ from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard
 from proxai.pipeline.carrier import CarrierState
+from proxai.pipeline.flow import FlowPipeline
 from proxai.pipeline.observe import StreamObserver
 
 CFG = GuardConfig(tool_stall=10.0, idle_timeout=100.0)
@@ -77,7 +78,7 @@ class Rig:
         self.observer.headers(200, 0.0)
         # as the addon builds it: an identity decoder when the body has no content-encoding
         self.carrier = Carrier(
-            self.observer, protocol=protocol, decoder=make_decoder(None), clock=lambda: self.now
+            FlowPipeline(self.observer), decoder=make_decoder(None), clock=lambda: self.now
         )
         self.guard = FlowGuard(
             config,

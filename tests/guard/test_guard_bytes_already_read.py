@@ -32,6 +32,7 @@ from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard, WaitGuard, after_reads
 from proxai.pipeline.carrier import CarrierState
+from proxai.pipeline.flow import FlowPipeline
 from proxai.pipeline.observe import StreamObserver
 
 from .test_flow_guard import ANTHROPIC_HEAD, PING, Rig, ev
@@ -240,7 +241,7 @@ def _blocked_proxy_run(*, timer: bool, miss: bool = False) -> tuple[FlowGuard, l
         start = clock()
         observer = StreamObserver(P, start=start)
         observer.headers(200, start)
-        carrier = Carrier(observer, protocol=P, decoder=make_decoder(None), clock=clock)
+        carrier = Carrier(FlowPipeline(observer), decoder=make_decoder(None), clock=clock)
         guard = FlowGuard(
             cfg, object(), carrier, start=start, timer=timer, end_stream=lambda _f: True, later=after_reads()
         )  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard
 from proxai.pipeline.carrier import GuardAction, StreamCarrier
+from proxai.pipeline.flow import FlowPipeline
 from proxai.pipeline.observe import StreamObserver
 from tests.splits import random_pieces
 
@@ -81,7 +82,7 @@ def _run(
         observer = StreamObserver(protocol, start=0.0)
         observer.headers(200, 0.0)
         decoder = make_decoder("gzip") if gzipped else None
-        carrier = Carrier(observer, protocol=protocol, decoder=decoder, clock=lambda: clock[0])
+        carrier = Carrier(FlowPipeline(observer), decoder=decoder, clock=lambda: clock[0])
         guard = guard_cls(CFG, None, carrier, start=0.0, end_stream=lambda _flow: True)
         trace: list[Any] = []
         for i, (piece, step) in enumerate(zip(pieces, steps, strict=True)):

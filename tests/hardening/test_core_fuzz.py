@@ -22,10 +22,11 @@ from hypothesis import strategies as st
 from proxai.core.errors import ProxaiError
 from proxai.core.model import ErrorKind, Outcome, Protocol, StreamSummary
 from proxai.core.sse import SseEvent, SseScanner
+from proxai.pipeline.flow import make_stream_translator
 from proxai.pipeline.observe import Limits, StreamObserver, observe_body
 from proxai.translate.request import translate_request
 from proxai.translate.response import translate_response
-from proxai.translate.stream import PAIRS, make_stream_translator
+from proxai.translate.stream import PAIRS
 
 from .mutate import PROTOCOLS, chunked, fixture_streams, metadata_safe, mutated_stream
 

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from proxai.core.errors import SseLimitError
 from proxai.core.model import Protocol
 from proxai.core.sse import SseScanner
+from proxai.pipeline.flow import make_stream_translator
 from proxai.stream import textparts
-from proxai.translate.stream import make_stream_translator
 
 MAX_BUFFER = 1024 * 1024
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from proxai.core.errors import ProxaiError, UpstreamProtocolError
 from proxai.core.model import ErrorInfo, ErrorKind, Outcome, Protocol, StreamSummary
-from proxai.core.sse import Payloads, SseEvent, SseScanner, iter_payloads, payloads_of
+from proxai.core.sse import Payloads, SseEvent, SseScanner, payloads_of
+from proxai.pipeline.flow import FlowPipeline
 
 
 class RecordingObserver:
@@ -70,10 +71,20 @@ class RecordingObserver:
 
 @dataclass
 class UpperTranslator:
-    """Re-emits each event's data upper-cased, in SSE framing; fails on a ``FAIL`` event."""
+    """Re-emits each event's data upper-cased, in SSE framing; fails on a ``FAIL`` event. Like the
+    real translator it reads no event itself: ``collect`` takes the events its ``source`` (the
+    flow's observer) read since the last call."""
 
     client_protocol: Protocol = Protocol.ANTHROPIC_MESSAGES
     calls: list[str] = field(default_factory=list)
+    source: RecordingObserver | None = None
+    _read: int = 0
+
+    def collect(self) -> bytes:
+        assert self.source is not None, "connect the translator to its observer (pipeline())"
+        events = self.source.events[self._read :]
+        self._read = len(self.source.events)
+        return self.feed(events)
 
     def feed(self, events: list[SseEvent]) -> bytes:
         self.calls.append(f"feed:{len(events)}")
@@ -84,12 +95,6 @@ class UpperTranslator:
             out += b"data: " + e.data.upper().encode() + b"\n\n"
         return out
 
-    def feed_payloads(self, payloads: Payloads) -> bytes:
-        events = [
-            SseEvent(t, d if isinstance(d, str) else d.decode(), "") for t, d in iter_payloads(payloads)
-        ]
-        return self.feed(events)
-
     def finish(self) -> bytes:
         self.calls.append("finish")
         return b"data: END\n\n"
@@ -97,3 +102,11 @@ class UpperTranslator:
     def fail(self, kind: ErrorKind, message: str) -> bytes:
         self.calls.append(f"fail:{kind}:{message}")
         return b"event: error\ndata: " + message.encode() + b"\n\n"
+
+
+def pipeline(observer: RecordingObserver, translator: UpperTranslator | None = None) -> FlowPipeline:
+    """The fakes connected as ``build_flow`` connects the real pipeline: the translator reads what
+    the observer read."""
+    if translator is not None:
+        translator.source = observer
+    return FlowPipeline(observer, translator)  # type: ignore[arg-type]

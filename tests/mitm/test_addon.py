@@ -19,8 +19,8 @@ from proxai.mitm import addon as addon_mod
 from proxai.mitm.addon import ProxAI
 from proxai.mitm.carrier import Carrier
 from proxai.pipeline import observe
+from proxai.pipeline.flow import make_stream_translator
 from proxai.pipeline.keep import KeepingStream
-from proxai.translate.stream import make_stream_translator
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:

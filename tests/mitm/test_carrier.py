@@ -15,20 +15,16 @@ from proxai.mitm.carrier import Carrier
 from proxai.pipeline.carrier import CarrierState, GuardAction
 from tests.splits import random_pieces
 
-from .fakes import RecordingObserver, UpperTranslator
+from .fakes import RecordingObserver, UpperTranslator, pipeline
 
 STREAM = b"".join(b'data: {"n":%d}\n\n' % i for i in range(50)) + b"data: [DONE]\n\n"
 
 
-def _carrier(obs: RecordingObserver, encoding: str | None = None, **kw: object) -> Carrier:
+def _carrier(
+    obs: RecordingObserver, encoding: str | None = None, translator: UpperTranslator | None = None
+) -> Carrier:
     clock = itertools.count(100.0, 0.5)
-    return Carrier(
-        obs,  # type: ignore[arg-type]
-        protocol=obs.protocol,
-        decoder=make_decoder(encoding),
-        clock=lambda: next(clock),
-        **kw,  # type: ignore[arg-type]
-    )
+    return Carrier(pipeline(obs, translator), decoder=make_decoder(encoding), clock=lambda: next(clock))
 
 
 def _run(c: Carrier, chunks: list[bytes]) -> list[list[bytes]]:
@@ -78,7 +74,7 @@ def test_decode_error_keeps_passing_bytes_and_stops_observing() -> None:
 
 def test_unknown_encoding_is_recorded() -> None:
     obs = RecordingObserver()
-    c = Carrier(obs, protocol=obs.protocol, decoder=None, decode_error="unsupported content-encoding 'x'")  # type: ignore[arg-type]
+    c = Carrier(pipeline(obs), decoder=None, decode_error="unsupported content-encoding 'x'")
     assert c(b"data: x\n\n") == [b"data: x\n\n"]
     assert not c.observing and obs.fed == []
 

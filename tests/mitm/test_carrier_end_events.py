@@ -20,8 +20,8 @@ from proxai.core.model import Protocol
 from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard
+from proxai.pipeline.flow import ClientSide, build_flow
 from proxai.pipeline.observe import StreamObserver
-from proxai.translate.stream import make_stream_translator
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 PAIRS = [(u, c) for u in Protocol for c in Protocol if u is not c]
@@ -32,12 +32,9 @@ def _run(
 ) -> tuple[bytes, Carrier]:
     async def main() -> tuple[bytes, Carrier]:
         clock = itertools.count(1.0, 0.001)
-        observer = StreamObserver(protocol, start=0.0)
-        observer.headers(200, 0.0)
-        translator = make_stream_translator(protocol, client) if client is not None else None
-        carrier = Carrier(
-            observer, protocol=protocol, decoder=None, translator=translator, clock=lambda: next(clock)
-        )
+        pipe = build_flow(protocol, None if client is None else ClientSide(client))
+        pipe.observer.headers(200, 0.0)
+        carrier = Carrier(pipe, decoder=None, clock=lambda: next(clock))
         guard = None
         if guarded:
             guard = FlowGuard(GuardConfig(), None, carrier, start=0.0, end_stream=lambda _flow: True)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from proxai.core.decode import make_decoder
 from proxai.core.model import Protocol
 from proxai.mitm.carrier import Carrier
-from proxai.pipeline.observe import StreamObserver
+from proxai.pipeline.flow import build_flow
 
 from .test_addon import ANTHROPIC_ERROR_MIDSTREAM, CHAT_TEXT, CHAT_UNFINISHED_TOOL
 
@@ -34,9 +34,10 @@ STREAMS = {
 
 
 def _run(protocol: Protocol, encoding: str, wire: bytes, cuts: list[int]) -> tuple[bytes, dict[str, Any]]:
-    obs = StreamObserver(protocol, start=0.0)
+    pipe = build_flow(protocol, None)
+    obs = pipe.observer
     obs.headers(200, 0.0)
-    c = Carrier(obs, protocol=protocol, decoder=make_decoder(encoding), clock=lambda: 1.0)
+    c = Carrier(pipe, decoder=make_decoder(encoding), clock=lambda: 1.0)
     pieces, i = [], 0
     for n in cuts:
         if i >= len(wire):

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from proxai.core.model import Outcome, Protocol, StreamSummary
 from proxai.core.sse import SseScanner
 from proxai.mitm.carrier import Carrier
+from proxai.pipeline.flow import ClientSide, FlowPipeline, build_flow
 from proxai.pipeline.observe import StreamObserver
-from proxai.translate.stream import PAIRS, make_stream_translator
+from proxai.translate.stream import PAIRS
 from tests.observe.harness import status_of
 from tests.observe.test_properties import STREAMS, cut, mutated
 
@@ -62,10 +63,9 @@ def run_summary(
 ) -> tuple[str, StreamSummary]:
     """How the client's stream ends, and the flow's summary."""
     tick = itertools.count(1)
-    obs = StreamObserver(up, start=0.0)
-    obs.headers(status, 0.0)
-    tr = make_stream_translator(up, client, normalize=up is client, created=1)
-    c = Carrier(obs, protocol=up, decoder=None, translator=tr, clock=lambda: float(next(tick)))
+    pipe = build_flow(up, ClientSide(client, created=1))
+    pipe.observer.headers(status, 0.0)
+    c = Carrier(pipe, decoder=None, clock=lambda: float(next(tick)))
     out = b"".join(b"".join(r) if isinstance(r, list) else r for r in [*(c(p) for p in pieces), c(b"")])
     assert c.summary is not None
     return ending(client, out), c.summary
@@ -202,7 +202,7 @@ def _observed_summary(up: Protocol, body: bytes) -> StreamSummary:
     tick = itertools.count(1)
     obs = StreamObserver(up, start=0.0)
     obs.headers(200, 0.0)
-    c = Carrier(obs, protocol=up, decoder=None, translator=None, clock=lambda: float(next(tick)))
+    c = Carrier(FlowPipeline(obs), decoder=None, clock=lambda: float(next(tick)))
     c(body)
     c(b"")
     assert c.summary is not None

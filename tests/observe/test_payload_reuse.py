@@ -1,19 +1,20 @@
 """The carrier's path parses each event once (docs/performance.md).
 
-A translated flow goes through the payload path: the carrier attaches the translator to the flow's
-``StreamObserver``, whose grammar then feeds the translator's writer from its one parse of each
+A translated flow goes through the payload path: its pipeline (``build_flow``) gives the flow's
+``StreamObserver`` one grammar, which feeds the translator's writer from its one parse of each
 payload; ``StreamObserver.observe_payloads`` returns the read's events (``sse.Payloads``) and
-``translator.feed_payloads`` only collects the writer's bytes. The observer's payload parser runs
+``translator.collect`` only takes the writer's bytes. The observer's payload parser runs
 exactly as often on a translated flow as on a pass-through one.
 
 Differential: the real ``Carrier`` (a real observer and translator) gives every pair and normalize
-mode's client exactly the bytes, read by read, and the same error as bare scanner events fed to
-``translator.feed`` (a translator reading alone), on every fixture (the observer's and the fake
-upstream's scenarios) whole, byte by byte, at random splits, and on hypothesis-mutated fixtures;
-its observer's summary is the pass-through observer's. What the observer returns is exactly the
-scanner's events, and nothing reads the list afterwards (a pass-through summary does not change
-when the caller overwrites it). The event-object path (``StreamObserver.feed``, then
-``translator.feed``) gives the scanner's events and the same client bytes too.
+mode's client exactly the bytes, read by read, and the same error as bare scanner events fed to a
+``Translation`` (the same pipeline fed events, without a carrier), on every fixture (the
+observer's and the fake upstream's scenarios) whole, byte by byte, at random splits, and on
+hypothesis-mutated fixtures; its observer's summary is the pass-through observer's. What the
+observer returns is exactly the scanner's events, and nothing reads the list afterwards (a
+pass-through summary does not change when the caller overwrites it). The event-object path
+(``StreamObserver.feed``, then ``Translation.feed``) gives the scanner's events and the same
+client bytes too.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from proxai.core.errors import ProxaiError
 from proxai.core.model import Protocol
 from proxai.core.sse import Payloads, SseEvent, SseScanner
 from proxai.mitm.carrier import Carrier
+from proxai.pipeline.flow import ClientSide, build_flow, make_stream_translator
 from proxai.pipeline.observe import StreamObserver
 from proxai.protocols import common
-from proxai.translate.stream import PAIRS, make_stream_translator
+from proxai.translate.stream import PAIRS
 from proxai.translate.stream.driver import error_kind_of
 from tests.observe.harness import normalize, status_of
 from tests.observe.test_one_reading import ending
@@ -61,11 +63,10 @@ def _carrier(
     """The real carrier on a translated flow: the client's bytes per read (the last: end of
     message), the translation error, the observer's summary."""
     tick = itertools.count(1)
-    obs = StreamObserver(up, start=0.0, capture=True)
+    pipe = build_flow(up, ClientSide(client, created=1_767_225_600), capture=True)
+    obs = pipe.observer
     obs.headers(status, 0.0)
-    c = Carrier(
-        obs, protocol=up, decoder=None, translator=_translator(up, client), clock=lambda: float(next(tick))
-    )
+    c = Carrier(pipe, decoder=None, clock=lambda: float(next(tick)))
     reads = [_bytes(c(p)) for p in pieces]
     reads.append(_bytes(c(b"")))
     assert c.summary is not None

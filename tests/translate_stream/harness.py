@@ -16,8 +16,8 @@ import orjson
 from proxai.core.errors import ProxaiError
 from proxai.core.model import ErrorKind, Protocol, StopClass
 from proxai.core.sse import SseScanner
+from proxai.pipeline.flow import Translation, make_stream_translator
 from proxai.stream import stop_reasons
-from proxai.translate.stream import StreamTranslatorImpl, make_stream_translator
 from proxai.translate.stream.driver import error_kind_of
 from proxai.upstream.ops import Abort, Params
 from proxai.upstream.render_anthropic import AnthropicRenderer
@@ -53,7 +53,7 @@ def chunks(body: bytes, mode: str, seed: int = 0) -> list[bytes]:
     return random_pieces(body, random.Random(seed))
 
 
-def carry(t: StreamTranslatorImpl, pieces: list[bytes], *, reset: bool = False) -> bytes:
+def carry(t: Translation, pieces: list[bytes], *, reset: bool = False) -> bytes:
     """What the carrier does: scan each piece once, feed the events, fail on a typed error,
     finish at EOF (a reset is an abort: the carrier reports it with ``fail``)."""
     sc = SseScanner()
@@ -73,7 +73,7 @@ def carry(t: StreamTranslatorImpl, pieces: list[bytes], *, reset: bool = False) 
 
 def translate(
     up: Protocol, client: Protocol, body: bytes, mode: str = "whole", *, reset: bool = False, seed: int = 0
-) -> tuple[bytes, StreamTranslatorImpl]:
+) -> tuple[bytes, Translation]:
     t = make_stream_translator(up, client, normalize=up is client, created=1_767_225_600)
     return carry(t, chunks(body, mode, seed), reset=reset), t
 

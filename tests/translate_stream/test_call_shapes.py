@@ -18,11 +18,11 @@ import orjson
 import pytest
 
 from proxai.core.model import Protocol
+from proxai.pipeline.flow import make_stream_translator
 from proxai.translate.call_shapes import freeform_input
 from proxai.translate.ir import CallShape
 from proxai.translate.request import translate_request
 from proxai.translate.response import translate_response
-from proxai.translate.stream import make_stream_translator
 
 from .harness import carry, chunks, sdk_responses
 from .validators import validate_responses, validate_typed

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from proxai.core.errors import ProxaiError
 from proxai.core.model import ErrorKind, Protocol
 from proxai.core.sse import SseEvent
-from proxai.translate.stream import make_stream_translator
+from proxai.pipeline.flow import make_stream_translator
 
 from .harness import A, C, R, carry, render, translate
 from .validators import VALIDATORS, scan, validate_typed

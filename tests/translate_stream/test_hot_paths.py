@@ -10,7 +10,7 @@ import pytest
 from proxai.core.errors import ProxaiError
 from proxai.core.model import Protocol
 from proxai.core.sse import SseScanner, encode_event
-from proxai.translate.stream import make_stream_translator
+from proxai.pipeline.flow import make_stream_translator
 
 A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
 

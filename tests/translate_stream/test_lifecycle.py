@@ -8,7 +8,8 @@ import pytest
 from proxai.core.errors import SemanticStreamError
 from proxai.core.model import ErrorKind
 from proxai.core.sse import SseScanner
-from proxai.translate.stream import Phase, make_stream_translator
+from proxai.pipeline.flow import make_stream_translator
+from proxai.translate.stream import Phase
 
 from . import build as b
 from .harness import A, C, R

@@ -10,7 +10,7 @@ import pytest
 from proxai.core.errors import ConfigError, SemanticStreamError, UpstreamProtocolError
 from proxai.core.model import ErrorKind, Protocol
 from proxai.core.sse import SseScanner
-from proxai.translate.stream import make_stream_translator
+from proxai.pipeline.flow import make_stream_translator
 
 from . import build as b
 from .harness import SDKS, A, C, R, chunks, sdk_anthropic, sdk_neutral

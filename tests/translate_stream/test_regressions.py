@@ -8,7 +8,7 @@ import pytest
 from proxai.core.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
 from proxai.core.model import ErrorKind, Protocol, StopClass
 from proxai.core.sse import SseScanner
-from proxai.translate.stream import make_stream_translator
+from proxai.pipeline.flow import make_stream_translator
 
 from . import build as b
 from .harness import SDKS, A, C, R, render, sdk_neutral, translate, truth

@@ -50,11 +50,11 @@ from proxai.mitm.replay import Replay
 from proxai.mitm.routing import Routing, client_stream
 from proxai.outputs import cost, verdict, view_text
 from proxai.pipeline import keep, observe
+from proxai.pipeline.flow import ClientSide, FlowPipeline, build_flow
 from proxai.pipeline.scrub import ScrubbingStream
 from proxai.safety.redact import Redactor, redact_url
 from proxai.safety.termsafe import log_safe
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
-from proxai.translate.stream import StreamTranslator
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 
@@ -336,9 +336,10 @@ class ProxAI:
         ``state.protocol``). Observe-only: nothing to do."""
         self.routing.request(flow, state)
 
-    def stream_translator_for(self, flow: http.HTTPFlow, state: FlowState) -> StreamTranslator | None:
-        """Stream translation plugs in here: a translator for a routed SSE response, or None."""
-        return self.routing.stream_translator(state)
+    def client_side_for(self, flow: http.HTTPFlow, state: FlowState) -> ClientSide | None:
+        """Stream translation plugs in here: the client's side of a routed SSE response (its
+        pipeline then translates), or None (observed only)."""
+        return self.routing.client_side(state)
 
     def translate_body(self, flow: http.HTTPFlow, state: FlowState, summary: StreamSummary) -> None:
         """Non-streamed translation plugs in here: rewrite ``flow.response`` for the client."""
@@ -407,8 +408,8 @@ class ProxAI:
             # A response set by an addon (server replay): mitmproxy emulates this hook, then sends
             # the whole body without streaming it. The response hook observes it whole.
             return
-        observer = self.new_observer(state)
-        observer.headers(flow.response.status_code, state.headers_at)
+        pipeline = self.new_pipeline(state, self.client_side_for(flow, state))
+        pipeline.observer.headers(flow.response.status_code, state.headers_at)
         decoder: Decoder | None = None
         decode_error: str | None = None
         try:
@@ -417,17 +418,8 @@ class ProxAI:
             decode_error = str(exc)
         if isinstance(decoder, IdentityDecoder):
             decoder = None  # nothing to undo: the carrier scans each chunk as it is, no call per read
-        translator = self.stream_translator_for(flow, state)
-        carrier = Carrier(
-            observer,
-            protocol=state.protocol,
-            decoder=decoder,
-            decode_error=decode_error,
-            translator=translator,
-            clock=self.clock,
-            flow=flow,
-        )
-        if translator is not None:
+        carrier = Carrier(pipeline, decoder=decoder, decode_error=decode_error, clock=self.clock, flow=flow)
+        if pipeline.translator is not None:
             strip_translated_headers(flow.response)
         for setup in list(self.carrier_setup):
             try:
@@ -470,7 +462,7 @@ class ProxAI:
         resp = flow.response
         if resp.stream:
             # mitmproxy streamed it without us (stream_large_bodies): the body is gone.
-            summary = self.new_observer(state).finish(now)
+            summary = self.new_pipeline(state, None).observer.finish(now)
             self.record(
                 flow, state, summary, observe_error="the body was streamed by mitmproxy, not observed"
             )
@@ -479,7 +471,7 @@ class ProxAI:
         body, too_large = self.buffered_body(resp)
         if too_large is not None:
             # Not parsed (proxai_max_body): recorded as stream_limit; bytes pass through as they are.
-            observer = self.new_observer(state)
+            observer = self.new_pipeline(state, None).observer
             observer.headers(resp.status_code, headers_at)
             summary = observer.abort(too_large, now, ErrorKind.STREAM_LIMIT)
             self.routing.body_too_large(flow, state, too_large)
@@ -498,7 +490,7 @@ class ProxAI:
                 limits=self.limits,
             )
         except ProxaiError as exc:
-            observer = self.new_observer(state)
+            observer = self.new_pipeline(state, None).observer
             observer.headers(resp.status_code, headers_at)
             summary = observer.abort(str(exc), now, ErrorKind.UPSTREAM_PROTOCOL)
         self.translate_body(flow, state, summary)
@@ -516,7 +508,7 @@ class ProxAI:
         if state.carrier is not None:
             summary = state.carrier.abort(message, now)
         else:
-            observer = self.new_observer(state)
+            observer = self.new_pipeline(state, None).observer
             if flow.response is not None and state.headers_at is not None:
                 observer.headers(flow.response.status_code, state.headers_at)
             summary = observer.abort(message, now, ErrorKind.CONNECTION)
@@ -569,10 +561,9 @@ class ProxAI:
         flow.response.raw_content = body
         weakref.finalize(flow, self.keep_budget.give_back, len(body))
 
-    def new_observer(self, state: FlowState) -> observe.StreamObserver:
-        return observe.StreamObserver(
-            state.protocol, start=state.start, limits=self.limits, capture=self.capture
-        )
+    def new_pipeline(self, state: FlowState, client: ClientSide | None) -> FlowPipeline:
+        """The flow's pipeline, built once: observed only, or translated for ``client``."""
+        return build_flow(state.protocol, client, start=state.start, limits=self.limits, capture=self.capture)
 
     def record(
         self,

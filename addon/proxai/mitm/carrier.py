@@ -19,15 +19,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from proxai.core.decode import Decoder
-from proxai.core.model import Protocol
 from proxai.pipeline.carrier import StreamCarrier
+from proxai.pipeline.flow import FlowPipeline
 from proxai.safety.termsafe import log_safe
-from proxai.translate.stream import StreamTranslator
 
 if TYPE_CHECKING:
     from mitmproxy import http
-
-    from proxai.pipeline.observe import StreamObserver
 
 logger = logging.getLogger(__name__)
 
@@ -47,18 +44,14 @@ class Carrier(StreamCarrier):
 
     def __init__(
         self,
-        observer: StreamObserver,
+        pipeline: FlowPipeline,
         *,
-        protocol: Protocol,
         decoder: Decoder | None,
         decode_error: str | None = None,
-        translator: StreamTranslator | None = None,
         clock: Callable[[], float] = time.monotonic,
         flow: http.HTTPFlow | None = None,
     ) -> None:
-        super().__init__(
-            observer, protocol=protocol, decoder=decoder, decode_error=decode_error, translator=translator
-        )
+        super().__init__(pipeline, decoder=decoder, decode_error=decode_error)
         self.clock = clock
         self.flow = flow
 

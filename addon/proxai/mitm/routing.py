@@ -33,6 +33,8 @@ from proxai.core.errors import DecodeError, ProxaiError, TranslationError, Upstr
 from proxai.core.errors.shapes import error_body, http_status_for
 from proxai.core.model import ErrorKind, Protocol
 from proxai.core.sse import SseScanner
+from proxai.pipeline.flow import ClientSide, Translation, build_flow
+from proxai.pipeline.observe import Limits
 from proxai.pipeline.scrub import ScrubbingStream, StreamFn
 from proxai.safety.redact import REDACTED_B, Redactor, redact_json_value, register_secret
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
@@ -42,7 +44,6 @@ from proxai.translate.headers import credential_free_query, env_key, plan_header
 from proxai.translate.request import parse_body, translate_request
 from proxai.translate.response import load_json, translate_response
 from proxai.translate.routes import Route, RouteTable, load_routes
-from proxai.translate.stream import StreamTranslatorImpl, make_stream_translator
 
 logger = logging.getLogger(__name__)
 
@@ -206,8 +207,9 @@ class Routing:
 
     # -- response -------------------------------------------------------------------------------
 
-    def stream_translator(self, state: RoutedState) -> StreamTranslatorImpl | None:
-        """The stream translator for a routed SSE response (None: pass the bytes through)."""
+    def client_side(self, state: RoutedState) -> ClientSide | None:
+        """The client's side of a routed SSE response, for its pipeline (None: pass the bytes
+        through)."""
         route = state.route
         client = state.client_protocol
         if not isinstance(route, Route) or client is None or state.extra.get("rejected"):
@@ -215,15 +217,12 @@ class Routing:
         upstream = state.protocol
         if client is upstream and not route.normalize:
             return None
-        return make_stream_translator(
-            upstream,
+        return ClientSide(
             client,
-            normalize=client is upstream,
             created=int(state.extra.get("created") or 0),
             include_usage=bool(state.extra.get("client_include_usage", True)),
             call_shapes=state.extra.get("call_shapes") or {},
             max_buffer=self.max_buffer,
-            max_tool_args=self.max_tool_args,
             strict=self.strict(route),
         )
 
@@ -315,9 +314,12 @@ class Routing:
         self._replace(resp, te.status, te.body)
 
     def _translate_sse(self, resp: http.Response, raw: bytes, state: RoutedState) -> None:
-        translator = self.stream_translator(state)
-        if translator is None:
+        side = self.client_side(state)
+        if side is None:
             return
+        translator = Translation(
+            build_flow(state.protocol, side, limits=Limits(max_tool_args=self.max_tool_args))
+        )
         scanner = SseScanner()
         try:
             out = translator.feed(scanner.feed(raw) + scanner.close()) + translator.finish()

@@ -12,8 +12,8 @@ grammar owns the semantics. Per upstream chunk:
     decode (gzip/deflate/br/zstd, bounded)  ->  observer.observe_payloads(decoded, now)
                                                 (scanned ONCE, each JSON payload parsed ONCE)
       -> client bytes: the ORIGINAL chunk (observe-only, the default)
-                       or translator.feed_payloads(payloads) (translation: the
-                       observer's grammar has fed the attached translator's writer)
+                       or translator.collect() (translation: reading the events, the
+                       observer's grammar has fed the translator's writer)
                        (guarded pass-through: the original bytes up to the last complete event)
       -> on_chunk hooks (the guard): may inject bytes and close (``GuardAction(close=True)``)
 
@@ -23,9 +23,10 @@ when the client gets nothing.
 
 Extension points (guard and translation plug in here, nowhere else):
 
-- ``translator``: a ``StreamTranslator`` (``proxai.translate.stream``). When set, the client gets
-  its output instead of the upstream bytes, ``finish()`` at end of message, ``fail()`` on errors
-  (the shell drops the upstream's content-encoding/length).
+- ``translator``: the ``StreamTranslator`` of the flow's pipeline (``proxai.pipeline.flow``:
+  ``build_flow`` connected it to the observer's grammar once). When set, the client gets its
+  output instead of the upstream bytes, ``finish()`` at end of message, ``fail()`` on errors (the
+  shell drops the upstream's content-encoding/length).
 - ``on_chunk``: hooks ``(carrier, n_events, now) -> GuardAction | None`` run after each chunk
   (``n_events``: the SSE events it completed); with ``at_end_hooks = True`` they also run once at
   end of message (``carrier.ending`` is then True), before ``translator.finish()``, so the guard
@@ -58,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from proxai.core.decode import Decoder
 from proxai.core.errors import DecodeError, ProxaiError, SseLimitError, TranslationError
@@ -69,7 +70,7 @@ from proxai.protocols.machine import Machine
 from proxai.translate.stream import StreamTranslator
 
 if TYPE_CHECKING:
-    from proxai.pipeline.observe import StreamObserver
+    from proxai.pipeline.flow import FlowPipeline
 
 
 _JOIN_HELD = 64 * 1024  # held pieces smaller than this go out joined
@@ -223,23 +224,15 @@ class StreamCarrier:
     )
 
     def __init__(
-        self,
-        observer: StreamObserver,
-        *,
-        protocol: Protocol,
-        decoder: Decoder | None,
-        decode_error: str | None = None,
-        translator: StreamTranslator | None = None,
+        self, pipeline: FlowPipeline, *, decoder: Decoder | None, decode_error: str | None = None
     ) -> None:
-        self.observer = observer
-        self.protocol = protocol  # the upstream protocol
+        # The flow's pipeline, built and connected once (``proxai.pipeline.flow.build_flow``):
+        # the observer's grammar reads each event for the summary and feeds the translator's
+        # writer, so the carrier hands the observer the bytes and takes the translator's output.
+        self.observer = pipeline.observer
+        self.protocol: Protocol = pipeline.observer.protocol  # the upstream protocol
         self.decoder = decoder
-        self.translator = translator
-        if translator is not None:
-            # One reading of each event: the observer's grammar feeds the translator's writer.
-            attach = getattr(observer, "attach", None)
-            if attach is not None:
-                attach(translator)
+        self.translator: StreamTranslator | None = pipeline.translator
         self.state = CarrierState.STREAMING  # changed only by ``_step``
         self.on_chunk: list[ChunkHook] = []
         # on_chunk hooks also run once at end of message (events of the decoder flush, maybe 0),
@@ -486,7 +479,7 @@ class StreamCarrier:
             return False
         if self.observe_error is not None:  # not ``observing``: a property call per read
             return False
-        return self.decoder is None or getattr(self.decoder, "encoding", "identity") == "identity"
+        return self.decoder is None or self.decoder.encoding == "identity"
 
     def _pass_through(self, chunk: bytes) -> list[bytes]:
         """The client's bytes for one upstream chunk: all of it, or (aligned) everything up to the
@@ -496,9 +489,9 @@ class StreamCarrier:
             out = self._release_held()
             out.append(chunk)
             return out
-        pending: Any = getattr(self.observer, "pending_bytes", None)
+        pending = self.observer.pending_bytes
         total = self._held_len + len(chunk)
-        if not isinstance(pending, int) or pending < 0 or pending > total:
+        if pending is None or pending < 0 or pending > total:
             # The scanner stopped (a limit) or cannot say: forward everything from now on.
             self._align_off = True
             out = self._release_held()
@@ -566,27 +559,21 @@ class StreamCarrier:
         self.observe_error = f"internal error in the observer: {type(exc).__name__}"
 
     def _translate(self, payloads: Payloads, now: float) -> list[bytes]:
+        """The translator's bytes for the events the observer just read (``payloads``)."""
         assert self.translator is not None
-        problem: ProxaiError | str | None = None
-        if not self.observing:
-            problem = f"the upstream stream could not be read: {self.observe_error}"
-        elif self._observer_failed() is not None:
-            problem = self._observer_failed()
-        if problem is not None:
-            return [self._translation_failed(problem, now)]
+        if self.observe_error is not None:
+            return [
+                self._translation_failed(f"the upstream stream could not be read: {self.observe_error}", now)
+            ]
+        failed = self.observer.failed
+        if isinstance(failed, SseLimitError):
+            # Observing stopped at a size limit: the writer gets no more events. The grammar's
+            # other typed problems reach the translator itself (``collect`` raises them).
+            return [self._translation_failed(failed, now)]
         try:
-            return [self.translator.feed_payloads(payloads)] if payloads else []
+            return [self.translator.collect()] if payloads else []
         except ProxaiError as exc:
             return [self._translation_failed(exc, now)]
-
-    def _observer_failed(self) -> ProxaiError | None:
-        """The observer stopped observing (a size limit): the translator gets no more events.
-        Other typed problems it records are left to the translator, which sees the same events."""
-        try:
-            failed: Any = getattr(self.observer, "failed", None)
-        except Exception:
-            return None
-        return failed if isinstance(failed, SseLimitError) else None
 
     def _translation_failed(self, problem: ProxaiError | str, now: float) -> bytes:
         """Translation cannot go on: a well-formed client-protocol error ends the stream."""

@@ -6,8 +6,8 @@ bytes, the recent 16 KiB tail, counts and timing; it scans each chunk exactly on
 terminal event, tool-call completion and the outcome. ``StreamObserver`` is that carrier state; the
 mitmproxy shell feeds it DECODED body bytes with a ``now`` from its own clock (nothing here reads a
 clock) through ``observe_payloads``, which returns the chunk's events (``sse.Payloads``, one
-``(type, data)`` tuple each: the carrier counts them; a stream translator attached to the flow's
-grammar has already been fed from the same reading) (``observe``: the number of events;
+``(type, data)`` tuple each: the carrier counts them; on a translated flow the grammar has fed the
+writer from the same reading) (``observe``: the number of events;
 ``feed``: event objects, for tests). ``observe_body`` runs a whole body (non-streamed JSON, or a
 buffered SSE body) through the same observers.
 
@@ -39,6 +39,7 @@ from proxai.protocols.chat import ChatGrammar
 from proxai.protocols.common import Accum, GrammarBase
 from proxai.protocols.machine import Finding
 from proxai.protocols.responses import ResponsesGrammar
+from proxai.stream.sink import Output
 
 __all__ = ["Limits", "OpenToolCall", "StreamObserver", "make_grammar", "observe_body"]
 
@@ -66,16 +67,19 @@ class OpenToolCall:
     arguments_bytes: int
 
 
-_OBSERVERS: dict[Protocol, type[GrammarBase]] = {
+_GRAMMARS: dict[Protocol, type[GrammarBase]] = {
     Protocol.ANTHROPIC_MESSAGES: AnthropicGrammar,
     Protocol.OPENAI_CHAT: ChatGrammar,
     Protocol.OPENAI_RESPONSES: ResponsesGrammar,
 }
 
 
-def make_grammar(protocol: Protocol, limits: Limits, capture: bool) -> GrammarBase:
+def make_grammar(
+    protocol: Protocol, limits: Limits, capture: bool, output: Output | None = None
+) -> GrammarBase:
+    """The one grammar of a flow: its summary accumulator and, when translating, its writer."""
     acc = Accum(max_tool_args=limits.max_tool_args, max_capture=limits.max_capture, capture=capture)
-    return _OBSERVERS[protocol](acc)
+    return _GRAMMARS[protocol](acc, output)
 
 
 class StreamObserver:
@@ -112,13 +116,21 @@ class StreamObserver:
     )
 
     def __init__(
-        self, protocol: Protocol, *, start: float, limits: Limits = Limits(), capture: bool = False
+        self,
+        protocol: Protocol,
+        *,
+        start: float,
+        limits: Limits = Limits(),
+        capture: bool = False,
+        output: Output | None = None,
     ) -> None:
         self.protocol = protocol
         self.limits = limits
         self._start = start
         self._scanner = SseScanner(limits.max_line, limits.max_event)
-        self._proto = make_grammar(protocol, limits, capture)
+        # The flow's one reading of each event: the summary, and the writer of ``output`` when
+        # the flow is translated (``proxai.pipeline.flow.build_flow`` gives it).
+        self._proto = make_grammar(protocol, limits, capture, output)
         # The protocol-neutral accumulator (read-only use: the guard reads its tool-call counts).
         self.acc = self._proto.acc
         # The last chunks, at most twice ``tail_bytes`` plus one chunk (joined and cut when longer):
@@ -182,14 +194,6 @@ class StreamObserver:
         """How many tool calls have finished so far (the guard judges arguments when it moves)."""
         return self._proto.acc.finished_tools
 
-    def attach(self, translator: object) -> bool:
-        """Let a stream translator of this flow read through this observer's grammar: each event
-        is then read once, for the summary and the translator's writer alike, so both end at the
-        same event. Call it before the first chunk. False when the translator cannot (it then
-        reads the events the observer returns itself)."""
-        bind = getattr(translator, "bind", None)
-        return bool(bind is not None and bind(self._proto))
-
     def open_tool_calls(self) -> list[OpenToolCall]:
         return [
             OpenToolCall(t.id, t.name, t.kind, t.started_at, t.last_progress_at, t.nbytes)
@@ -246,6 +250,12 @@ class StreamObserver:
             return payloads
         self._observe(now, payloads)
         return payloads
+
+    def observe_events(self, payloads: Payloads, now: float) -> None:
+        """Events that were scanned elsewhere (a buffered body, a test's events), observed as the
+        scanner's events are; no bytes are counted."""
+        if payloads and self._done is None:
+            self._observe(now, payloads)
 
     def end_payloads(self, now: float) -> Payloads:
         """Upstream EOF, first half: the events the scanner completes only at the end of the
@@ -347,7 +357,7 @@ class StreamObserver:
                 }
                 for t in self.open_tool_calls()
             ],
-            "state": getattr(getattr(self._proto, "state", None), "name", None),
+            "state": self._proto.state.name,
             "terminal": self.terminal,
             "next_sequence_number": self.next_sequence_number,
             "failed": None if self.failed is None else f"{type(self.failed).__name__}: {self.failed}",

@@ -37,13 +37,13 @@ from typing import Any
 
 import orjson
 
-from proxai.core.errors import SemanticStreamError, UpstreamProtocolError
+from proxai.core.errors import SemanticStreamError, TruncatedStreamError, UpstreamProtocolError
 from proxai.core.errors.kinds import classify_error
 from proxai.core.model import Protocol, Usage
 from proxai.core.sse import RawName
 from proxai.protocols.conformance import json_prefix
 from proxai.stream import stop_reasons
-from proxai.stream.sink import BlockKind, Citation, Phase, Stop, TokenUsage, WebSearchCall
+from proxai.stream.sink import BlockKind, Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
@@ -222,6 +222,7 @@ def usage_into(u: dict[str, Any], into: TokenUsage) -> None:
 
 class AnthropicGrammar(GrammarBase):
     protocol = Protocol.ANTHROPIC_MESSAGES
+    state: State
 
     __slots__ = (
         "_lean_index",
@@ -235,8 +236,8 @@ class AnthropicGrammar(GrammarBase):
         "state",
     )
 
-    def __init__(self, acc: Accum) -> None:
-        super().__init__(acc)
+    def __init__(self, acc: Accum, output: Output | None = None) -> None:
+        super().__init__(acc, output)
         self.state = State.WAITING
         self.blocks: dict[int, _Block] = {}  # every started block by its index (open or stopped)
         self.next_index = 0  # the index a dense stream starts next
@@ -833,7 +834,7 @@ class AnthropicGrammar(GrammarBase):
     def translate_eof(self) -> None:
         """The upstream ended: a translated stream that did not reach ``message_stop`` fails."""
         if self.state is not State.DONE:
-            raise UpstreamProtocolError("upstream closed the Anthropic stream before message_stop")
+            raise TruncatedStreamError("upstream closed the Anthropic stream before message_stop")
 
     # -- non-streamed ---------------------------------------------------------------------------
 

@@ -28,12 +28,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxai.core.errors import SemanticStreamError, TranslationError, UpstreamProtocolError
+from proxai.core.errors import (
+    SemanticStreamError,
+    TranslationError,
+    TruncatedStreamError,
+    UpstreamProtocolError,
+)
 from proxai.core.errors.kinds import classify
 from proxai.core.model import Protocol, StopClass
 from proxai.core.sse import RawName, event_name
 from proxai.stream import stop_reasons
-from proxai.stream.sink import BlockKey, BlockKind, Citation, Phase, Sink, Stop, TokenUsage
+from proxai.stream.sink import BlockKey, BlockKind, Citation, Output, Phase, Sink, Stop, TokenUsage
 
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
@@ -134,6 +139,7 @@ class ChatGrammar(GrammarBase):
     and are left out and counted for the others."""
 
     protocol = Protocol.OPENAI_CHAT
+    state: State
 
     __slots__ = (
         "_calls",
@@ -148,8 +154,8 @@ class ChatGrammar(GrammarBase):
         "state",
     )
 
-    def __init__(self, acc: Accum) -> None:
-        super().__init__(acc)
+    def __init__(self, acc: Accum, output: Output | None = None) -> None:
+        super().__init__(acc, output)
         self.state = State.WAITING
         self.finished_choices: set[int] = set()
         self.choices: set[int] = set()  # the choice indexes seen
@@ -178,7 +184,7 @@ class ChatGrammar(GrammarBase):
         if state is State.FINISHED:
             self.eof()  # the summary's EOF, its notes in the same order (``_ended_early``)
             return
-        raise UpstreamProtocolError("upstream closed the Chat Completions stream before [DONE]")
+        raise TruncatedStreamError("upstream closed the Chat Completions stream before [DONE]")
 
     def _eof_after_finish(self) -> None:
         out = self.out

@@ -48,9 +48,9 @@ from proxai.core.model import (
 from proxai.core.sse import Payloads, RawName, event_name
 from proxai.protocols import conformance
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
-from proxai.stream.sink import Sink
+from proxai.stream.sink import Output, Phase, Sink
 
-from .machine import Finding, Severity, as_dict, as_int, as_str
+from .machine import Finding, Severity, StateEnum, as_dict, as_int, as_str
 
 MAX_NOTES = 20
 MAX_FINDINGS = 100  # classified deviations kept per stream (bounded on untrusted input)
@@ -523,6 +523,7 @@ class GrammarBase:
     """
 
     protocol: Protocol
+    state: StateEnum  # the protocol's lifecycle state (each grammar's own ``State``)
 
     __slots__ = (
         "acc",
@@ -539,11 +540,15 @@ class GrammarBase:
         "translate_error",
     )
 
-    def __init__(self, acc: Accum) -> None:
+    def __init__(self, acc: Accum, output: Output | None = None) -> None:
         self.acc = acc
-        self.out: Sink | None = None
-        self.normalize = False
-        self.max_buffer = DEFAULT_MAX_BUFFER  # content a grammar may keep for its writer (Responses)
+        # The writer the reading drives, given once when the flow's pipeline is built (None:
+        # observe only); the translator sets it to None when the translation fails (read on,
+        # write no more).
+        self.out: Sink | None = None if output is None else output.sink
+        self.normalize = False if output is None else output.normalize
+        # content a grammar may keep for its writer (Responses)
+        self.max_buffer = DEFAULT_MAX_BUFFER if output is None else output.max_buffer
         self.translate_error: ProxaiError | None = None
         self.events = 0  # events handed to ``observe`` so far (findings name their index)
         self.pending_at = 0  # the index of the event ``pending_bad`` describes
@@ -793,6 +798,16 @@ class GrammarBase:
         raise NotImplementedError
 
     def _fail_state(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def phase(self) -> Phase:
+        """The grammar's state as a stream translator's phase."""
+        raise NotImplementedError
+
+    def translate_eof(self) -> None:
+        """The upstream ended while translating: ``TruncatedStreamError`` when the stream did not
+        reach its terminal event (normalize mode may repair a protocol's missing end instead)."""
         raise NotImplementedError
 
     @property

@@ -37,13 +37,29 @@ from typing import Any, NoReturn
 
 import orjson
 
-from proxai.core.errors import SemanticStreamError, SseLimitError, TranslationError, UpstreamProtocolError
+from proxai.core.errors import (
+    SemanticStreamError,
+    SseLimitError,
+    TranslationError,
+    TruncatedStreamError,
+    UpstreamProtocolError,
+)
 from proxai.core.errors.kinds import classify
 from proxai.core.model import Protocol, StopClass
 from proxai.core.sse import RawName
 from proxai.protocols.conformance import NODE_RESPONSES_EVENTS
 from proxai.stream import stop_reasons
-from proxai.stream.sink import BlockKey, Citation, DeltaKind, Phase, Sink, Stop, TokenUsage, WebSearchCall
+from proxai.stream.sink import (
+    BlockKey,
+    Citation,
+    DeltaKind,
+    Output,
+    Phase,
+    Sink,
+    Stop,
+    TokenUsage,
+    WebSearchCall,
+)
 from proxai.stream.textparts import ENCODED
 
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, nbytes, openai_usage
@@ -210,6 +226,7 @@ class ResponsesGrammar(GrammarBase):
     (``SseLimitError``)."""
 
     protocol = Protocol.OPENAI_RESPONSES
+    state: State
 
     __slots__ = (
         "_last_iid",
@@ -225,8 +242,8 @@ class ResponsesGrammar(GrammarBase):
         "state",
     )
 
-    def __init__(self, acc: Accum) -> None:
-        super().__init__(acc)
+    def __init__(self, acc: Accum, output: Output | None = None) -> None:
+        super().__init__(acc, output)
         self.state = State.WAITING
         self.items: dict[str, _Item] = {}  # every added item by its id
         # the item id of the last fast delta and its item (none yet: an id no parse gives)
@@ -258,7 +275,7 @@ class ResponsesGrammar(GrammarBase):
     def translate_eof(self) -> None:
         """The upstream ended: a translated stream that did not reach its terminal event fails."""
         if not self._stopped:
-            raise UpstreamProtocolError("upstream closed the Responses stream before response.completed")
+            raise TruncatedStreamError("upstream closed the Responses stream before response.completed")
 
     @property
     def next_sequence_number(self) -> int:

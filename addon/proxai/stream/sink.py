@@ -36,6 +36,7 @@ from typing import Any, Literal
 from typing import Protocol as TypingProtocol
 
 from proxai.core.model import ErrorKind, Protocol, StopClass
+from proxai.stream.limits import DEFAULT_MAX_BUFFER
 
 BlockKind = Literal["text", "refusal", "thinking", "redacted_thinking", "tool", "opaque"]
 DeltaKind = Literal["text", "thinking", "signature", "args"]
@@ -161,3 +162,15 @@ class Sink(TypingProtocol):
     def end(self, stop: Stop, usage: TokenUsage) -> None: ...
 
     def upstream_error(self, kind: ErrorKind, message: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """Where a grammar's reading goes besides the summary, given when the grammar is built (a
+    translated flow's pipeline, ``proxai.pipeline.flow``): the client protocol's writer, whether
+    the flow is in normalize mode (the same protocol on both sides: the lenient reading), and the
+    content a grammar may keep for its writer (Responses), per stream, in bytes."""
+
+    sink: Sink
+    normalize: bool = False
+    max_buffer: int = DEFAULT_MAX_BUFFER

@@ -35,6 +35,11 @@ class UpstreamProtocolError(ProxaiError):
     """The upstream broke the rules of its own wire protocol."""
 
 
+class TruncatedStreamError(UpstreamProtocolError):
+    """The upstream closed a stream before its protocol's terminal event (a translated client is
+    told so with a ``connection`` error: the answer was cut, not malformed)."""
+
+
 class SemanticStreamError(UpstreamProtocolError):
     """An inconsistent source stream (docs/design/protocol-grammars.md): duplicate start, orphan
     delta, stop without start, or a delta whose type does not match its block."""

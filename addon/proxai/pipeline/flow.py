@@ -1,0 +1,181 @@
+"""A flow's pipeline, built once (docs/design/carrier.md, "One pipeline per flow").
+
+``build_flow`` takes the upstream protocol, the client's side of a translated flow (or none: the
+flow is observed only), the limits and the capture option, and builds and connects everything
+the flow reads with, once:
+
+    scanner -> the upstream protocol's grammar -> { summary accumulator, client writer }
+
+The ``StreamObserver`` owns the scanner, the bytes and the timing; the grammar
+(``proxai.protocols``) is built with the client protocol's writer as its output
+(``proxai.stream.sink.Output``), so each event is read once for the summary and the client
+alike, and both end at the same event. The translator (``proxai.translate.stream``) is the writer
+plus the end of the client's stream; it reads the grammar's state and no event. The carrier
+(``proxai.pipeline.carrier``) drives the result.
+
+``Translation`` is the same pipeline without a carrier, for a body that is not carried read by
+read (a buffered SSE reply) and for tests: ``feed`` its events, then ``finish``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from proxai.core.errors import ConfigError, ProxaiError
+from proxai.core.model import ErrorKind, Protocol
+from proxai.core.sse import Payloads, SseEvent, payloads_of
+from proxai.pipeline.observe import Limits, StreamObserver
+from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
+from proxai.stream.sink import Output, Phase
+from proxai.translate.call_shapes import CallShapes
+from proxai.translate.stream import StreamTranslatorImpl, make_writer
+
+DEFAULT_LIMITS = Limits()
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "ClientSide",
+    "FlowPipeline",
+    "Translation",
+    "build_flow",
+    "make_stream_translator",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSide:
+    """The client's side of a translated flow: its protocol and what its writer needs.
+
+    ``created``: the Unix time stamped on Chat chunks and Responses snapshots (the core reads no
+    clock). ``include_usage``: the Chat client asked for the usage-only chunk
+    (``stream_options.include_usage``). ``call_shapes``: a Responses client's tools offered in
+    another shape, so their calls go back as the client declared them. ``max_buffer``: the content
+    a Responses grammar or writer must keep, per stream (past it a ``SseLimitError`` ends the
+    translation). ``strict``: content the client's protocol has no counterpart for ends the
+    translation with a ``TranslationError`` instead of being left out with a note.
+
+    The same protocol as the upstream's is normalize mode: the lenient reading drives the strict
+    writer of that protocol."""
+
+    protocol: Protocol
+    created: int = 0
+    include_usage: bool = True
+    call_shapes: CallShapes = field(default_factory=dict)
+    max_buffer: int = DEFAULT_MAX_BUFFER
+    strict: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FlowPipeline:
+    """What ``build_flow`` connected: the observer (scanner, grammar, summary) and, on a translated
+    flow, the translator whose writer the grammar drives."""
+
+    observer: StreamObserver
+    translator: StreamTranslatorImpl | None = None
+
+
+def build_flow(
+    upstream: Protocol,
+    client: ClientSide | None,
+    *,
+    start: float = 0.0,
+    limits: Limits = DEFAULT_LIMITS,
+    capture: bool = False,
+) -> FlowPipeline:
+    """The pipeline of one flow whose upstream speaks ``upstream``: observed only when ``client``
+    is None, else translated for ``client`` (normalize mode when it speaks the same protocol)."""
+    if client is None:
+        return FlowPipeline(StreamObserver(upstream, start=start, limits=limits, capture=capture))
+    normalize = client.protocol is upstream
+    writer = make_writer(
+        client.protocol,
+        normalize=normalize,
+        created=client.created,
+        include_usage=client.include_usage,
+        call_shapes=client.call_shapes,
+        max_buffer=client.max_buffer,
+        strict=client.strict,
+    )
+    output = Output(writer, normalize=normalize, max_buffer=client.max_buffer)
+    observer = StreamObserver(upstream, start=start, limits=limits, capture=capture, output=output)
+    translator = StreamTranslatorImpl(observer.grammar, writer, upstream, normalize=normalize)
+    return FlowPipeline(observer, translator)
+
+
+class Translation:
+    """A translated pipeline fed with events instead of carried bytes: ``feed`` (or
+    ``feed_payloads``) returns the client bytes of each batch, ``finish`` the end of the stream,
+    ``fail`` a client-protocol error. The flow's observer reads the events (the summary is
+    ``observer.summary()``)."""
+
+    __slots__ = ("observer", "translator")
+
+    def __init__(self, pipeline: FlowPipeline) -> None:
+        if pipeline.translator is None:
+            raise ConfigError("a translation needs a client side (build_flow with a ClientSide)")
+        self.observer = pipeline.observer
+        self.translator = pipeline.translator
+
+    @property
+    def client_protocol(self) -> Protocol:
+        return self.translator.client_protocol
+
+    @property
+    def phase(self) -> Phase:
+        return self.translator.phase
+
+    @property
+    def error(self) -> ProxaiError | None:
+        return self.translator.error
+
+    @property
+    def upstream_error(self) -> bool:
+        return self.translator.upstream_error
+
+    def feed_payloads(self, payloads: Payloads) -> bytes:
+        """Upstream events (``Payloads``) -> client bytes (may raise ``ProxaiError``)."""
+        self.observer.observe_events(payloads, 0.0)  # a translation needs no time
+        return self.translator.collect()
+
+    def feed(self, events: list[SseEvent]) -> bytes:
+        """``feed_payloads`` for event objects."""
+        return self.feed_payloads(payloads_of(events))
+
+    def finish(self) -> bytes:
+        return self.translator.finish()
+
+    def fail(self, kind: ErrorKind, message: str) -> bytes:
+        return self.translator.fail(kind, message)
+
+    def metadata(self) -> dict[str, object]:
+        return self.translator.metadata()
+
+
+def make_stream_translator(
+    upstream: Protocol,
+    client: Protocol,
+    *,
+    normalize: bool = False,
+    created: int = 0,
+    include_usage: bool = True,
+    call_shapes: CallShapes | None = None,
+    max_buffer: int = DEFAULT_MAX_BUFFER,
+    max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
+    strict: bool = False,
+) -> Translation:
+    """A ``Translation`` from ``upstream``'s stream to ``client``'s (``ClientSide`` says what each
+    option means; ``max_tool_args``: the argument characters kept per tool call to check its JSON).
+    ``normalize`` must be asked for exactly when both sides speak the same protocol."""
+    if (upstream is client) != normalize:
+        if normalize:
+            raise ConfigError("normalize needs the same protocol on both sides")
+        raise ConfigError(f"same protocol on both sides ({upstream}) needs normalize = true")
+    side = ClientSide(
+        client,
+        created=created,
+        include_usage=include_usage,
+        call_shapes=call_shapes or {},
+        max_buffer=max_buffer,
+        strict=strict,
+    )
+    return Translation(build_flow(upstream, side, limits=Limits(max_tool_args=max_tool_args)))
