@@ -144,7 +144,7 @@ class FlowGuard:
         return (
             self.verdict is None
             and c.state in OPEN  # streaming, an error waiting, or the end's check
-            and c.observe_error is None  # ``c.observing``, without a property call per chunk
+            and c.observe_error is None  # ``c.observing``, read inline
             and c.observer.failed is None
         )
 

@@ -477,7 +477,7 @@ class StreamCarrier:
         the upstream bytes as they are (no translator, identity encoding) and they are scanned."""
         if self._align_off or self.translator is not None or not self.on_chunk:
             return False
-        if self.observe_error is not None:  # not ``observing``: a property call per read
+        if self.observe_error is not None:  # not observing (``observing``, read inline)
             return False
         return self.decoder is None or self.decoder.encoding == "identity"
 
@@ -530,7 +530,7 @@ class StreamCarrier:
         self._held, self._held_len = [], 0
 
     def _decode(self, chunk: bytes) -> bytes:
-        if self.observe_error is not None:  # not ``observing``: a property call per read
+        if self.observe_error is not None:  # not observing (``observing``, read inline)
             return b""
         if self.decoder is None:
             return chunk

@@ -335,8 +335,8 @@ class StreamObserver:
 
     def tool_calls(self) -> list[ToolCallInfo]:
         """``summary().tool_calls``, without building the rest of the summary (the guard asks for
-        them whenever a call may have closed: a whole summary is about 50,000 instructions, most
-        of it the dataclasses the guard does not read)."""
+        them whenever a call may have closed, and a whole summary is mostly the dataclasses the
+        guard does not read)."""
         if self._done is not None:
             return self._done.tool_calls
         return self._proto.acc.tool_calls()

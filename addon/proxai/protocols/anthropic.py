@@ -57,7 +57,7 @@ class State(StateEnum):
     ERRORED = "errored"
 
 
-# The fast path's states as module constants (a global is cheaper to load than an Enum member).
+# The fast path's states as module constants (docs/performance.md, "Why the hot code looks so").
 _WAITING = State.WAITING
 _MESSAGE = State.MESSAGE
 
@@ -283,10 +283,9 @@ class AnthropicGrammar(GrammarBase):
     def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
         """``content_block_delta`` of an open block with a matching, carried delta type, and
         ``ping``: the same effect as ``_event``, without the general checks' cost."""
-        # Each test below is the cheapest form of itself on this CPython (measured in machine
-        # instructions, docs/performance.md): one bytes comparison before the set lookups (which
-        # hash the scanner's new bytes object), module constants for the states, subscripts
-        # (a missing key is a shape ``_event`` reports, so it falls through) instead of ``get``.
+        # The tests' forms are chosen by cost (docs/performance.md, "Why the hot code looks so"):
+        # the type's bytes first, then the block; a missing key is a shape ``_event`` reports, so
+        # it falls through. Equivalence: tests/observe/test_payload_reuse.py (fast paths off).
         if name != _DELTA_RAW:
             if name not in _DELTA_NAMES:
                 # A ping is allowed in every live state and changes nothing; before
@@ -361,9 +360,8 @@ class AnthropicGrammar(GrammarBase):
         When it is one JSON string, the whole payload parses to exactly that object, so the
         effect is ``_fast``'s for it; anything else (another index, key order or spacing, more
         keys, a value that is not a string) goes the usual way."""
-        # (``removeprefix`` / ``removesuffix`` / ``rstrip`` take their argument without the
-        # argument parsing ``startswith`` / ``endswith`` / ``rfind`` do, several times cheaper; a
-        # result equal to its input removed nothing.)
+        # A result equal to its input removed nothing: not this shape. Equivalence:
+        # tests/observe/test_lean_reading.py.
         rest = data.removeprefix(self._lean_prefix)
         if rest == data:
             return False

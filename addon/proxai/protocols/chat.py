@@ -86,7 +86,7 @@ _PHASES = {
     State.ERRORED: Phase.ERRORED,
 }
 _C = Protocol.OPENAI_CHAT
-_STREAMING = State.STREAMING  # (an Enum member's attribute lookup costs ~200 instructions per event)
+_STREAMING = State.STREAMING  # the fast path's state (docs/performance.md, "Why the hot code looks so")
 #: What reading a chunk's shape by subscripts raises when the shape is another (``_fast``).
 _NOT_THIS_SHAPE = (KeyError, TypeError, ValueError, AttributeError)
 
@@ -239,9 +239,8 @@ class ChatGrammar(GrammarBase):
         without the general checks.
 
         The shape is read with subscripts and unpacking, a failure (a key missing, a value of
-        another type or length) meaning "not this shape, take the general path": on this hot
-        path that costs less than a ``.get`` and a type test per field (a few hundred machine
-        instructions each, per event). A string subscript succeeds only on an object."""
+        another type or length) meaning "not this shape, take the general path". A string
+        subscript succeeds only on an object. Equivalence: tests/observe/test_payload_reuse.py."""
         if self.state is not _STREAMING or (name is not None and event_name(name) == "error"):
             return False  # (a finished choice 0 moved the state to FINISHED)
         acc = self.acc

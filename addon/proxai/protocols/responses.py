@@ -81,7 +81,7 @@ _MACHINE = Machine[State](
     "openai_responses: event {event!r} in state {state}",
 )
 
-_ACTIVE = State.ACTIVE  # (a module constant: cheaper to read than the Enum's attribute)
+_ACTIVE = State.ACTIVE  # the fast path's state (docs/performance.md, "Why the hot code looks so")
 
 _START = frozenset({"response.created", "response.in_progress", "response.queued"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -294,9 +294,8 @@ class ResponsesGrammar(GrammarBase):
         sequence number (and, while translating, of an open part or item of its kind): the same
         effect as ``_event`` without the general checks.
 
-        The fields every delta has are read by subscript inside one ``try`` (free unless a key
-        is missing) rather than by ``dict.get`` calls, the cheaper form on this path; a missing
-        key or an unhashable type or id declines the event, and the general path judges it. No
+        The fields every delta has are read by subscript inside one ``try``; a missing key or an
+        unhashable type or id declines the event, and the general path judges it. No
         ``error`` check: every type taken here starts with ``response.``, which the general
         path never reads as an error event. Two string comparisons come before the lookups
         they spare (each new string from the parse is hashed by its first lookup): the type

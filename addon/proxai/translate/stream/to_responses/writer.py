@@ -185,8 +185,8 @@ class ResponsesWriter:
         self.cur_fmt = b"" if item is None else item.delta_format
 
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
-        # The current item's delta without a lookup (per delta every bytecode counts: each costs
-        # dozens of machine instructions); another item's (interleaved tool calls) looks it up.
+        # The current item's delta without a lookup; another item's (interleaved tool calls)
+        # looks it up.
         # Each is kept as its delta event carries it, JSON-encoded (``textparts.encoded_text``).
         if key == self.cur_key and kind != "signature":
             enc = _dumps(text)
