@@ -238,7 +238,9 @@ def test_truncated_stream_is_closed_and_marked(tctx: Any) -> None:
     f = _flow()
     a.request(f)
     f.response = _sse_response()
-    _stream(a, f, CHAT_TEXT[: CHAT_TEXT.index(b"data: [DONE]")][:-40])
+    # cut inside the text, before the finish chunk (EOF after a finish_reason is a completed
+    # stream: the openai SDK accepts it)
+    _stream(a, f, CHAT_TEXT[: CHAT_TEXT.index(_chunk({}, "stop"))][:-20])
     assert f.metadata["proxai"]["outcome"] == "closed"
     assert f.marked == ":warning:"
     assert "closed" in f.comment
@@ -676,20 +678,20 @@ def test_keep_body_off_leaves_the_carrier_alone(tctx: Any) -> None:
 
 
 def test_closed_stream_records_its_last_event_names(tctx: Any) -> None:
-    """EOF before ``[DONE]``: the metadata says what came last, by name only (no content)."""
+    """EOF before the finish chunk: the metadata says what came last, by name only (no
+    content). (EOF after a finish_reason is a completed stream: the openai SDK accepts it.)"""
     a: ProxAI = tctx.addon
     f = _flow()
     a.request(f)
     f.response = _sse_response()
-    wire = CHAT_TEXT.replace(b"data: [DONE]\n\n", b"") + b'data: {"id": "chatcmpl-1", "cho'
+    wire = CHAT_TEXT[: CHAT_TEXT.index(_chunk({}, "stop"))] + b'data: {"id": "chatcmpl-1", "cho'
     _stream(a, f, wire)
     m = f.metadata["proxai"]
     assert m["outcome"] == "closed"
     assert m["last_events"] == [
+        "chunk (delta.role)",
         "chunk (delta.content)",
         "chunk (delta.content)",
-        "chunk (finish_reason stop)",
-        "chunk (usage)",
         "(unfinished)",
     ]
     assert "world" not in str(m)  # names only: the answer's text is not in the metadata

@@ -22,6 +22,7 @@ from proxai.core.model import Protocol
 from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard
+from proxai.pipeline.flow import FlowPipeline
 from proxai.pipeline.observe import StreamObserver
 from tests.splits import random_pieces
 
@@ -57,7 +58,7 @@ def _run(cls: type[Carrier], protocol: Protocol, pieces: list[bytes], *, guarded
         clock = [0.0]
         observer = StreamObserver(protocol, start=0.0)
         observer.headers(200, 0.0)
-        carrier = cls(observer, protocol=protocol, decoder=None, clock=lambda: clock[0])
+        carrier = cls(FlowPipeline(observer), decoder=None, clock=lambda: clock[0])
         guard = FlowGuard(CFG, None, carrier, start=0.0, end_stream=lambda _flow: True) if guarded else None
         trace: list[Any] = []
         for piece in [*pieces, b""]:
@@ -117,7 +118,7 @@ def test_the_hot_read_matches_when_the_observer_breaks() -> None:
     def run(cls: type[Carrier]) -> list[Any]:
         observer = Breaking(Protocol.OPENAI_CHAT, start=0.0)
         observer.headers(200, 0.0)
-        carrier = cls(observer, protocol=Protocol.OPENAI_CHAT, decoder=None, clock=lambda: 1.0)
+        carrier = cls(FlowPipeline(observer), decoder=None, clock=lambda: 1.0)
         hooked: list[int] = []
         carrier.on_chunk.append(lambda _c, n, _now: hooked.append(n))  # type: ignore[arg-type,func-returns-value]
         pieces = [b'data: {"a":1}\n\n', b"data: BOOM\n\n", b'data: {"b":2}\n\n', b""]
