@@ -282,11 +282,14 @@ def test_chunks_without_choices_and_audio(tmp_path: Path) -> None:
         assert reading(back) == ("accepted", stop, "Hi", [], "", usage)
     path = tmp_path / "s.sse"
     path.write_bytes(NO_CHOICES)
-    out = corpus_run.carry(Stream("chat/s.sse", path, C, "t", "t", False), C).out
-    assert out.startswith(
-        b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",'
-        b'"service_tier":"default","choices":[]}\n\n'
+    carried_nc = corpus_run.carry(Stream("chat/s.sse", path, C, "t", "t", False), C)
+    # Before the stream's first chunk there is no identity to give a chunk without choices (every
+    # chunk the client gets carries the stream's id, created and model): it is counted as left out
+    assert carried_nc.out.startswith(
+        b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"m",'
+        b'"choices":[{"index":0,"delta":{"role":"assistant"}'
     )
+    assert carried_nc.translation["left_out"] == {"chunk": 1}
 
     ref, got = read(tmp_path, AUDIO, None)
     assert reading(ref) == ("accepted", "stop", "", [], "", (None,) * 4)

@@ -241,6 +241,10 @@ def validate_chat(body: bytes) -> Final:
         _check(this == ident, n, f"chunk identity {this} != {ident}")
         choices = obj.get("choices")
         _check(isinstance(choices, list), n, "no choices")
+        if not choices and obj.get("usage") is None and state == "streaming":
+            # A chunk without choices or usage (normalize mode carries a provider's as
+            # ``choices: []``): every SDK iterates no choice of it and reads nothing
+            continue
         if not choices:
             _check(state == "finished", n, "usage-only chunk not right after the finish chunk")
             u = obj.get("usage")

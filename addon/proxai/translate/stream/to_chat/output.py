@@ -37,11 +37,16 @@ def raw_choice_chunk(prefix: bytes, choice: dict[str, Any]) -> bytes:
     return b"data: " + prefix + b'"choices":[' + orjson.dumps(choice) + b"]}\n\n"
 
 
-def choiceless_chunk(obj: dict[str, Any]) -> bytes:
-    """An upstream chunk that had no ``choices``, as it came with ``choices: []`` and the chunk
-    ``object`` (the Python SDK's helper indexes ``choices`` and skips another ``object``)."""
-    body = {**obj, "object": "chat.completion.chunk", "choices": []}
-    return b"data: " + orjson.dumps(body) + b"\n\n"
+_IDENTITY_KEYS = frozenset({"id", "object", "created", "model", "choices"})
+
+
+def choiceless_chunk(prefix: bytes, obj: dict[str, Any]) -> bytes:
+    """An upstream chunk that had no ``choices``, with the stream's identity and ``choices: []``
+    (the Python SDK's helper indexes ``choices`` and skips another ``object``), its other fields
+    as they came."""
+    extra = {k: v for k, v in obj.items() if k not in _IDENTITY_KEYS}
+    rest = b"," + orjson.dumps(extra)[1:-1] if extra else b""
+    return b"data: " + prefix + b'"choices":[]' + rest + b"}\n\n"
 
 
 CHOICE_TAIL = b'},"logprobs":null,"finish_reason":null}]}\n\n'

@@ -119,8 +119,9 @@ class ChatWriter:
                 self.out.append(output.raw_choice_chunk(self.st.prefix, choice))
                 return
             whole = payload.get("chunk")
-            if kind == "chunk" and isinstance(whole, dict):
-                self.out.append(output.choiceless_chunk(whole))
+            if kind == "chunk" and isinstance(whole, dict) and self.st.prefix:
+                # (before the stream's first chunk it has no identity: counted as left out below)
+                self.out.append(output.choiceless_chunk(self.st.prefix, whole))
                 return
         self.foreign.event(key, payload)
 
