@@ -39,12 +39,13 @@ import orjson
 
 from proxai.core.errors import SemanticStreamError, TruncatedStreamError, UpstreamProtocolError
 from proxai.core.errors.kinds import classify_error
-from proxai.core.model import Protocol, Usage
+from proxai.core.model import Protocol
 from proxai.core.sse import RawName
 from proxai.protocols.conformance import json_prefix
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKind, Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
+from .anthropic_usage import usage_into, usage_summary
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
@@ -170,54 +171,6 @@ class _Block:
         self.tool = tool
         self.opaque = opaque  # handed to the writer as Anthropic content (``Sink.opaque_start``)
         self.open = True
-
-
-# Anthropic's usage keys -> the summary's usage fields (``_usage_summary``).
-_USAGE_FIELDS = (
-    ("input_tokens", "input_tokens"),
-    ("output_tokens", "output_tokens"),
-    ("cache_read_input_tokens", "cache_read_tokens"),
-    ("cache_creation_input_tokens", "cache_write_tokens"),
-)
-
-
-def _overwrite(usage: Usage, u: dict[str, Any], fields: tuple[tuple[str, str], ...]) -> None:
-    """Each of ``fields`` that ``u`` holds as an integer overwrites the usage's value."""
-    for key, name in fields:
-        v = as_int(u.get(key))
-        if v is not None:
-            setattr(usage, name, v)
-
-
-def lifetimes(u: dict[str, Any]) -> tuple[int | None, int | None]:
-    """The cache writes of an Anthropic usage by lifetime (5-minute, 1-hour), inside
-    ``cache_creation_input_tokens``: its ``cache_creation`` object."""
-    split = u.get("cache_creation")
-    if type(split) is not dict:
-        return None, None
-    return as_int(split.get("ephemeral_5m_input_tokens")), as_int(split.get("ephemeral_1h_input_tokens"))
-
-
-def usage_into(u: dict[str, Any], into: TokenUsage) -> None:
-    """Anthropic usage (cumulative; input excludes cache) -> the writers' neutral usage
-    (input includes cache), overwriting the fields given."""
-    inp = as_int(u.get("input_tokens"))
-    cr = as_int(u.get("cache_read_input_tokens"))
-    cw = as_int(u.get("cache_creation_input_tokens"))
-    out = as_int(u.get("output_tokens"))
-    if cr is not None:
-        into.cache_read = cr
-    if cw is not None:
-        into.cache_write = cw
-    if inp is not None:
-        into.input = inp + (into.cache_read or 0) + (into.cache_write or 0)
-    if out is not None:
-        into.output = out
-    w5m, w1h = lifetimes(u)
-    if w5m is not None:
-        into.cache_write_5m = w5m
-    if w1h is not None:
-        into.cache_write_1h = w1h
 
 
 class AnthropicGrammar(GrammarBase):
@@ -470,7 +423,7 @@ class AnthropicGrammar(GrammarBase):
         acc.id = as_str(msg.get("id"))
         acc.model = as_str(msg.get("model"))
         usage = as_dict(msg.get("usage"))
-        self._usage_summary(usage)
+        usage_summary(self.acc.usage, usage)
         out = self.out
         if out is not None:
             mid = acc.id
@@ -798,7 +751,7 @@ class AnthropicGrammar(GrammarBase):
         usage = obj.get("usage")
         if type(usage) is not dict:
             self.conform("anthropic_messages.message_delta_usage", "message_delta without usage")
-        self._usage_summary(as_dict(usage))
+        usage_summary(self.acc.usage, as_dict(usage))
         if self.out is not None:
             self._stop_raw = as_str(delta.get("stop_reason"))
             if type(usage) is dict:
@@ -814,20 +767,6 @@ class AnthropicGrammar(GrammarBase):
                 out.web_search(idx, WebSearchCall(sid, _query("".join(parts)), (), _A))
             self._searches.clear()
             out.end(Stop(stop_reasons.from_anthropic(self._stop_raw), self._stop_raw), self._usage)
-
-    def _usage_summary(self, u: dict[str, Any]) -> None:
-        """Cumulative: every value present overwrites the earlier one."""
-        if not u:
-            return
-        usage = self.acc.usage
-        _overwrite(usage, u, _USAGE_FIELDS)
-        w5m, w1h = lifetimes(u)
-        if w5m is not None:
-            usage.cache_write_5m_tokens = w5m
-        if w1h is not None:
-            usage.cache_write_1h_tokens = w1h
-        parts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
-        usage.total_tokens = sum(p for p in parts if p is not None)
 
     def translate_eof(self) -> None:
         """The upstream ended: a translated stream that did not reach ``message_stop`` fails."""
@@ -857,7 +796,7 @@ class AnthropicGrammar(GrammarBase):
             elif btype == "redacted_thinking":
                 acc.extra["redacted_thinking_blocks"] = acc.extra.get("redacted_thinking_blocks", 0) + 1
         acc.stop(as_str(obj.get("stop_reason")), stop_reasons.ANTHROPIC)
-        self._usage_summary(as_dict(obj.get("usage")))
+        usage_summary(self.acc.usage, as_dict(obj.get("usage")))
 
 
 _HANDLERS = {
