@@ -167,7 +167,54 @@ def _chat(body: bytes) -> Reading:
         for tc in msg.get("tool_calls") or []:
             fn = tc.get("function") or {}
             out.calls.append((tc.get("id"), fn.get("name"), fn.get("arguments") or ""))
+    parts = _content_parts(body)
+    if parts is not None:
+        out.text, out.reasoning = parts
+        out.detail = "the SDK drops content sent as a list of parts; text and reasoning read from the parts"
     return out
+
+
+def _content_parts(body: bytes) -> tuple[str, str] | None:
+    """Text and reasoning of the first choice when some ``delta.content`` is a list of typed parts
+    (Mistral's reasoning models), else None. openai's ``accumulate_delta`` merges a list into a
+    string snapshot by leaving the snapshot as it was, so the final message silently lacks every
+    part (and a string after a list is appended to what came before the list): the SDK's message
+    is no reference for such a stream. Read as the protocol means it: a string and the ``text``
+    parts are text, the ``text`` inside a ``thinking`` part is reasoning."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    listed = False
+    for block in body.decode("utf-8", "replace").replace("\r\n", "\n").split("\n\n"):
+        data = "\n".join(line[5:].removeprefix(" ") for line in block.split("\n") if line.startswith("data:"))
+        if not data or data == "[DONE]":
+            continue
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            continue
+        for choice in (chunk.get("choices") or []) if isinstance(chunk, dict) else []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            c = delta.get("content") if isinstance(delta, dict) else None
+            if isinstance(c, str):
+                text.append(c)
+            elif isinstance(c, list):
+                listed = True
+                for part in c:
+                    if not isinstance(part, dict):
+                        continue
+                    if part.get("type") == "text":
+                        text.append(part.get("text") or "")
+                    elif part.get("type") == "thinking":
+                        for inner in part.get("thinking") or []:
+                            if isinstance(inner, dict) and inner.get("type") == "text":
+                                reasoning.append(inner.get("text") or "")
+            if isinstance(delta, dict):
+                for key in ("reasoning_content", "reasoning"):
+                    if isinstance(delta.get(key), str):
+                        reasoning.append(delta[key])
+    return ("".join(text), "".join(reasoning)) if listed else None
 
 
 def _responses_client(body: bytes) -> openai.OpenAI:
