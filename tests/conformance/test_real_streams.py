@@ -45,11 +45,17 @@ FOUND: dict[str, list[tuple[str, int]]] = {
     "chat/perplexity--vercel-ai--perplexity-text.rebuilt.sse": [("openai_chat.chunk_object", 7)],
     "chat/snowflake--pydantic-ai--snowflake-model-streaming.sse": [("openai_chat.no_finish_reason", 3)],
     "chat/snowflake--pydantic-ai--snowflake-thinking-streaming.sse": [("openai_chat.no_finish_reason", 16)],
+    "responses/github--vercel-ai--github-copilot-id-rotation-1.rebuilt.sse": [
+        ("openai_responses.lifecycle_id", 1)
+    ],
     "responses/openai--pydantic-ai--background-mode-streaming-starting-after-vcr-2.sse": [
         ("openai_responses.created_first", 0)
     ],
     "responses/openai--vercel-ai--openai-apply-patch-tool-1.rebuilt.sse": [
         ("openai_responses.unknown_event", 3)
+    ],
+    "responses/openai--vercel-ai--openai-client-tool-search-1.rebuilt.sse": [
+        ("openai_responses.item_identity", 3)
     ],
     "responses/openai--vercel-ai--openai-shell-skills-1.rebuilt.sse": [("openai_responses.unknown_event", 3)],
     "responses/openai--vercel-ai--openai-shell-tool-1-part1of2.rebuilt.sse": [

@@ -202,6 +202,49 @@ def r_text(final: dict[str, Any]) -> str:
     return "".join(p["text"] for item in final["output"] for p in item.get("content", []))
 
 
+def _added(seq: int, oi: int | None, item: dict[str, Any]) -> bytes:
+    return _r("response.output_item.added", seq, output_index=oi, item=item)
+
+
+def _done(seq: int, oi: int, item: dict[str, Any]) -> bytes:
+    return _r("response.output_item.done", seq, output_index=oi, item=item)
+
+
+def _part(seq: int, oi: int, ci: int, part: dict[str, Any] | None = None, iid: str = "msg_1") -> bytes:
+    part = part or {"type": "output_text", "text": "", "annotations": []}
+    return _r("response.content_part.added", seq, item_id=iid, output_index=oi, content_index=ci, part=part)
+
+
+def _text(seq: int, oi: int, ci: int, iid: str = "msg_1") -> bytes:
+    return _r("response.output_text.delta", seq, item_id=iid, output_index=oi, content_index=ci, delta="Hi")
+
+
+def _text_done(seq: int, oi: int, ci: int) -> bytes:
+    return _r("response.output_text.done", seq, item_id="msg_1", output_index=oi, content_index=ci, text="Hi")
+
+
+def _completed(*output: dict[str, Any], seq: int = 9) -> bytes:
+    return _r("response.completed", seq, response=_resp("completed", list(output)))
+
+
+_MSG_ADDED = {**_MSG, "status": "in_progress", "content": []}
+_FC = {
+    "id": "fc_1",
+    "type": "function_call",
+    "call_id": "call_1",
+    "name": "f",
+    "arguments": "",
+    "status": "in_progress",
+}
+_FC_DONE = {**_FC, "arguments": "{}", "status": "completed"}
+_RS = {"id": "rs_1", "type": "reasoning", "summary": []}
+_RS_DONE = {**_RS, "summary": [{"type": "summary_text", "text": "t"}]}
+
+
+def r_items(final: dict[str, Any]) -> list[Any]:
+    return [(o["type"], o["id"]) for o in final["output"]]
+
+
 # -- the cases --------------------------------------------------------------------------------------
 
 
@@ -519,6 +562,204 @@ CASES = [
         R_CREATED + b"".join(R_ITEM) + _r("response.completed", 6, response=_resp("completed", None)),
         [("openai_responses.completed_output", 6)],
         _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a content event for an output index never added",
+        "responses",
+        R_CREATED + R_ITEM[0] + _part(2, 0, 0) + _text(3, 5, 0) + b"".join(R_ITEM[3:]) + R_COMPLETED,
+        [("openai_responses.output_index", 3)],
+    ),
+    Case(
+        "responses output indexes with a gap (the first item at 1)",
+        "responses",
+        R_CREATED
+        + _added(1, 1, _MSG_ADDED)
+        + _part(2, 1, 0)
+        + _text(3, 1, 0)
+        + _text_done(4, 1, 0)
+        + _done(5, 1, _MSG)
+        + R_COMPLETED,
+        [("openai_responses.output_position", 2)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a response.in_progress after the items replaces openai-node's snapshot",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:3])
+        + _r("response.in_progress", 9, response=_resp("in_progress", []))
+        + b"".join(R_ITEM[3:])
+        + R_COMPLETED,
+        [("openai_responses.output_position", 5)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses two items with one output_index",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:5])
+        + _added(6, 0, {**_MSG_ADDED, "id": "msg_2"})
+        + _completed(_MSG, {**_MSG, "id": "msg_2"}),
+        [("openai_responses.output_index_repeated", 6)],
+        None,
+        _text_is(r_items, [("message", "msg_1"), ("message", "msg_2")]),
+    ),
+    Case(
+        "responses a text delta before its content_part.added",
+        "responses",
+        R_CREATED
+        + R_ITEM[0]
+        + _text(2, 0, 0)
+        + _part(3, 0, 0)
+        + _text_done(4, 0, 0)
+        + R_ITEM[4]
+        + R_COMPLETED,
+        [("openai_responses.content_index", 2)],
+    ),
+    Case(
+        "responses a summary delta before its summary part",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _RS)
+        + _r(
+            "response.reasoning_summary_text.delta",
+            2,
+            item_id="rs_1",
+            output_index=0,
+            summary_index=0,
+            delta="t",
+        )
+        + _done(3, 0, _RS_DONE)
+        + _completed(_RS_DONE),
+        [("openai_responses.node_content_index", 2)],
+        _text_is(r_items, [("reasoning", "rs_1")]),
+    ),
+    Case(
+        "responses a text delta into a refusal part",
+        "responses",
+        R_CREATED
+        + R_ITEM[0]
+        + _part(2, 0, 0, {"type": "refusal", "refusal": ""})
+        + _text(3, 0, 0)
+        + R_ITEM[4]
+        + R_COMPLETED,
+        [("openai_responses.text_part_type", 3)],
+    ),
+    Case(
+        "responses a refusal delta into a text part",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:2])
+        + _r("response.refusal.delta", 3, item_id="msg_1", output_index=0, content_index=0, delta="no")
+        + b"".join(R_ITEM[2:])
+        + R_COMPLETED,
+        [("openai_responses.node_part_type", 3)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a text part added without its text",
+        "responses",
+        R_CREATED + R_ITEM[0] + _part(2, 0, 0, {"type": "output_text"}) + b"".join(R_ITEM[2:]) + R_COMPLETED,
+        [("openai_responses.part_text", 3)],
+        None,
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a text delta aimed at a function_call item",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _FC)
+        + _text(2, 0, 0, iid="fc_1")
+        + _done(3, 0, _FC_DONE)
+        + _completed(_FC_DONE),
+        [("openai_responses.delta_item_type", 2)],
+        None,
+        _text_is(r_items, [("function_call", "fc_1")]),
+    ),
+    Case(
+        "responses a function_call added without arguments",
+        "responses",
+        R_CREATED
+        + _added(1, 0, {k: v for k, v in _FC.items() if k != "arguments"})
+        + _r("response.function_call_arguments.delta", 2, item_id="fc_1", output_index=0, delta="{}")
+        + _done(3, 0, _FC_DONE)
+        + _completed(_FC_DONE),
+        [("openai_responses.call_arguments", 2)],
+        None,
+        _text_is(lambda f: f["output"][0]["arguments"], "{}"),
+    ),
+    Case(
+        "responses an output_item.done with another call_id",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _FC)
+        + _done(2, 0, {**_FC_DONE, "call_id": "call_2"})
+        + _completed({**_FC_DONE, "call_id": "call_2"}),
+        [("openai_responses.item_identity", 2)],
+        None,
+        _text_is(lambda f: f["output"][0]["call_id"], "call_2"),
+    ),
+    Case(
+        "responses an item added, never done, absent from response.completed",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + _added(6, 1, _FC) + _completed(_MSG),
+        [("openai_responses.unfinished_item", 7)],
+        None,
+        _text_is(r_items, [("message", "msg_1")]),
+    ),
+    Case(
+        "responses an item added, never done, in response.completed (nothing lost)",
+        "responses",
+        R_CREATED + b"".join(R_ITEM[:4]) + _added(6, 1, _FC) + _completed(_MSG, _FC_DONE),
+        [],
+        _text_is(r_items, [("message", "msg_1"), ("function_call", "fc_1")]),
+        _text_is(r_items, [("message", "msg_1"), ("function_call", "fc_1")]),
+    ),
+    Case(
+        "responses a response.in_progress without response",
+        "responses",
+        R_CREATED + _r("response.in_progress", 1) + b"".join(R_ITEM) + R_COMPLETED,
+        [("openai_responses.lifecycle_response", 1)],
+    ),
+    Case(
+        "responses a response.in_progress whose response has no id",
+        "responses",
+        R_CREATED
+        + _r(
+            "response.in_progress",
+            1,
+            response={k: v for k, v in _resp("in_progress", []).items() if k != "id"},
+        )
+        + b"".join(R_ITEM)
+        + R_COMPLETED,
+        [("openai_responses.lifecycle_id", 1)],
+        None,
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a response.created without output",
+        "responses",
+        _r("response.created", 0, response=_resp("in_progress", None)) + b"".join(R_ITEM) + R_COMPLETED,
+        [("openai_responses.lifecycle_output", 0)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a reasoning item without summary gets a summary part",
+        "responses",
+        R_CREATED
+        + _added(1, 0, {"id": "rs_1", "type": "reasoning"})
+        + _r(
+            "response.reasoning_summary_part.added",
+            2,
+            item_id="rs_1",
+            output_index=0,
+            summary_index=0,
+            part={"type": "summary_text", "text": ""},
+        )
+        + _done(3, 0, _RS_DONE)
+        + _completed(_RS_DONE),
+        [("openai_responses.reasoning_summary", 2)],
+        _text_is(r_items, [("reasoning", "rs_1")]),
     ),
     Case(
         "responses event line without data",

@@ -64,6 +64,7 @@ from proxai.stream.textparts import ENCODED
 
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, nbytes, openai_usage
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
+from .responses_sdk import NO_OUT, SdkView
 
 
 class State(StateEnum):
@@ -90,11 +91,7 @@ _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.fa
 # output item type -> tool kind (items whose arguments stream)
 _ARG_TOOLS: dict[str, str] = {"function_call": "function", "custom_tool_call": "custom", "mcp_call": "mcp"}
 # the field that holds a tool item's whole argument string
-_ARG_FIELD: dict[str, str] = {
-    "function_call": "arguments",
-    "custom_tool_call": "input",
-    "mcp_call": "arguments",
-}
+_ARG_FIELD = {"function_call": "arguments", "custom_tool_call": "input", "mcp_call": "arguments"}
 
 
 # Built-in tool items the CLIENT executes (its answer quotes ``call_id``), and MCP approval
@@ -161,15 +158,11 @@ def usage_in(u: dict[str, Any]) -> TokenUsage:
 _R = Protocol.OPENAI_RESPONSES
 
 
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 class _Item:
     """One output item, as both consumers need it: its ``type`` (the summary's), the writer's
     ``kind`` of it, and what the writer keeps to check its ``.done`` events."""
 
-    __slots__ = ("acc", "done", "id", "kind", "part", "part_ci", "part_key", "started", "tb", "type")
+    __slots__ = ("acc", "done", "id", "kind", "part", "part_ci", "part_key", "sdk", "started", "tb", "type")
 
     def __init__(self, iid: str, itype: str) -> None:
         self.id = iid  # as added: one object, so the writer's lookups by it can be by identity
@@ -180,6 +173,7 @@ class _Item:
         self.acc = bytearray()  # function_call arguments, as streamed (UTF-8)
         self.started = False  # reasoning: the thinking block was opened
         self.done = False  # output_item.done came (or the terminal event closed it)
+        self.sdk = NO_OUT  # the item as the SDKs' accumulators hold it (responses_sdk)
         # message: the content part added last, while it is open (its deltas come one after
         # another): its content index, its key in ``_parts`` and its kept text. The delta's index
         # is compared by identity: CPython has one object per small int, so ``is`` is the type and
@@ -235,6 +229,7 @@ class ResponsesGrammar(GrammarBase):
         "_refusal",
         "_rid",
         "_room",
+        "_sdk",
         "_stopped",
         "_tools",
         "items",
@@ -261,6 +256,7 @@ class ResponsesGrammar(GrammarBase):
         self._tools = False
         self._refusal = False
         self._stopped = False
+        self._sdk = SdkView(self.conform)  # what the official SDKs' accumulators hold (conformance)
 
     @property
     def phase(self) -> Phase:
@@ -300,7 +296,8 @@ class ResponsesGrammar(GrammarBase):
         path never reads as an error event. Two string comparisons come before the lookups
         they spare (each new string from the parse is hashed by its first lookup): the type
         with the most frequent one, the item id with the last delta's (deltas come in runs of
-        one item; an item, once added, is never replaced)."""
+        one item; an item, once added, is never replaced). A delta whose indexes are not the ones
+        both official SDKs read it with (``SdkView``) takes the general path, which judges them."""
         if self.state is not _ACTIVE:
             return False
         try:
@@ -324,12 +321,17 @@ class ResponsesGrammar(GrammarBase):
             return False
         if type(seq) is not int or seq != self.next_seq or type(s) is not str:
             return False
+        sdk = item.sdk  # the indexes both SDKs read it with (responses_sdk), else the slow way
+        if obj.get("output_index") is not sdk.oi:
+            return False
         acc = self.acc
         out = self.out
         # one branch per kind, most frequent first, each with its own end (fewer tests per event)
         if kind in {"text", "refusal"}:
+            ci = obj.get("content_index")
+            if ci is not sdk.ci or kind != sdk.ckind:
+                return False
             if out is not None:
-                ci = obj.get("content_index")
                 if ci is item.part_ci:  # its open part: so a message item, and not done
                     key = item.part_key
                     parts = item.part
@@ -362,6 +364,9 @@ class ResponsesGrammar(GrammarBase):
             self.next_seq = seq + 1
             return True
         if kind == "reasoning":
+            rt = etype == "response.reasoning_text.delta"
+            if obj.get("content_index" if rt else "summary_index") is not (sdk.rci if rt else sdk.si):
+                return False
             if out is not None:
                 if item.done or item.kind != "reasoning":
                     return False
@@ -378,7 +383,7 @@ class ResponsesGrammar(GrammarBase):
             self.next_seq = seq + 1
             return True
         tb = item.tb  # an argument delta
-        if tb is None or not tb.has_args or tb.finished:
+        if tb is None or not tb.has_args or tb.finished or etype != sdk.argd:
             return False
         if out is not None:
             if obj["type"] != _FC_DELTA or item.kind != "function_call" or item.done:
@@ -417,8 +422,7 @@ class ResponsesGrammar(GrammarBase):
                 kind = classify(nested.get("type"), obj.get("code") or nested.get("code"), message)
                 out.upstream_error(kind, message)
             return
-        if self.state is State.WAITING and etype != "response.created":
-            self.conform("openai_responses.created_first", f"{etype} came before response.created")
+        self._sdk.see(etype, obj)
         if etype in _START:
             if out is not None and etype == "response.created":
                 self._created(out, obj)
@@ -431,12 +435,7 @@ class ResponsesGrammar(GrammarBase):
                 else:
                     self._completed(out, obj, etype)
             self._transition("terminal", etype)
-            resp = as_dict(obj.get("response"))
-            if etype != "response.completed":
-                self.conform("openai_responses.not_completed", f"the stream ended with {etype}")
-            elif type(resp.get("output")) is not list:
-                self.conform("openai_responses.completed_output", "response.completed has no response.output")
-            self._snapshot(resp, streamed=True, now=now)
+            self._snapshot(as_dict(obj.get("response")), streamed=True, now=now)
             acc.terminal = True
             if etype == "response.failed":
                 self.upstream_failed()
@@ -558,6 +557,7 @@ class ResponsesGrammar(GrammarBase):
         if iid in self.items:
             raise SemanticStreamError(f"openai_responses: output item {iid!r} added twice")
         rec = _Item(iid, itype)
+        rec.sdk = self._sdk.added
         call_id = name = None
         if out is not None:
             if itype == "function_call":
@@ -657,7 +657,7 @@ class ResponsesGrammar(GrammarBase):
         else:
             encrypted = as_str(data.get("encrypted_content"))
             if not item.started:
-                parts = [p for f in ("content", "summary") for p in _list(data.get(f))]
+                parts = [p for f in ("content", "summary") for p in as_list(data.get(f))]
                 text = "".join(as_str(as_dict(p).get("text")) or "" for p in parts)
                 if text:
                     item.started = True

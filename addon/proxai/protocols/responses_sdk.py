@@ -1,0 +1,476 @@
+"""What the official SDKs' Responses stream helpers hold while they read a stream, by index, and the
+conformance rules an event breaks there (docs/design/conformance.md, "Responses: the SDKs' indexes").
+
+The grammar keys output items by ``item_id``. The SDKs key them by index: openai-python's
+``ResponseStreamState`` by ``output_index`` (a dict seeded with ``response.created``'s output, one
+entry per ``output_item.added``), openai-node's ``accumulateResponse`` by position (a list that
+each ``output_item.added`` appends to and each lifecycle event replaces with its
+``response.output``); both find a content part by ``content_index`` among the parts added so far.
+``SdkView.see`` applies one event to a model of each accumulator and says, for each SDK, what it
+does with the event (``None``: reads it; else the kind of its failure). The pair of the two names
+the rule (``_PAIRS``); a pair no rule names is not reported (only measured reactions are).
+
+The grammar's fast path takes a delta without calling ``see`` only when it carries the indexes the
+view put on the item's record (``Out.oi``, ``ci``, ``si``, ``args``): the ones both accumulators read
+the delta with. Sans-IO, one view per stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from proxai.protocols.conformance import NODE_RESPONSES_EVENTS
+
+_NO: Any = object()  # no delta's index is this object: the fast path declines
+
+_CREATED = "response.created"
+_COMPLETED = "response.completed"
+_LIFECYCLE = frozenset(
+    {
+        _CREATED,
+        "response.queued",
+        "response.in_progress",
+        _COMPLETED,
+        "response.failed",
+        "response.incomplete",
+    }
+)
+_TERMINAL = frozenset({_COMPLETED, "response.failed", "response.incomplete"})
+_ADDED = "response.output_item.added"
+_DONE = "response.output_item.done"
+_PART_ADDED = "response.content_part.added"
+_FC_DELTA = "response.function_call_arguments.delta"
+# the events openai-python's accumulator finds an item for (``_get_output_item``)
+_PY_INDEXED = frozenset({_PART_ADDED, "response.output_text.delta", "response.output_text.done", _FC_DELTA})
+# the events openai-node's ``accumulateResponse`` reads without an output item
+_NODE_UNINDEXED = frozenset(
+    {
+        "response.audio.delta",
+        "response.audio.done",
+        "response.audio.transcript.delta",
+        "response.audio.transcript.done",
+        "response.image_generation_call.partial_image",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
+        "keepalive",
+        "error",
+    }
+)
+# the item events openai-node's ``accumulateResponse`` finds an output item for (``getOutput``)
+_NODE_INDEXED = NODE_RESPONSES_EVENTS - _LIFECYCLE - _NODE_UNINDEXED - {_ADDED, _DONE}
+# the part type each content event of a message needs (openai-node), and its delta's fast kind
+_PART_OF = {
+    "response.output_text.delta": "output_text",
+    "response.output_text.done": "output_text",
+    "response.output_text.annotation.added": "output_text",
+    "response.refusal.delta": "refusal",
+    "response.refusal.done": "refusal",
+}
+_FAST_KIND = {"output_text": "text", "refusal": "refusal"}
+_REASONING_TEXT = frozenset({"response.reasoning_text.delta", "response.reasoning_text.done"})
+_SUMMARY = frozenset(
+    {
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+    }
+)
+# an item type -> the argument delta both SDKs read inline for it
+_ARG_DELTAS = {
+    "function_call": _FC_DELTA,
+    "custom_tool_call": "response.custom_tool_call_input.delta",
+    "mcp_call": "response.mcp_call_arguments.delta",
+}
+# items whose identity in openai-python is their call id, not their id (``_output_identity``)
+_CALL_IDENTITY = frozenset({"function_call", "custom_tool_call", "shell_call", "shell_call_output"})
+
+# (openai-python's failure, openai-node's failure) -> the rule
+_PAIRS: dict[tuple[str | None, str | None], str] = {
+    ("index", "index"): "openai_responses.output_index",
+    (None, "index"): "openai_responses.output_position",
+    ("duplicate", None): "openai_responses.output_index_repeated",
+    ("content", "content"): "openai_responses.content_index",
+    (None, "content"): "openai_responses.node_content_index",
+    ("text_type", "type"): "openai_responses.text_part_type",
+    (None, "type"): "openai_responses.node_part_type",
+    ("part_text", None): "openai_responses.part_text",
+    ("item_type", None): "openai_responses.delta_item_type",
+    ("arguments", None): "openai_responses.call_arguments",
+    ("identity", None): "openai_responses.item_identity",
+    ("lifecycle", "lifecycle"): "openai_responses.lifecycle_response",
+    ("lifecycle", None): "openai_responses.lifecycle_id",
+    (None, "output"): "openai_responses.lifecycle_output",
+    (None, "push"): "openai_responses.reasoning_summary",
+}
+
+#: every rule ``SdkView`` reports
+RULES = frozenset(_PAIRS.values()) | {
+    "openai_responses.created_first",
+    "openai_responses.not_completed",
+    "openai_responses.completed_output",
+    "openai_responses.unfinished_item",
+}
+
+
+def _text_ok(part: dict[str, Any]) -> bool:
+    """The part's text field (``refusal`` for a refusal) is a string."""
+    return type(part.get("refusal" if part.get("type") == "refusal" else "text")) is str
+
+
+def _part(raw: object) -> list[Any]:
+    part = raw if type(raw) is dict else {}
+    return [part.get("type"), _text_ok(part)]
+
+
+class Out:
+    """One output item as the accumulators hold it: its identity, its content parts (type, whether
+    its text is a string), a reasoning item's summary count and reasoning-text parts, whether a
+    function call's ``arguments`` is a string; and the indexes a delta for it must carry to be read
+    by the grammar's fast path (``_NO``: none is)."""
+
+    __slots__ = (
+        "argd",
+        "args",
+        "call_id",
+        "ci",
+        "ckind",
+        "id",
+        "key",
+        "oi",
+        "parts",
+        "rci",
+        "reasoning",
+        "si",
+        "summary",
+        "type",
+    )
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        self.type = item.get("type")
+        self.id = item.get("id")
+        self.call_id = item.get("call_id")
+        content = item.get("content")
+        self.parts = [_part(p) for p in content] if type(content) is list else []
+        self.reasoning: list[Any] | None = self.parts if type(content) is list else None
+        summary = item.get("summary")
+        self.summary: int | None = len(summary) if type(summary) is list else None
+        self.args = type(item.get("arguments")) is str
+        # the argument delta type the fast path may read for it (function_call: with its arguments)
+        self.argd = _ARG_DELTAS.get(str(self.type)) if self.args or self.type != "function_call" else None
+        self.key: Any = _NO  # its output_index in openai-python's dict, if it is there
+        self.oi: Any = _NO
+        self.ci: Any = _NO
+        self.ckind: Any = _NO
+        self.si: Any = _NO
+        self.rci: Any = _NO
+
+    @property
+    def identity(self) -> tuple[object, object, object]:
+        return self.type, None if self.type in _CALL_IDENTITY else self.id, self.call_id
+
+    def compatible(self, other: Out) -> bool:
+        """openai-python's ``_compatible_output_id``."""
+        return self.id == other.id or (self.id is None and self.type in ("function_call", "custom_tool_call"))
+
+
+NO_OUT = Out({})  # the record of an item the view did not model (its fast indexes are ``_NO``)
+
+
+def _key(oi: object) -> bool:
+    """An ``output_index`` the models follow (openai-python keys by it, ``None`` included)."""
+    return oi is None or type(oi) is int
+
+
+class SdkView:
+    """The two accumulators' view of one Responses stream: ``see`` each event (not the error events);
+    ``added`` is the record of the last ``output_item.added`` (the grammar keeps it on its item)."""
+
+    __slots__ = ("_conform", "_live", "_node", "_py", "_py_done", "_rid", "_started", "added")
+
+    def __init__(self, conform: Callable[[str, str], None]) -> None:
+        self._conform = conform
+        self._started = False
+        self._live = True  # False once no SDK has a snapshot (the first event was not response.created)
+        self._rid: object = None
+        self._py: dict[object, Out] = {}  # openai-python: output_index -> item
+        self._py_done: set[object] = set()  # openai-python: the output indexes an output_item.done named
+        self._node: list[Out] | None = []  # openai-node: the snapshot's output (None: it has none)
+        self.added = NO_OUT
+
+    def _report(self, py: str | None, node: str | None, detail: str) -> None:
+        rule = _PAIRS.get((py, node))
+        if rule is not None:
+            self._conform(rule, detail)
+
+    def _node_at(self, oi: object) -> Out | None:
+        node = self._node
+        return node[oi] if node is not None and type(oi) is int and 0 <= oi < len(node) else None
+
+    def _fast(self, rec: Out) -> None:
+        """The fast path's indexes of ``rec``: its output index when both SDKs find it there, the
+        content part (or summary part) its deltas go to."""
+        key = rec.key
+        rec.oi = key if key is not _NO and self._py.get(key) is rec and self._node_at(key) is rec else _NO
+        rec.ci = rec.ckind = rec.rci = rec.si = _NO
+        last = rec.parts[-1] if rec.parts else None
+        if (
+            rec.type == "message"
+            and last is not None
+            and last[0] in _FAST_KIND
+            and (last[1] or last[0] == "refusal")
+        ):
+            rec.ci, rec.ckind = len(rec.parts) - 1, _FAST_KIND[last[0]]
+        elif rec.type == "reasoning":
+            if rec.reasoning and rec.reasoning[-1][0] == "reasoning_text":
+                rec.rci = len(rec.reasoning) - 1
+            if rec.summary:
+                rec.si = rec.summary - 1
+
+    def see(self, etype: str, obj: dict[str, Any]) -> None:
+        """One event as both accumulators read it."""
+        self.added = NO_OUT
+        if not self._started:
+            self._started = True
+            if etype != _CREATED:
+                self._live = False  # neither SDK has a snapshot: both raise here
+                self._conform("openai_responses.created_first", f"{etype} came before response.created")
+            else:
+                self._created(obj)
+        elif not self._live:
+            return
+        elif etype in _LIFECYCLE:
+            self._lifecycle(etype, obj)
+        elif etype == _ADDED:
+            self._item_added(obj)
+        elif etype == _DONE:
+            self._item_done(obj)
+        elif etype in _NODE_INDEXED:
+            self._content(etype, obj)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def _created(self, obj: dict[str, Any]) -> None:
+        resp = obj.get("response")
+        resp = resp if type(resp) is dict else {}
+        self._rid = resp.get("id")
+        output = resp.get("output")
+        recs = [Out(i if type(i) is dict else {}) for i in output] if type(output) is list else []
+        self._py = dict(enumerate(recs))  # (openai-python: a created without output has none)
+        for oi, rec in enumerate(recs):
+            rec.key = oi
+        if type(output) is list:
+            self._node = list(recs)
+            for rec in recs:
+                self._fast(rec)
+        else:
+            self._node = None
+            self._report(None, "output", "response.created has no response.output")
+
+    def _lifecycle(self, etype: str, obj: dict[str, Any]) -> None:
+        resp = obj.get("response")
+        output = resp.get("output") if type(resp) is dict else None
+        py = None if type(resp) is dict and resp.get("id") == self._rid else "lifecycle"
+        node = None
+        if type(resp) is not dict:
+            node = "lifecycle"
+        elif type(output) is not list:
+            node = "output"
+            self._node = None
+        else:  # openai-node's snapshot is the event's response from here on
+            self._node = [Out(i if type(i) is dict else {}) for i in output]
+            for rec in self._py.values():
+                self._fast(rec)
+        if etype in _TERMINAL and etype != _COMPLETED:
+            self._conform("openai_responses.not_completed", f"the stream ended with {etype}")
+        if (py, node) == (None, "output") and etype == _COMPLETED:
+            self._conform("openai_responses.completed_output", "response.completed has no response.output")
+        elif py is not None:
+            what = "has no response" if node else "has another response.id than response.created"
+            self._report(py, node, f"{etype} {what}")
+        else:
+            self._report(py, node, f"{etype} has no response.output")
+        if etype == _COMPLETED and py is None:
+            self._unfinished(output if type(output) is list else [])
+
+    def _unfinished(self, output: list[Any]) -> None:
+        """openai-python completes a response only when every item it has got its
+        ``output_item.done`` or is in ``response.completed``'s output."""
+        final = {r.identity: r for r in (Out(i) for i in output if type(i) is dict)}
+        for oi, rec in self._py.items():
+            got = final.get(rec.identity)
+            if oi not in self._py_done and (got is None or not rec.compatible(got)):
+                self._conform(
+                    "openai_responses.unfinished_item",
+                    f"output item {oi} ({rec.type}) got no output_item.done and response.completed lacks it",
+                )
+                return
+
+    # -- items ----------------------------------------------------------------------------------
+
+    def _item_added(self, obj: dict[str, Any]) -> None:
+        item, oi = obj.get("item"), obj.get("output_index")
+        if type(item) is not dict or not _key(oi):
+            return
+        rec = self.added = Out(item)
+        if oi in self._py:
+            self._report("duplicate", None, f"a second output item with output_index {oi}")
+        else:
+            self._py[oi] = rec
+            rec.key = oi
+        if self._node is not None:
+            self._node.append(rec)
+        self._fast(rec)
+
+    def _item_done(self, obj: dict[str, Any]) -> None:
+        item, oi = obj.get("item"), obj.get("output_index")
+        if type(item) is not dict or not _key(oi):
+            return
+        rec = Out(item)
+        py = None
+        added = self._py.get(oi)
+        if added is not None:
+            added.oi = _NO  # what comes for an item after its end is read the slow way
+            if added.identity != rec.identity or not added.compatible(rec):
+                py = "identity"
+        self._py_done.add(oi)
+        node = None
+        if self._node is not None:
+            old = self._node_at(oi)
+            if old is None:
+                node = "index"
+            else:
+                old.oi = _NO
+                self._node[oi] = rec  # type: ignore[index]
+        if py:
+            self._report(py, node, f"output_item.done at output_index {oi} is not the item added there")
+        else:
+            self._report(py, node, f"output_item.done at output_index {oi}, which openai-node does not have")
+
+    # -- content --------------------------------------------------------------------------------
+
+    def _content(self, etype: str, obj: dict[str, Any]) -> None:
+        oi = obj.get("output_index")
+        if not _key(oi):
+            return
+        rec_p = self._py.get(oi)
+        rec_n = self._node_at(oi) if self._node is not None else NO_OUT
+        py = node = None
+        if etype in _PY_INDEXED:
+            py = "index" if rec_p is None else _python(etype, obj, rec_p)
+        if rec_n is None:
+            node = "index"
+        elif rec_n is not NO_OUT:
+            node = _node(etype, obj, rec_n)
+        if etype == _PART_ADDED:
+            self._part_added(obj, rec_p, rec_n)
+        if py or node:
+            self._report(py, node, _detail(etype, obj, py, node))
+
+    def _part_added(self, obj: dict[str, Any], rec_p: Out | None, rec_n: Out | None) -> None:
+        part = _part(obj.get("part"))
+        if rec_p is not None and rec_p.type == "message":
+            rec_p.parts.append(part)  # openai-python appends any part to a message
+        if (
+            rec_n is not None
+            and rec_n is not rec_p
+            and rec_n.type == "message"
+            and part[0] != "reasoning_text"
+        ):
+            rec_n.parts.append(part)
+        if rec_n is not None and rec_n.type == "reasoning" and part[0] == "reasoning_text":
+            if rec_n.reasoning is None:
+                rec_n.reasoning = []
+            rec_n.reasoning.append(part)
+        for rec in (rec_p, rec_n):
+            if rec is not None and rec is not NO_OUT:
+                self._fast(rec)
+
+
+def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
+    """What openai-python's ``accumulate_event`` and ``handle_event`` do with a content event for
+    ``rec`` (an item it has)."""
+    if etype == _PART_ADDED:
+        return None
+    if etype == _FC_DELTA:
+        if rec.type != "function_call":
+            return "item_type"  # handle_event: assert output.type == "function_call"
+        return None if rec.args else "arguments"  # None += str
+    if rec.type != "message":
+        return "item_type"  # handle_event: assert output.type == "message"
+    ci = obj.get("content_index")
+    if type(ci) is not int:
+        return None  # (not modelled)
+    if not 0 <= ci < len(rec.parts):
+        return "content"
+    ptype, ok = rec.parts[ci]
+    if ptype != "output_text":
+        return "text_type"
+    return None if ok or etype != "response.output_text.delta" else "part_text"
+
+
+def _node(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
+    """What openai-node's ``accumulateResponse`` does with a content event for ``rec``."""
+    ptype_needed = _PART_OF.get(etype)
+    if ptype_needed is not None:
+        if rec.type != "message":
+            return None
+        found = _at(rec.parts, obj.get("content_index"))
+        if found is None:
+            return "content"
+        return None if found[0] == ptype_needed else "type"
+    if etype == "response.content_part.done":
+        part = _part(obj.get("part"))
+        parts = (
+            rec.parts
+            if rec.type == "message" and part[0] != "reasoning_text"
+            else rec.reasoning
+            if rec.type == "reasoning" and part[0] == "reasoning_text"
+            else None
+        )
+        if parts is None:
+            return None if rec.type != "reasoning" or part[0] != "reasoning_text" else "content"
+        ci = obj.get("content_index")
+        if _at(parts, ci) is None:
+            return "content"
+        parts[ci] = part  # type: ignore[index]
+        return None
+    if etype in _REASONING_TEXT:
+        if rec.type != "reasoning":
+            return None
+        found = _at(rec.reasoning or [], obj.get("content_index"))
+        if found is None:
+            return "content"
+        return None if found[0] == "reasoning_text" else "type"
+    if rec.type == "reasoning" and etype == "response.reasoning_summary_part.added":
+        if rec.summary is None:
+            return "push"
+        rec.summary += 1
+        rec.si = rec.summary - 1
+        return None
+    if rec.type == "reasoning" and etype in _SUMMARY and rec.summary is not None:
+        si = obj.get("summary_index")
+        return None if type(si) is int and 0 <= si < rec.summary else "content"
+    return None
+
+
+def _at(parts: list[Any], ci: object) -> list[Any] | None:
+    return parts[ci] if type(ci) is int and 0 <= ci < len(parts) else None
+
+
+def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -> str:
+    oi, ci = obj.get("output_index"), obj.get("content_index")
+    if "index" in (py, node):
+        return f"{etype} for output_index {oi}, where {'no' if py else 'openai-node has no'} item was added"
+    if "content" in (py, node):
+        return f"{etype} for content_index {ci} of output item {oi}, which has no such part"
+    if "type" in (py, node) or py == "text_type":
+        return f"{etype} for content part {ci} of output item {oi}, a part of another type"
+    if py == "part_text":
+        return f"{etype} for content part {ci} of output item {oi}, added without its text"
+    if py == "item_type":
+        return f"{etype} for output item {oi}, an item of another type"
+    if py == "arguments":
+        return f"{etype} for output item {oi}, a function_call added without arguments"
+    return f"{etype} for output item {oi}, a reasoning item without summary"
