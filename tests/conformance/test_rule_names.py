@@ -1,0 +1,63 @@
+"""Every finding name the grammars give ``conform`` is a rule of the catalogue (``conformance.RULES``):
+``conformance.metadata`` keeps only catalogued rules, so a name missing there would be dropped from
+the flow's summary without a word. The protocol modules are read as source: each ``conform`` /
+``_conform`` call's first argument is a string, a module-level string constant, or one of the
+tables the module names its rules in (``DATALESS_RULES``, ``responses_sdk._PAIRS``)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from proxai.protocols import conformance, responses_sdk
+from proxai.protocols.conformance import RULES
+
+PROTOCOLS = Path(conformance.__file__).resolve().parent
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and isinstance(node.value.value, str):
+                    out[target.id] = node.value.value
+    return out
+
+
+def _conform_names() -> tuple[set[str], list[str]]:
+    """The literal rule names given to ``conform`` in the protocol modules, and the calls whose
+    first argument is neither a literal nor a module constant (``file: argument``)."""
+    names: set[str] = set()
+    other: list[str] = []
+    for path in sorted(PROTOCOLS.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        consts = _constants(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr not in ("conform", "_conform") or not node.args:
+                continue
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                names.add(arg.value)
+            elif isinstance(arg, ast.Name) and arg.id in consts:
+                names.add(consts[arg.id])
+            else:
+                other.append(f"{path.name}: {ast.unparse(arg)}")
+    return names, other
+
+
+def test_every_name_given_to_conform_is_a_rule() -> None:
+    names, other = _conform_names()
+    assert names, "no conform call found: the scan is broken"
+    assert names - set(RULES) == set()
+    # the calls with a computed name: the data-less rules (common.py) and the SDK view's table
+    assert sorted(other) == ["common.py: rules[0]", "common.py: rules[1]", "responses_sdk.py: rule"]
+
+
+def test_the_rule_tables_name_rules() -> None:
+    dataless = {r for rules in conformance.DATALESS_RULES.values() for r in rules[:2]}
+    assert set(responses_sdk._PAIRS.values()).issubset(responses_sdk.RULES)
+    # and each rule of the catalogue is given by some grammar
+    assert _conform_names()[0] | dataless | responses_sdk.RULES == set(RULES)
