@@ -715,8 +715,8 @@ class AnthropicGrammar(GrammarBase):
 
     def _tool_input_conforms(self, idx: int, tb: ToolBuffer) -> None:
         """The SDKs parse a tool block's input after each fragment: JSON cut short reads, anything
-        else raises (docs/design/conformance.md)."""
-        if tb.buf is not None and not json_prefix(tb.buf.getvalue()):
+        else raises (docs/design/conformance.md). Whole JSON is one: orjson says so at C speed."""
+        if tb.buf is not None and not json_valid(text := tb.buf.getvalue()) and not json_prefix(text):
             self.conform("anthropic_messages.tool_input_json", f"tool_use block {idx}: the input is not JSON")
 
     def _close_open(self, now: float) -> None:
