@@ -49,7 +49,7 @@ def render(results: list[corpus_run.StreamResult]) -> str:
     for mode in MODES:
         rows = [m for r in ok for m in r.modes if m.mode == mode]
         c = Counter(m.status for m in rows)
-        share = f"{c['equal']}/{len(rows)} ({100 * c['equal'] / len(rows):.0f}%)" if rows else "-"
+        share = f"{c['equal']}/{len(rows)} ({100 * c['equal'] / len(rows):.1f}%)" if rows else "-"
         lines.append(f"| {mode} | " + " | ".join(str(c[k]) for k in MARK if k != "skipped") + f" | {share} |")
     lines += [
         "",
@@ -100,7 +100,7 @@ def _cross(ok: list[corpus_run.StreamResult]) -> str:
         return "-"
     return (
         f"{c['equal']}/{len(rows)} translated streams equal to the reference "
-        f"({100 * c['equal'] / len(rows):.0f}%), "
+        f"({100 * c['equal'] / len(rows):.1f}%), "
         f"{c['refused']} refused with a typed error, {c['differs']} delivered with different content, "
         f"{c['sdk_rejected']} rejected by the client SDK, {c['crash']} crashed."
     )
