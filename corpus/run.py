@@ -19,7 +19,7 @@ from proxai.core.model import ErrorKind, Protocol, StopClass, StreamSummary
 from proxai.mitm.carrier import Carrier
 from proxai.pipeline.flow import ClientSide, build_flow
 from proxai.pipeline.observe import Limits
-from proxai.protocols.responses import CLIENT_KINDS
+from proxai.protocols.responses_items import CLIENT_KINDS
 from proxai.stream import stop_reasons
 
 from . import sdk

@@ -47,6 +47,27 @@ def test_post_only(method: str) -> None:
     assert detect_protocol(method, "/v1/messages") is None
 
 
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/v1/responses/resp_1?stream=true&starting_after=6", R),
+        ("/v1/responses/resp_1?starting_after=6&stream=true", R),
+        ("/v1/responses/resp_1?stream=true", R),
+        ("/openai/v1/responses/resp_1?api-version=preview&stream=true", R),
+        ("/v1/responses/resp_1", None),
+        ("/v1/responses/resp_1?stream=false", None),
+        ("/v1/responses/resp_1?xstream=true", None),
+        ("/v1/responses/resp_1/input_items?stream=true", None),
+        ("/v1/responses?stream=true", None),
+    ],
+)
+def test_a_background_response_stream_is_a_get(path: str, expected: Protocol | None) -> None:
+    """``GET /v1/responses/{id}?stream=true`` (optionally ``starting_after=N``) replays or resumes
+    a background response's stream: a Responses stream."""
+    assert detect_protocol("GET", path) is expected
+    assert detect_protocol("DELETE", path) is None
+
+
 def test_method_case() -> None:
     assert detect_protocol("post", "/v1/responses") is R
 

@@ -573,12 +573,19 @@ def test_responses_delta_for_unknown_item_is_semantic_error() -> None:
     assert isinstance(obs.failed, SemanticStreamError)
 
 
-def test_responses_item_event_before_created_is_protocol_error() -> None:
+def test_responses_item_event_before_any_start_is_a_resumed_stream() -> None:
+    """A stream whose first event is an item's is a background response resumed mid-way
+    (``starting_after``), read on: here it ends at EOF, so closed, never a violation."""
     s, obs = run_stream(
-        R, [resp("response.output_item.added", 0, output_index=0, item={"id": "m", "type": "message"})]
+        R, [resp("response.output_item.added", 7, output_index=0, item={"id": "m", "type": "message"})]
     )
-    assert s.outcome is Outcome.ERROR
-    assert isinstance(obs.failed, UpstreamProtocolError)
+    assert s.outcome is Outcome.CLOSED
+    assert obs.failed is None
+    assert [(f.rule, f.event) for f in obs.findings] == [
+        ("openai_responses.created_first", 0),
+        ("openai_responses.resumed", 0),
+        ("openai_responses.no_terminal", 1),
+    ]
 
 
 def test_responses_terminal_snapshot_completes_tool_without_done_events() -> None:

@@ -7,7 +7,10 @@ Responses terminal event).
 
 Paths may carry any base path prefix (``/anthropic/v1/messages``, ``/api/openai/v1/...``)
 and a query string (Azure's ``?api-version=...``). Only ``POST`` creates a message; a
-``GET /v1/responses/{id}`` or ``POST /v1/messages/count_tokens`` is not a generation.
+``GET /v1/responses/{id}`` or ``POST /v1/messages/count_tokens`` is not a generation, except
+``GET /v1/responses/{id}?stream=true``: the stream of a background response, replayed or resumed
+after ``starting_after`` (docs/design/protocol-grammars.md, "Background mode"), which is read as
+a Responses stream.
 
 Sans-IO: strings and bytes in, a ``Protocol`` (or ``None``) out.
 """
@@ -25,6 +28,8 @@ _CHAT = re.compile(r"^(?:/.*)?/chat/completions/?$")
 # OpenAI /v1/responses; Azure /openai/responses, /openai/v1/responses and
 # /openai/deployments/<name>/responses.
 _RESPONSES = re.compile(r"^(?:/.*)?/(?:v1|openai|openai/deployments/[^/]+)/responses/?$")
+# GET .../responses/{id}?...stream=true...: a background response's stream
+_RESUME = re.compile(r"^(?:/.*)?/(?:v1|openai)/responses/[^/?#]+\?(?:[^#]*&)?stream=true(?:[&#]|$)")
 
 
 def _strip_query(path: str) -> str:
@@ -38,7 +43,7 @@ def _strip_query(path: str) -> str:
 def detect_protocol(method: str, path: str) -> Protocol | None:
     """The protocol of a request by its method and path (query allowed), or ``None``."""
     if method.upper() != "POST":
-        return None
+        return Protocol.OPENAI_RESPONSES if method.upper() == "GET" and is_resume(path) else None
     p = _strip_query(path)
     if _MESSAGES.match(p):
         return Protocol.ANTHROPIC_MESSAGES
@@ -47,6 +52,12 @@ def detect_protocol(method: str, path: str) -> Protocol | None:
     if _RESPONSES.match(p):
         return Protocol.OPENAI_RESPONSES
     return None
+
+
+def is_resume(path: str) -> bool:
+    """``path`` (with its query) asks for a background response's stream: ``GET
+    /v1/responses/{id}?stream=true``, with ``starting_after=N`` to resume after event N."""
+    return _RESUME.match(path) is not None
 
 
 def parse_protocol(name: str) -> Protocol:

@@ -63,6 +63,12 @@ def _headers(req: http.Request) -> dict[str, str]:
     return {name: req.headers[name] for name in req.headers}
 
 
+def _as_it_came(state: RoutedState, route: Route) -> bool:
+    """A same-protocol route gives the client the upstream's bytes: not normalizing, or a resumed
+    background stream (``Routing._resume``)."""
+    return not route.normalize or bool(state.extra.get("resume"))
+
+
 def _redact(url: str) -> str:
     return Redactor().url(url.split("?", 1)[0])
 
@@ -119,13 +125,13 @@ class Routing:
             "normalize": route.normalize,
         }
         meta["route"] = info
+        if req.method.upper() == "GET":  # a background response's stream (detect.is_resume)
+            self._resume(flow, state, route, info)
+            return
         try:
             if body is None:
                 body = parse_body(raw)  # raises the body error
-            key = env_key(self.env, route.auth_env) if route.auth_env else None
-            if key is not None:
-                register_secret(key)  # redacted from every output, never returned to the client
-                state.extra["operator_key"] = key
+            key = self._key(state, route)
             opts = ir.RequestOptions(
                 model=route.map_model(model) if route.model is not None else None,
                 default_max_tokens=route.default_max_tokens,
@@ -151,21 +157,7 @@ class Routing:
         state.extra["created"] = int(self.wall_clock())
         state.extra["call_shapes"] = translated.call_shapes
 
-        plan = plan_headers(
-            _headers(req),
-            client=client,
-            target=route.protocol,
-            key=key,
-            anthropic_version=route.anthropic_version,
-        )
-        for name in plan.remove:
-            if name in req.headers:
-                del req.headers[name]
-        for name, value in plan.set:
-            req.headers[name] = value
-        if key is not None:
-            # an uncompressed reply: the operator's key is scrubbed from its bytes as they stream
-            req.headers["accept-encoding"] = "identity"
+        self._headers(req, client, route, key)
         query = req.url.split("?", 1)[1] if "?" in req.url and client is route.protocol else ""
         req.url = route.target_url(credential_free_query(query))
         if translated.body is not body or opts.model is not None:
@@ -182,6 +174,54 @@ class Routing:
 
         state.client_protocol = client
         state.protocol = route.protocol
+        state.route = route
+
+    def _key(self, state: RoutedState, route: Route) -> str | None:
+        """The operator's key the route injects (from its environment variable), or None."""
+        key = env_key(self.env, route.auth_env) if route.auth_env else None
+        if key is not None:
+            register_secret(key)  # redacted from every output, never returned to the client
+            state.extra["operator_key"] = key
+        return key
+
+    @staticmethod
+    def _headers(req: http.Request, client: Protocol, route: Route, key: str | None) -> None:
+        plan = plan_headers(
+            _headers(req),
+            client=client,
+            target=route.protocol,
+            key=key,
+            anthropic_version=route.anthropic_version,
+        )
+        for name in plan.remove:
+            if name in req.headers:
+                del req.headers[name]
+        for name, value in plan.set:
+            req.headers[name] = value
+        if key is not None:
+            # an uncompressed reply: the operator's key is scrubbed from its bytes as they stream
+            req.headers["accept-encoding"] = "identity"
+
+    def _resume(self, flow: http.HTTPFlow, state: RoutedState, route: Route, info: dict[str, Any]) -> None:
+        """``GET .../responses/{id}?stream=true`` (docs/design/protocol-grammars.md, "Background
+        mode"): no body to translate, and only a Responses upstream holds the response. On a route
+        to one the request goes to the route's upstream with its query, and the stream comes back
+        as it is, in normalize mode too: the client asked for the events after ``starting_after``
+        by their sequence numbers, which a rewritten stream would renumber. A route to another
+        protocol answers a 400 in the Responses error shape."""
+        req = flow.request
+        client = state.protocol
+        if route.protocol is not client:
+            reason = f"a background response's stream is only on a Responses upstream, not {route.protocol}"
+            self._reject(flow, state, client, TranslationError(reason, "response_id"), info)
+            return
+        self._headers(req, client, route, self._key(state, route))
+        path, _, query = req.path.partition("?")
+        rid = path.rstrip("/").rsplit("/", 1)[-1]
+        req.url = f"{route.target_url()}/{rid}?{credential_free_query(query)}"
+        info["resume"] = True
+        state.extra["resume"] = True  # the client gets the upstream's bytes (``client_side``)
+        state.client_protocol = client
         state.route = route
 
     def _reject(
@@ -215,7 +255,7 @@ class Routing:
         if not isinstance(route, Route) or client is None or state.extra.get("rejected"):
             return None
         upstream = state.protocol
-        if client is upstream and not route.normalize:
+        if client is upstream and _as_it_came(state, route):
             return None
         return ClientSide(
             client,
@@ -235,7 +275,7 @@ class Routing:
         resp = flow.response
         if not isinstance(route, Route) or client is None or resp is None or state.extra.get("rejected"):
             return
-        if client is state.protocol and not route.normalize:
+        if client is state.protocol and _as_it_came(state, route):
             return
         info = flow.metadata.setdefault("proxai", {}).setdefault("route", {})
         info["response_error"] = message
@@ -251,7 +291,7 @@ class Routing:
             return
         scrub_operator_key(resp, state.extra.get("operator_key"))
         upstream = state.protocol
-        if client is upstream and not route.normalize:
+        if client is upstream and _as_it_came(state, route):
             return
         raw = resp.get_content(strict=False) or b""
         info = flow.metadata.setdefault("proxai", {}).setdefault("route", {})

@@ -58,12 +58,21 @@ from proxai.stream.sink import (
     Sink,
     Stop,
     TokenUsage,
-    WebSearchCall,
 )
 from proxai.stream.textparts import ENCODED
 
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, nbytes, openai_usage
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
+from .responses_items import (
+    ARG_FIELD,
+    ARG_TOOLS,
+    CLIENT_ITEMS,
+    CLIENT_KINDS,
+    MUST_REACH,
+    client_item_call,
+    server_tool,
+    web_search_call,
+)
 from .responses_sdk import NO_OUT, SdkView
 
 
@@ -86,62 +95,6 @@ _ACTIVE = State.ACTIVE  # the fast path's state (docs/performance.md, "Why the h
 
 _START = frozenset({"response.created", "response.in_progress", "response.queued"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-
-
-# output item type -> tool kind (items whose arguments stream)
-_ARG_TOOLS: dict[str, str] = {"function_call": "function", "custom_tool_call": "custom", "mcp_call": "mcp"}
-# the field that holds a tool item's whole argument string
-_ARG_FIELD = {"function_call": "arguments", "custom_tool_call": "input", "mcp_call": "arguments"}
-
-
-# Built-in tool items the CLIENT executes (its answer quotes ``call_id``), and MCP approval
-# requests (the client answers with ``approval_request_id`` = the item's ``id``): client calls,
-# not server tools. Their arguments are the item's ``action`` / ``operation`` / ``arguments``.
-_CLIENT_ITEMS: dict[str, str] = {
-    "local_shell_call": "client",
-    "shell_call": "client",
-    "apply_patch_call": "client",
-    "computer_call": "client",
-    "mcp_approval_request": "mcp_approval",
-}
-
-
-#: the tool kinds the client must answer (the stop class is then ``tool_use``)
-CLIENT_KINDS = frozenset({"function", "custom", "client", "mcp_approval"})
-
-#: Items a translation to another protocol may not leave out (docs/design/translation.md,
-#: "What the client must act on"): a call the client must answer (built-in client tools, an MCP
-#: approval request, a freeform tool call: none has a counterpart in Anthropic or Chat, and a
-#: request translated from them declares none of these tools), or content that is the answer
-#: itself (a generated image). A translated stream that meets one ends with a typed error in the
-#: client's protocol naming the item type; an Anthropic or Chat client shown the rest would
-#: believe the turn ended normally. Items executed at the server whose results sit beside the
-#: answer (web search, file search, code interpreter, MCP calls, ...) are left out with a note.
-MUST_REACH = frozenset(
-    {
-        "shell_call",
-        "local_shell_call",
-        "apply_patch_call",
-        "computer_call",
-        "mcp_approval_request",
-        "custom_tool_call",
-        "image_generation_call",
-    }
-)
-
-
-def _server_tool(itype: str) -> bool:
-    """Hosted tools that run at the provider and stream no arguments (web_search_call, ...)."""
-    return itype.endswith("_call") and itype not in _ARG_TOOLS and itype not in _CLIENT_ITEMS
-
-
-def _client_item_call(itype: str, item: dict[str, Any]) -> tuple[str | None, str, str]:
-    """(the id the client's answer quotes, a name, the arguments as JSON) of a client item."""
-    cid = as_str(item.get("id")) if itype == "mcp_approval_request" else as_str(item.get("call_id"))
-    args = item.get("arguments")
-    if type(args) is not str:
-        args = orjson.dumps(item.get("action") or item.get("operation") or {}).decode()
-    return cid, as_str(item.get("name")) or itype, args
 
 
 def usage_in(u: dict[str, Any]) -> TokenUsage:
@@ -230,10 +183,12 @@ class ResponsesGrammar(GrammarBase):
         "_rid",
         "_room",
         "_sdk",
+        "_started_by",
         "_stopped",
         "_tools",
         "items",
         "next_seq",
+        "resumed",
         "state",
     )
 
@@ -251,6 +206,8 @@ class ResponsesGrammar(GrammarBase):
         # bytes (a bytearray holds at most 9/8 of its length plus ``ENCODED``: ``_keep``), whether a
         # function_call / a refusal part came, whether the stream ended with success.
         self._rid: str | None = None
+        self._started_by = ""  # the start event that started the writer
+        self.resumed = False  # the stream began mid-way (``_resume``)
         self._parts: dict[tuple[str, int], bytearray] = {}
         self._room = 0  # the bytes that may still be kept (set at ``response.created``)
         self._tools = False
@@ -423,9 +380,11 @@ class ResponsesGrammar(GrammarBase):
                 out.upstream_error(kind, message)
             return
         self._sdk.see(etype, obj)
+        if self.state is State.WAITING and etype in _HANDLERS:
+            self._resume(etype, seq)
         if etype in _START:
-            if out is not None and etype == "response.created":
-                self._created(out, obj)
+            if out is not None:
+                self._created(out, obj, etype)
             self._transition("start", etype)
             self._identity(as_dict(obj.get("response")))
         elif etype in _TERMINAL:
@@ -439,19 +398,29 @@ class ResponsesGrammar(GrammarBase):
             acc.terminal = True
             if etype == "response.failed":
                 self.upstream_failed()
-        else:
-            if out is not None and self._rid is None:
-                raise SemanticStreamError(f"{etype} before response.created")
-            if etype.startswith("response."):
-                self._transition("item", etype)
-                handler = _HANDLERS.get(etype)
-                if handler is not None:
-                    handler(self, obj, etype, now)
-                    return
-            # anything else: an unknown event type, ignored (forward compatible); a translation
-            # hands an opaque item's own events on
-            if out is not None:
-                self._other(out, obj, etype)
+        elif (handler := _HANDLERS.get(etype)) is not None:
+            self._transition("item", etype)
+            if not self.resumed or not _before(self.items, obj, etype):
+                handler(self, obj, etype, now)
+        elif out is not None:
+            # anything else: an event the grammar does not model, ignored (forward compatible),
+            # in any state; a translation hands an opaque item's own events on
+            self._other(out, obj, etype)
+
+    def _resume(self, etype: str, seq: object) -> None:
+        """The first event is an item's: a background response resumed mid-way (``GET
+        .../responses/{id}?stream=true&starting_after=N``). Read on: the events of items added
+        before it are not read (their content comes from the terminal snapshot), the rest as
+        usual. A translation cannot be written whole from it: a typed refusal."""
+        if self.out is not None:
+            raise TranslationError(
+                f"the stream starts mid-way ({etype}, sequence_number {seq}): a resumed background"
+                " response has no beginning to translate",
+                "starting_after",
+            )
+        self.acc.finding("openai_responses.resumed", "quirk", f"the stream starts mid-way at {etype}")
+        self.resumed = True
+        self.state = State.ACTIVE
 
     def _ended_early(self) -> None:
         if self.state is State.ACTIVE:
@@ -496,14 +465,20 @@ class ResponsesGrammar(GrammarBase):
 
     # -- lifecycle (the writer's) ----------------------------------------------------------------
 
-    def _created(self, out: Sink, obj: dict[str, Any]) -> None:
+    def _created(self, out: Sink, obj: dict[str, Any], etype: str) -> None:
+        """A start event: the first starts the writer (``response.queued`` or ``in_progress``
+        first: a background response), a second ``response.created`` is a duplicate."""
         if self._rid is not None:
-            raise SemanticStreamError("duplicate response.created")
+            if etype == "response.created" == self._started_by:
+                raise SemanticStreamError("duplicate response.created")
+            if etype == "response.created":
+                self._started_by = etype
+            return
         resp = as_dict(obj.get("response"))
         rid = as_str(resp.get("id"))
         if not rid:
             raise UpstreamProtocolError("response.created without response.id")
-        self._rid = rid
+        self._rid, self._started_by = rid, etype
         # nothing is kept before: room for 8/9 of ``max_buffer`` counted (``_keep``)
         self._room = self.max_buffer * 8 // 9
         out.start(rid, as_str(resp.get("model")) or "", None)
@@ -587,26 +562,26 @@ class ResponsesGrammar(GrammarBase):
 
     def _tool_from_item(self, iid: str, itype: str, item: dict[str, Any], now: float, streamed: bool) -> None:
         acc = self.acc
-        kind = _ARG_TOOLS.get(itype)
+        kind = ARG_TOOLS.get(itype)
         if kind is not None:
             call_id = as_str(item.get("call_id")) if kind != "mcp" else iid
             name = as_str(item.get("name"))
-            args = as_str(item.get(_ARG_FIELD[itype]))
+            args = as_str(item.get(ARG_FIELD[itype]))
             if streamed:
                 tb = acc.tool_start(iid, call_id or iid, name, kind, now)
                 if args:
                     acc.tool_args(tb, args, now)
             else:
                 acc.tool_complete(iid, call_id or iid, name, kind, args or "")
-        elif itype in _CLIENT_ITEMS:
-            cid, name, args = _client_item_call(itype, item)
+        elif itype in CLIENT_ITEMS:
+            cid, name, args = client_item_call(itype, item)
             if streamed:
                 # the whole call arrives with the item (its .done repeats it): no argument
                 # stream for the guard to watch
-                acc.tool_start(iid, cid or iid, name, _CLIENT_ITEMS[itype], now, has_args=False)
+                acc.tool_start(iid, cid or iid, name, CLIENT_ITEMS[itype], now, has_args=False)
             else:
-                acc.tool_complete(iid, cid or iid, name, _CLIENT_ITEMS[itype], args)
-        elif _server_tool(itype):
+                acc.tool_complete(iid, cid or iid, name, CLIENT_ITEMS[itype], args)
+        elif server_tool(itype):
             if streamed:
                 acc.tool_start(iid, iid, itype, "server_tool", now, has_args=False)
             else:
@@ -635,7 +610,7 @@ class ResponsesGrammar(GrammarBase):
         """The writer's end of an item (``data``: the item as its ``output_item.done`` gives it)."""
         kind = item.kind
         if kind == "web_search":
-            out.web_search(iid, _web_search_call(iid, data))
+            out.web_search(iid, web_search_call(iid, data))
             out.block_stop(iid)
         elif kind == "opaque":
             out.block_stop(iid)
@@ -678,13 +653,13 @@ class ResponsesGrammar(GrammarBase):
 
     def _finish_from_item(self, tb: ToolBuffer, item: dict[str, Any], now: float) -> None:
         itype = as_str(item.get("type")) or ""
-        if itype in _CLIENT_ITEMS:
-            cid, _, whole = _client_item_call(itype, item)
+        if itype in CLIENT_ITEMS:
+            cid, _, whole = client_item_call(itype, item)
             tb.id = cid or tb.id
             self.acc.tool_set(tb, whole, now)
             self.acc.tool_finish(tb)
             return
-        field = _ARG_FIELD.get(itype)
+        field = ARG_FIELD.get(itype)
         if field is not None:
             args = item.get(field)
             if type(args) is str:
@@ -906,11 +881,11 @@ class ResponsesGrammar(GrammarBase):
             item = as_dict(raw)
             itype = as_str(item.get("type")) or ""
             iid = as_str(item.get("id"))
-            if itype in _ARG_TOOLS or itype in _CLIENT_ITEMS:
+            if itype in ARG_TOOLS or itype in CLIENT_ITEMS:
                 client_tool = client_tool or itype != "mcp_call"
-            if not streamed:
-                self._count_item(itype, item)
-            if itype not in _ARG_TOOLS and itype not in _CLIENT_ITEMS and not _server_tool(itype):
+            if not streamed or (self.resumed and iid not in self.items):
+                self._count_item(itype, item)  # (resumed: an item added before the stream began)
+            if itype not in ARG_TOOLS and itype not in CLIENT_ITEMS and not server_tool(itype):
                 continue
             tb = acc.tools.get(iid) if iid is not None else None
             if tb is None:
@@ -996,6 +971,12 @@ _HANDLERS = {
 }
 
 
+def _before(items: dict[str, _Item], obj: dict[str, Any], etype: str) -> bool:
+    """A resumed stream's event of an item added before the stream began."""
+    iid = obj.get("item_id", as_dict(obj.get("item")).get("id"))
+    return etype != "response.output_item.added" and type(iid) is str and iid not in items
+
+
 def _cannot_reach(itype: str) -> NoReturn:
     """A ``MUST_REACH`` item in a translation to another protocol: the typed end of the stream."""
     raise TranslationError(
@@ -1003,20 +984,3 @@ def _cannot_reach(itype: str) -> NoReturn:
         " protocol has no counterpart for",
         "output[].type",
     )
-
-
-def _web_search_call(item_id: str, item: dict[str, Any]) -> WebSearchCall:
-    """A finished ``web_search_call`` in neutral terms: its query (``action.query``, or the
-    first of ``action.queries``) and the pages of ``action.sources`` (present when the request
-    included them)."""
-    action = as_dict(item.get("action"))
-    query = as_str(action.get("query"))
-    if query is None:
-        queries = [q for q in as_list(action.get("queries")) if isinstance(q, str)]
-        query = queries[0] if queries else None
-    sources = tuple(
-        (url, as_str(s.get("title")))
-        for s in map(as_dict, as_list(action.get("sources")))
-        if (url := as_str(s.get("url")))
-    )
-    return WebSearchCall(as_str(item.get("id")) or item_id, query, sources, _R)

@@ -1,0 +1,90 @@
+"""The Responses output item types as the grammar (``protocols/responses.py``) reads them: the
+tool calls whose arguments stream and the field that holds them, the built-in items the client
+executes, the tool kinds the client must answer, the items a translation may not leave out
+(docs/design/translation.md, "What the client must act on"), and a finished web search call in
+neutral terms. Tables and conversions, no reading of the stream: the grammar's rules are in
+docs/design/protocol-grammars.md, "OpenAI Responses".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxai.core.model import Protocol
+from proxai.stream.sink import WebSearchCall
+
+from .machine import as_dict, as_list, as_str
+
+# output item type -> tool kind (items whose arguments stream)
+ARG_TOOLS: dict[str, str] = {"function_call": "function", "custom_tool_call": "custom", "mcp_call": "mcp"}
+# the field that holds a tool item's whole argument string
+ARG_FIELD = {"function_call": "arguments", "custom_tool_call": "input", "mcp_call": "arguments"}
+
+
+# Built-in tool items the CLIENT executes (its answer quotes ``call_id``), and MCP approval
+# requests (the client answers with ``approval_request_id`` = the item's ``id``): client calls,
+# not server tools. Their arguments are the item's ``action`` / ``operation`` / ``arguments``.
+CLIENT_ITEMS: dict[str, str] = {
+    "local_shell_call": "client",
+    "shell_call": "client",
+    "apply_patch_call": "client",
+    "computer_call": "client",
+    "mcp_approval_request": "mcp_approval",
+}
+
+
+#: the tool kinds the client must answer (the stop class is then ``tool_use``)
+CLIENT_KINDS = frozenset({"function", "custom", "client", "mcp_approval"})
+
+#: Items a translation to another protocol may not leave out (docs/design/translation.md,
+#: "What the client must act on"): a call the client must answer (built-in client tools, an MCP
+#: approval request, a freeform tool call: none has a counterpart in Anthropic or Chat, and a
+#: request translated from them declares none of these tools), or content that is the answer
+#: itself (a generated image). A translated stream that meets one ends with a typed error in the
+#: client's protocol naming the item type; an Anthropic or Chat client shown the rest would
+#: believe the turn ended normally. Items executed at the server whose results sit beside the
+#: answer (web search, file search, code interpreter, MCP calls, ...) are left out with a note.
+MUST_REACH = frozenset(
+    {
+        "shell_call",
+        "local_shell_call",
+        "apply_patch_call",
+        "computer_call",
+        "mcp_approval_request",
+        "custom_tool_call",
+        "image_generation_call",
+    }
+)
+
+
+def server_tool(itype: str) -> bool:
+    """Hosted tools that run at the provider and stream no arguments (web_search_call, ...)."""
+    return itype.endswith("_call") and itype not in ARG_TOOLS and itype not in CLIENT_ITEMS
+
+
+def client_item_call(itype: str, item: dict[str, Any]) -> tuple[str | None, str, str]:
+    """(the id the client's answer quotes, a name, the arguments as JSON) of a client item."""
+    cid = as_str(item.get("id")) if itype == "mcp_approval_request" else as_str(item.get("call_id"))
+    args = item.get("arguments")
+    if type(args) is not str:
+        args = orjson.dumps(item.get("action") or item.get("operation") or {}).decode()
+    return cid, as_str(item.get("name")) or itype, args
+
+
+def web_search_call(item_id: str, item: dict[str, Any]) -> WebSearchCall:
+    """A finished ``web_search_call`` in neutral terms: its query (``action.query``, or the
+    first of ``action.queries``) and the pages of ``action.sources`` (present when the request
+    included them)."""
+    action = as_dict(item.get("action"))
+    query = as_str(action.get("query"))
+    if query is None:
+        queries = [q for q in as_list(action.get("queries")) if isinstance(q, str)]
+        query = queries[0] if queries else None
+    sources = tuple(
+        (url, as_str(s.get("title")))
+        for s in map(as_dict, as_list(action.get("sources")))
+        if (url := as_str(s.get("url")))
+    )
+    return WebSearchCall(as_str(item.get("id")) or item_id, query, sources, Protocol.OPENAI_RESPONSES)
