@@ -1,6 +1,6 @@
 // Feed SSE streams to the official Node SDKs' stream helpers and print what each did.
-// usage: node sdk_node.mjs <cases.json>, where the file holds [[kind, stream file], ...] and kind is
-// anthropic, chat or responses. Prints one JSON line per case, in order:
+// usage: node sdk_node.mjs <cases.json>, where the file holds [[kind, stream file, request], ...], kind
+// is anthropic, chat or responses and request (or null) holds fields added to the helper's params. Prints one JSON line per case, in order:
 // {"ok": true, "final": <the final object>} or {"ok": false, "error": <class name>, "message": <message>}.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -13,7 +13,7 @@ const require = createRequire(join(prefix, "package.json"));
 const Anthropic = require("@anthropic-ai/sdk").default;
 const OpenAI = require("openai").default;
 
-async function run(kind, body) {
+async function run(kind, body, request) {
   // The SDK's own HTTP path, with a fetch that answers with the stream's bytes.
   const fetch = async () =>
     new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
@@ -26,17 +26,17 @@ async function run(kind, body) {
   const client = new OpenAI({ apiKey: "x", fetch, maxRetries: 0 });
   if (kind === "chat") {
     return client.chat.completions
-      .stream({ model: "m", messages: [{ role: "user", content: "hi" }] })
+      .stream({ model: "m", messages: [{ role: "user", content: "hi" }], ...request })
       .finalChatCompletion();
   }
-  return client.responses.stream({ model: "m", input: "hi" }).finalResponse();
+  return client.responses.stream({ model: "m", input: "hi", ...request }).finalResponse();
 }
 
 const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
-for (const [kind, file] of cases) {
+for (const [kind, file, request] of cases) {
   let line;
   try {
-    const final = await run(kind, readFileSync(file));
+    const final = await run(kind, readFileSync(file), request ?? {});
     line = { ok: true, final };
   } catch (err) {
     line = { ok: false, error: err?.constructor?.name ?? typeof err, message: String(err?.message ?? err) };

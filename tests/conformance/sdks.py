@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pydantic
 
 HERE = Path(__file__).resolve().parent
 NODE_SCRIPT = HERE / "sdk_node.mjs"
@@ -32,7 +33,29 @@ class Reaction:
     message: str = ""
 
 
-def python(kind: str, data: bytes) -> Reaction:
+class Answer(pydantic.BaseModel):
+    """The structured answer a client parses with ``response_format=`` / ``text_format=``; on the wire
+    it is ``ANSWER_FORMAT``."""
+
+    a: int
+
+
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}},
+    "required": ["a"],
+    "additionalProperties": False,
+}
+
+
+def python(kind: str, data: bytes, request: dict[str, Any] | None = None) -> Reaction:
+    """``request``: the fields the client's request adds (as they go on the wire): ``tools`` are
+    given to the helper as they are, a ``json_schema`` ``response_format`` (Chat) or ``text.format``
+    (Responses) as the model class ``Answer`` (the parse helpers' input)."""
+    extra: dict[str, Any] = {}
+    if request and "tools" in request:
+        extra["tools"] = request["tools"]
+
     def answer(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, content=data, headers={"content-type": "text/event-stream"})
 
@@ -50,9 +73,15 @@ def python(kind: str, data: bytes) -> Reaction:
 
         oc = openai.OpenAI(api_key="x", http_client=http, max_retries=0)
         if kind == "chat":
-            with oc.chat.completions.stream(model="m", messages=[{"role": "user", "content": "hi"}]) as cs:
+            if request and "response_format" in request:
+                extra["response_format"] = Answer
+            with oc.chat.completions.stream(
+                model="m", messages=[{"role": "user", "content": "hi"}], **extra
+            ) as cs:
                 return Reaction(True, cs.get_final_completion().model_dump(mode="json"))
-        with oc.responses.stream(model="m", input="hi") as rs:
+        if request and "text" in request:
+            extra["text_format"] = Answer
+        with oc.responses.stream(model="m", input="hi", **extra) as rs:
             return Reaction(True, rs.get_final_response().model_dump(mode="json"))
     except Exception as exc:
         return Reaction(False, error=type(exc).__name__, message=str(exc))
@@ -60,17 +89,18 @@ def python(kind: str, data: bytes) -> Reaction:
         http.close()
 
 
-def node(cases: list[tuple[str, bytes]]) -> list[Reaction]:
-    """Each ``(kind, stream)`` through the Node SDK of its protocol, in one node process."""
+def node(cases: list[tuple[str, bytes]] | list[tuple[str, bytes, dict[str, Any] | None]]) -> list[Reaction]:
+    """Each ``(kind, stream)`` or ``(kind, stream, request)`` through the Node SDK of its protocol, in
+    one node process; ``request``: fields added to the helper's params as they are (plain JSON)."""
     exe = shutil.which("node")
     if exe is None or not (NODE_SDKS / "node_modules" / "openai").is_dir():
         raise AssertionError("node and the Node SDKs are needed: run .ci/install-node-sdks")
     with tempfile.TemporaryDirectory() as tmp:
         listed = []
-        for i, (kind, data) in enumerate(cases):
+        for i, case in enumerate(cases):
             f = Path(tmp) / f"{i}.sse"
-            f.write_bytes(data)
-            listed.append([kind, str(f)])
+            f.write_bytes(case[1])
+            listed.append([case[0], str(f), case[2] if len(case) > 2 else None])
         spec = Path(tmp) / "cases.json"
         spec.write_text(json.dumps(listed))
         out = subprocess.run(

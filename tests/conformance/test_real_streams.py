@@ -24,6 +24,18 @@ KINDS = {
 
 # (file, the rules found with their event index)
 FOUND: dict[str, list[tuple[str, int]]] = {
+    "chat/centml--huggingface-hub--chat-completion-with-stream.sse": [("openai_chat.finish_length", 9)],
+    "chat/deepseek--vercel-ai--deepseek-text.rebuilt.sse": [("openai_chat.finish_length", 403)],
+    "chat/hf-fireworks--huggingface-hub--chat-completion-with-stream.sse": [("openai_chat.finish_length", 7)],
+    "chat/hf-hyperbolic--huggingface-hub--chat-completion-with-stream.sse": [
+        ("openai_chat.finish_length", 22)
+    ],
+    "chat/hf-inference--huggingface-hub--chat-completion-with-stream.sse": [
+        ("openai_chat.finish_length", 21)
+    ],
+    "chat/hf-nebius--huggingface-hub--chat-completion-with-stream.sse": [("openai_chat.finish_length", 22)],
+    "chat/sambanova--huggingface-hub--chat-completion-with-stream.sse": [("openai_chat.finish_length", 6)],
+    "chat/together--huggingface-hub--chat-completion-with-stream.sse": [("openai_chat.finish_length", 21)],
     "chat/cloudflare-workers-ai--chatlas--cloudflare-data-extraction.sse": [("openai_chat.no_role", 10)],
     "chat/cloudflare-workers-ai--chatlas--cloudflare-respects-turns-interface-2.sse": [
         ("openai_chat.no_role", 5)

@@ -2,7 +2,8 @@
 ``conformance.metadata`` keeps only catalogued rules, so a name missing there would be dropped from
 the flow's summary without a word. The protocol modules are read as source: each ``conform`` /
 ``_conform`` call's first argument is a string, a module-level string constant, or one of the
-tables the module names its rules in (``DATALESS_RULES``, ``responses_sdk._PAIRS``)."""
+tables the module names its rules in (``DATALESS_RULES``, ``responses_sdk._PAIRS``); the rules
+judged at the stream's end with the request come from ``conformance.at_end`` (``AT_END_RULES``)."""
 
 from __future__ import annotations
 
@@ -60,4 +61,5 @@ def test_the_rule_tables_name_rules() -> None:
     dataless = {r for rules in conformance.DATALESS_RULES.values() for r in rules[:2]}
     assert set(responses_sdk._PAIRS.values()).issubset(responses_sdk.RULES)
     # and each rule of the catalogue is given by some grammar
-    assert _conform_names()[0] | dataless | responses_sdk.RULES == set(RULES)
+    assert conformance.AT_END_RULES.issubset(RULES)
+    assert _conform_names()[0] | dataless | responses_sdk.RULES | conformance.AT_END_RULES == set(RULES)

@@ -7,14 +7,17 @@ A clean stream of each protocol: no finding, and every SDK returns the whole obj
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from proxai.core.model import Protocol
+from proxai.pipeline.flow import request_asks
 from proxai.pipeline.observe import StreamObserver
 from proxai.protocols import conformance
 from proxai.protocols.conformance import RULES, SDK_VERSIONS, Reaction
@@ -139,6 +142,27 @@ def c_tools(final: dict[str, Any]) -> list[Any]:
     ]
 
 
+# a strict function tool in the request (both SDKs parse its calls' arguments)
+C_STRICT = {
+    "tools": [
+        {
+            "type": "function",
+            "function": {"name": "f", "parameters": {"type": "object", "properties": {}}, "strict": True},
+        }
+    ]
+}
+R_STRICT = {
+    "tools": [
+        {
+            "type": "function",
+            "name": "f",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+            "strict": True,
+        }
+    ]
+}
+
+
 def c_message(final: dict[str, Any]) -> tuple[str | None, str | None]:
     choice = final["choices"][0]
     return choice["message"]["content"], choice["finish_reason"]
@@ -257,6 +281,7 @@ class Case:
     python: Callable[[dict[str, Any]], None] | None = None  # the final object's check (no raise)
     node: Callable[[dict[str, Any]], None] | None = None
     rule: str | None = field(default=None)  # the rule whose reactions the SDKs must show
+    request: dict[str, Any] | None = None  # what the client's request adds (on the wire; sdks.python)
 
     @property
     def tested(self) -> str | None:
@@ -476,6 +501,78 @@ CASES = [
         [("openai_chat.tool_call_delta", 2)],
         None,
         _text_is(c_tools, [("function", "f", "{}")]),
+    ),
+    Case(
+        "chat finish_reason length",
+        "chat",
+        C_HI + _c({}, "length") + C_DONE,
+        [("openai_chat.finish_length", 3)],
+        None,
+        _text_is(c_message, ("Hi", "length")),
+    ),
+    Case(
+        "chat finish_reason content_filter",
+        "chat",
+        C_HI + _c({}, "content_filter") + C_DONE,
+        [("openai_chat.finish_content_filter", 3)],
+        None,
+        _text_is(c_message, ("Hi", "content_filter")),
+    ),
+    Case(
+        "chat finish_reason length with a strict tool in the request",
+        "chat",
+        C_HI + _c({}, "length") + C_DONE,
+        [("openai_chat.finish_length_strict", 3)],
+        request=C_STRICT,
+    ),
+    Case(
+        "chat finish_reason content_filter with a strict tool in the request",
+        "chat",
+        C_HI + _c({}, "content_filter") + C_DONE,
+        [("openai_chat.finish_content_filter_strict", 3)],
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a strict tool's arguments that are not JSON",
+        "chat",
+        C_ROLE
+        + _calls({"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": "abc"}})
+        + C_TOOLS_END,
+        [("openai_chat.strict_tool_arguments", 4)],
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a strict tool's arguments cut short",
+        "chat",
+        C_ROLE
+        + _calls(
+            {"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": '{"a": '}}
+        )
+        + C_TOOLS_END,
+        [("openai_chat.strict_tool_arguments_cut", 4)],
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a strict tool's JSON arguments (nothing to say)",
+        "chat",
+        C_ROLE
+        + _calls({"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}})
+        + C_TOOLS_END,
+        [],
+        _text_is(c_tools, [("function", "f", "{}")]),
+        _text_is(c_tools, [("function", "f", "{}")]),
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a tool not declared strict, arguments not JSON (nothing parses them)",
+        "chat",
+        C_ROLE
+        + _calls({"index": 0, "id": "a", "type": "function", "function": {"name": "g", "arguments": "abc"}})
+        + C_TOOLS_END,
+        [],
+        _text_is(c_tools, [("function", "g", "abc")]),
+        _text_is(c_tools, [("function", "g", "abc")]),
+        request=C_STRICT,
     ),
     Case(
         "chat event line without data",
@@ -762,6 +859,17 @@ CASES = [
         _text_is(r_items, [("reasoning", "rs_1")]),
     ),
     Case(
+        "responses a strict tool's arguments that are not JSON",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _FC)
+        + _r("response.function_call_arguments.delta", 2, item_id="fc_1", output_index=0, delta="abc")
+        + _done(3, 0, {**_FC_DONE, "arguments": "abc"})
+        + _completed({**_FC_DONE, "arguments": "abc"}, seq=4),
+        [("openai_responses.strict_tool_arguments", 5)],
+        request=R_STRICT,
+    ),
+    Case(
         "responses event line without data",
         "responses",
         R_CREATED + R_ITEM[0] + b"event: keepalive\n\n" + b"".join(R_ITEM[1:]) + R_COMPLETED,
@@ -790,8 +898,17 @@ def test_every_rule_has_a_case() -> None:
     assert {c.tested for c in CASES if c.tested} | {r for c in CASES for r, _ in c.found} == set(RULES)
 
 
+def _body(case: Case) -> bytes:
+    """The request the client sends, as it goes on the wire."""
+    hi: dict[str, Any] = (
+        {"input": "hi"} if case.kind == "responses" else {"messages": [{"role": "user", "content": "hi"}]}
+    )
+    return orjson.dumps({"model": "m", "stream": True, **hi, **(case.request or {})})
+
+
 def _found(case: Case, chunks: list[bytes]) -> list[tuple[str, int]]:
-    obs = StreamObserver(KINDS[case.kind], start=0.0)
+    asked = request_asks(_body(case), KINDS[case.kind])
+    obs = StreamObserver(KINDS[case.kind], start=0.0, asked=asked)
     obs.headers(200, 0.0)
     for chunk in chunks:
         obs.observe(chunk, 0.0)
@@ -825,12 +942,12 @@ def _check(case: Case, sdk: str, got: sdks.Reaction, check: Callable[[dict[str, 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_the_python_sdk_reacts_as_the_finding_says(case: Case) -> None:
     py_sdk = conformance.SDKS[KINDS[case.kind]][0]
-    _check(case, py_sdk, sdks.python(case.kind, case.stream), case.python)
+    _check(case, py_sdk, sdks.python(case.kind, case.stream, case.request), case.python)
 
 
 @pytest.fixture(scope="module")
 def node_reactions() -> dict[str, sdks.Reaction]:
-    return dict(zip(IDS, sdks.node([(c.kind, c.stream) for c in CASES]), strict=True))
+    return dict(zip(IDS, sdks.node([(c.kind, c.stream, c.request) for c in CASES]), strict=True))
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -854,10 +971,13 @@ def test_the_pinned_sdk_versions_are_the_ones_measured() -> None:
         assert meta["version"] == SDK_VERSIONS[key], pkg
 
 
+_CATALOGUE_ROW = re.compile(r"\| `(anthropic_messages|openai_chat|openai_responses)\.[a-z_]+` \|")
+
+
 def test_the_docs_tables_are_the_catalogue() -> None:
     root = Path(__file__).resolve().parents[2] / "docs"
     for page in (root / "conformance.md", root / "design" / "conformance.md"):
-        rows = [line for line in page.read_text().splitlines() if line.startswith("| `")]
+        rows = [line for line in page.read_text().splitlines() if _CATALOGUE_ROW.match(line)]
         assert rows == [
             f"| `{r.id}` | {r.requires} | {r.python.text()} | {r.node.text()} |" for r in RULES.values()
         ], page

@@ -50,8 +50,9 @@ from proxai.mitm.replay import Replay
 from proxai.mitm.routing import Routing, client_stream
 from proxai.outputs import cost, verdict, view_text
 from proxai.pipeline import keep, observe
-from proxai.pipeline.flow import ClientSide, FlowPipeline, build_flow
+from proxai.pipeline.flow import ClientSide, FlowPipeline, build_flow, request_asks
 from proxai.pipeline.scrub import ScrubbingStream
+from proxai.protocols.conformance import NOTHING_ASKED, Asked
 from proxai.safety.redact import Redactor, redact_url
 from proxai.safety.termsafe import log_safe
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
@@ -113,6 +114,7 @@ class FlowState:
     extra: dict[str, Any] = field(default_factory=dict)
     kept: keep.KeptBody | None = None  # the streamed body as the client received it (proxai_keep_body)
     marks: keep.ReadMarks | None = None  # when the client's reads left (a replay plays them back)
+    asked: Asked = NOTHING_ASKED  # what the request sent upstream asks of the SDKs' parse helpers
 
 
 class ProxAI:
@@ -391,9 +393,9 @@ class ProxAI:
             "detected_by": how,
             "original_url": state.original_url,
         }
-        if self.replay.answer(flow, state):
-            return  # answered from a recording (or its miss answered): nothing is routed
-        self.route_request(flow, state)
+        if not self.replay.answer(flow, state):  # (answered from a recording: nothing is routed)
+            self.route_request(flow, state)
+        state.asked = request_asks(flow.request.get_content(strict=False), state.protocol)
 
     @_safe()
     def responseheaders(self, flow: http.HTTPFlow) -> None:
@@ -488,6 +490,7 @@ class ProxAI:
                 content_type=resp.headers.get("content-type"),
                 capture=self.capture,
                 limits=self.limits,
+                asked=state.asked,
             )
         except ProxaiError as exc:
             observer = self.new_pipeline(state, None).observer
@@ -563,7 +566,14 @@ class ProxAI:
 
     def new_pipeline(self, state: FlowState, client: ClientSide | None) -> FlowPipeline:
         """The flow's pipeline, built once: observed only, or translated for ``client``."""
-        return build_flow(state.protocol, client, start=state.start, limits=self.limits, capture=self.capture)
+        return build_flow(
+            state.protocol,
+            client,
+            start=state.start,
+            limits=self.limits,
+            capture=self.capture,
+            asked=state.asked,
+        )
 
     def record(
         self,

@@ -21,13 +21,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import orjson
+
 from proxai.core.errors import ConfigError, ProxaiError
 from proxai.core.model import ErrorKind, Protocol
 from proxai.core.sse import Payloads, SseEvent, payloads_of
 from proxai.pipeline.observe import Limits, StreamObserver
+from proxai.protocols.conformance import NOTHING_ASKED, Asked
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.stream.sink import Output, Phase
 from proxai.translate.call_shapes import CallShapes
+from proxai.translate.request import read_request
 from proxai.translate.stream import StreamTranslatorImpl, make_writer
 
 DEFAULT_LIMITS = Limits()
@@ -39,6 +43,7 @@ __all__ = [
     "Translation",
     "build_flow",
     "make_stream_translator",
+    "request_asks",
 ]
 
 
@@ -81,11 +86,15 @@ def build_flow(
     start: float = 0.0,
     limits: Limits = DEFAULT_LIMITS,
     capture: bool = False,
+    asked: Asked = NOTHING_ASKED,
 ) -> FlowPipeline:
     """The pipeline of one flow whose upstream speaks ``upstream``: observed only when ``client``
-    is None, else translated for ``client`` (normalize mode when it speaks the same protocol)."""
+    is None, else translated for ``client`` (normalize mode when it speaks the same protocol).
+    ``asked``: what the request sent upstream asks of the SDKs' parse helpers (``request_asks``)."""
     if client is None:
-        return FlowPipeline(StreamObserver(upstream, start=start, limits=limits, capture=capture))
+        return FlowPipeline(
+            StreamObserver(upstream, start=start, limits=limits, capture=capture, asked=asked)
+        )
     normalize = client.protocol is upstream
     writer = make_writer(
         client.protocol,
@@ -97,9 +106,28 @@ def build_flow(
         strict=client.strict,
     )
     output = Output(writer, normalize=normalize, max_buffer=client.max_buffer)
-    observer = StreamObserver(upstream, start=start, limits=limits, capture=capture, output=output)
+    observer = StreamObserver(
+        upstream, start=start, limits=limits, capture=capture, output=output, asked=asked
+    )
     translator = StreamTranslatorImpl(observer.grammar, writer, upstream, normalize=normalize)
     return FlowPipeline(observer, translator)
+
+
+def request_asks(body: bytes | None, protocol: Protocol) -> Asked:
+    """What a request body of ``protocol`` asks of the SDKs' parse helpers (``conformance.Asked``),
+    read with the protocol's request reader (liberal: total on any JSON). A body that is not a JSON
+    object, or declares nothing ``strict``, asks nothing (the reader runs only when it might)."""
+    if not body or b'"strict"' not in body:
+        return NOTHING_ASKED
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return NOTHING_ASKED
+    if not isinstance(value, dict):
+        return NOTHING_ASKED
+    req = read_request(value, protocol, strict=False)
+    strict = frozenset(t.name for t in req.tools if t.kind == "function" and t.strict)
+    return Asked(strict) if strict else NOTHING_ASKED
 
 
 class Translation:

@@ -37,6 +37,7 @@ from proxai.core.sse import Payloads, SseEvent, SseScanner, payloads_of
 from proxai.protocols.anthropic import AnthropicGrammar
 from proxai.protocols.chat import ChatGrammar
 from proxai.protocols.common import Accum, GrammarBase
+from proxai.protocols.conformance import NOTHING_ASKED, Asked, at_end
 from proxai.protocols.machine import Finding
 from proxai.protocols.responses import ResponsesGrammar
 from proxai.stream.sink import Output
@@ -109,6 +110,7 @@ class StreamObserver:
         "_tail_cut",
         "_tail_from",
         "acc",
+        "asked",
         "failed",
         "last_byte_at",
         "limits",
@@ -123,8 +125,11 @@ class StreamObserver:
         limits: Limits = Limits(),
         capture: bool = False,
         output: Output | None = None,
+        asked: Asked = NOTHING_ASKED,
     ) -> None:
         self.protocol = protocol
+        # what the client's request asks of the SDKs' parse helpers (the end's conformance rules)
+        self.asked = asked
         self.limits = limits
         self._start = start
         self._scanner = SseScanner(limits.max_line, limits.max_event)
@@ -299,7 +304,14 @@ class StreamObserver:
         if self._done is not None:
             return self._done
         self.end_payloads(now)
-        self._proto.eof()
+        proto = self._proto
+        proto.eof()
+        if not proto.errored and proto.acc.received:
+            proto.acc.event_index = proto.events
+            for rule, detail in at_end(
+                self.protocol, self.asked, proto.acc.stop_reason, proto.acc.tool_order
+            ):
+                proto.conform(rule, detail)
         self._http_error()
         self._done = self._build(now, final=True)
         return self._done
@@ -477,6 +489,7 @@ def observe_body(
     content_type: str | None = None,
     capture: bool = False,
     limits: Limits = Limits(),
+    asked: Asked = NOTHING_ASKED,
 ) -> StreamSummary:
     """A whole body: non-streamed JSON, or a buffered SSE body (``text/event-stream``).
 
@@ -485,7 +498,7 @@ def observe_body(
     >= 400 is ``error``; a body that is not JSON is ``error`` / ``upstream_protocol``.
     """
     if _is_sse(content_type, body):
-        obs = StreamObserver(protocol, start=start, limits=limits, capture=capture)
+        obs = StreamObserver(protocol, start=start, limits=limits, capture=capture, asked=asked)
         obs.headers(status_code, headers_at)
         obs.observe(body, end)
         return obs.finish(end)

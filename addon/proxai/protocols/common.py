@@ -115,6 +115,7 @@ class ToolBuffer:
         "finished",
         "has_args",
         "id",
+        "json_prefix",
         "key",
         "kind",
         "last_progress_at",
@@ -142,6 +143,7 @@ class ToolBuffer:
         self.overflow = False
         self.finished = False
         self.valid = False
+        self.json_prefix = False  # finished not valid: the arguments are JSON cut short (or empty)
         self.final: str | None = None  # the assembled arguments once finished (None: not kept)
 
     def set_arguments(self, s: str, now: float) -> None:
@@ -166,6 +168,8 @@ class ToolBuffer:
         text = self.buf.getvalue()
         self.buf = None
         self.valid = json_valid(text) if self.has_args else True
+        if not self.valid:
+            self.json_prefix = conformance.json_prefix(text)
         if keep:
             self.final = text
 

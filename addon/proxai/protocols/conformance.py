@@ -19,10 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from proxai.core.model import Protocol
 from proxai.protocols.machine import Finding
+
+if TYPE_CHECKING:
+    from proxai.protocols.common import ToolBuffer
 
 SDK_VERSIONS: dict[str, str] = {
     "anthropic-python": "2.14.0",  # anthropic on PyPI
@@ -206,6 +209,57 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "openai_chat.finish_length",
+        C,
+        "no choice ends with `finish_reason` `length` (openai-python's final completion is parsed, "
+        "and the parser refuses it)",
+        Reaction("raises", "LengthFinishReasonError", "Could not parse response content as the length limit"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.finish_content_filter",
+        C,
+        "no choice ends with `finish_reason` `content_filter` (openai-python's final completion is "
+        "parsed, and the parser refuses it)",
+        Reaction(
+            "raises", "ContentFilterFinishReasonError", "Could not parse response content as the request"
+        ),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.finish_length_strict",
+        C,
+        "with a `strict` function tool in the request: no choice ends with `finish_reason` `length`",
+        Reaction("raises", "LengthFinishReasonError", "Could not parse response content as the length limit"),
+        Reaction("raises", "LengthFinishReasonError", "Could not parse response content as the length limit"),
+    ),
+    Rule(
+        "openai_chat.finish_content_filter_strict",
+        C,
+        "with a `strict` function tool in the request: no choice ends with `finish_reason` `content_filter`",
+        Reaction(
+            "raises", "ContentFilterFinishReasonError", "Could not parse response content as the request"
+        ),
+        Reaction(
+            "raises", "ContentFilterFinishReasonError", "Could not parse response content as the request"
+        ),
+    ),
+    Rule(
+        "openai_chat.strict_tool_arguments",
+        C,
+        "a call of a tool the request declares `strict` has arguments that are JSON or JSON cut short "
+        "(the SDKs parse them as they stream)",
+        Reaction("raises", "ValueError", "expected"),
+        Reaction("raises", "OpenAIError", "SyntaxError"),
+    ),
+    Rule(
+        "openai_chat.strict_tool_arguments_cut",
+        C,
+        "a call of a tool the request declares `strict` ends with whole JSON arguments",
+        Reaction("raises", "JSONDecodeError"),
+        Reaction("raises", "OpenAIError", "Unexpected end of JSON input"),
+    ),
+    Rule(
         "openai_chat.dataless_event",
         C,
         "every block with an `event:` line has data (the SDKs parse it as JSON)",
@@ -374,6 +428,14 @@ _RULES = (
         Reaction("raises", "OpenAIError", "Cannot read properties of undefined (reading 'push')"),
     ),
     Rule(
+        "openai_responses.strict_tool_arguments",
+        R,
+        "a call of a function tool the request declares `strict` has JSON arguments (the SDKs parse "
+        "them in the completed response)",
+        Reaction("raises", "JSONDecodeError"),
+        Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
         "openai_responses.dataless_event",
         R,
         "every block with an `event:` line has data (the SDKs parse it as JSON)",
@@ -459,6 +521,61 @@ NODE_RESPONSES_EVENTS = frozenset(
         "response.web_search_call.searching",
     }
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What the client's request asks of the SDKs' parse helpers, read once when the flow's pipeline
+    is built (``proxai.pipeline.flow.request_asks``): the function tools it declares ``"strict": true``.
+    Both SDKs parse such a tool's arguments as JSON, and openai-node then refuses a ``finish_reason``
+    ``length`` / ``content_filter`` as openai-python always does."""
+
+    strict_tools: frozenset[str] = frozenset()
+
+
+NOTHING_ASKED = Asked()
+
+
+# (finish_reason, a strict tool in the request) -> the rule (Chat)
+_FINISH = {
+    ("length", False): "openai_chat.finish_length",
+    ("content_filter", False): "openai_chat.finish_content_filter",
+    ("length", True): "openai_chat.finish_length_strict",
+    ("content_filter", True): "openai_chat.finish_content_filter_strict",
+}
+# (protocol, the arguments are JSON cut short) -> the rule of a strict tool's arguments that are not JSON
+_STRICT_ARGS = {
+    (C, False): "openai_chat.strict_tool_arguments",
+    (C, True): "openai_chat.strict_tool_arguments_cut",
+    (R, False): "openai_responses.strict_tool_arguments",
+    (R, True): "openai_responses.strict_tool_arguments",
+}
+#: the rules ``at_end`` gives
+AT_END_RULES = frozenset(_FINISH.values()) | frozenset(_STRICT_ARGS.values())
+
+
+def at_end(
+    protocol: Protocol, asked: Asked, stop_reason: str | None, tools: Iterable[ToolBuffer]
+) -> list[tuple[str, str]]:
+    """The rules a stream that ended without a violation breaks by how it ended, judged with the
+    request (``asked``): its ``finish_reason`` (Chat) and the arguments of its strict tools' calls
+    (the Responses helpers parse a completed response only)."""
+    found: list[tuple[str, str]] = []
+    strict = asked.strict_tools
+    finish = _FINISH.get((stop_reason or "", bool(strict))) if protocol is C else None
+    if finish is not None:
+        found.append((finish, f"choice 0 ended with finish_reason {stop_reason!r}"))
+    if not strict or (protocol is R and stop_reason != "completed"):
+        return found
+    for tb in tools:
+        if tb.kind == "function" and tb.name in strict and tb.finished and not tb.valid and not tb.overflow:
+            rule = _STRICT_ARGS.get((protocol, tb.json_prefix))
+            if rule is not None:
+                found.append(
+                    (rule, f"the arguments of strict tool {tb.name!r} (call {tb.id!r}) are not JSON")
+                )
+            break
+    return found
 
 
 _WS = " \t\n\r"
