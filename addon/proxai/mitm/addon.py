@@ -255,7 +255,7 @@ class ProxAI:
             )
 
     def running(self) -> None:
-        # genai-prices loads its price table on first use (about half a second): off the event loop.
+        # the price table is read by a helper process on first use (about a second): off the event loop.
         threading.Thread(target=_warm_prices, name="proxai-prices", daemon=True).start()
 
     @checked_options

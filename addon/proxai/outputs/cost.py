@@ -21,18 +21,16 @@ The rules (docs/design/cost.md):
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import importlib
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from genai_prices.types import ModelPrice, TieredPrices
-    from genai_prices.units import UnitDef
+from proxai.outputs import price_table
 
 SOURCE = "genai-prices"
 CURRENCY = "USD"  # genai-prices prices every model in US dollars
@@ -90,33 +88,29 @@ def price_tokens(meta: Mapping[str, Any]) -> dict[str, int] | None:
 @functools.cache
 def version() -> str:
     """The installed genai-prices release (its price table is the one bundled with it)."""
-    mod = importlib.import_module("genai_prices")
-    return str(mod.__version__)
+    from importlib.metadata import version as installed
+
+    return installed("genai-prices")
 
 
 def warm() -> None:
-    """Import genai-prices and load its price table (about half a second, once per process), so
-    the first flow does not wait for it: the addon calls this off the event loop at start-up."""
+    """Read the price table through a helper process (about a second, once per process), so
+    genai-prices never loads into this one and the first flow does not wait for it: the addon
+    calls this off the event loop at start-up. Without it the table is read in this process on
+    first use (a command-line run)."""
+    if _checked():
+        price_table.table(helper=True)
     price_flow({"protocol": ANTHROPIC, "model": "claude-sonnet-4-5", "usage": {"input_tokens": 1}}, at=None)
 
 
-def _provider_for(api_url: str | None) -> str | None:
-    """The genai-prices provider whose API address ``api_url`` is, or ``None``."""
-    if not api_url:
-        return None
-    from genai_prices.data_snapshot import get_snapshot
-
-    try:
-        return get_snapshot().find_provider(None, None, api_url).id
-    except LookupError:
-        return None
+def _checked() -> bool:
+    """Whether ProxAI's own pricing (``price_table``) was compared with the installed release."""
+    return version() in price_table.CHECKED_RELEASES
 
 
 def price_flow(meta: Mapping[str, Any], *, api_url: str | None = None, at: float | None = None) -> Priced:
     """Price one flow. ``api_url``: the URL the request went to upstream; ``at``: the request's wall
     clock time (seconds since the epoch) that selects the prices in force, ``None`` for now."""
-    from genai_prices.data_snapshot import get_snapshot
-
     model = meta.get("model")
     units = price_tokens(meta)
     if units is None:
@@ -124,23 +118,23 @@ def price_flow(meta: Mapping[str, Any], *, api_url: str | None = None, at: float
     if not isinstance(model, str) or not model:
         return Priced(None, "cost: the upstream reported no model")
     when = datetime.fromtimestamp(at, UTC) if at is not None else datetime.now(tz=UTC)
-    provider_id = _provider_for(api_url)
     try:
-        if _stepwise():
-            # genai-prices' calc_price, step by step (its lookup, its price in force, its units'
-            # arithmetic), with what depends only on the price remembered (``_plan``)
-            snapshot = get_snapshot()
-            try:
-                provider, info = snapshot.find_provider_model(model, None, provider_id, None)
-            finally:  # found or not, with _provider_for's lookup
-                _bound_lookups(snapshot)
-            input_price, output_price, total_price = _calc(_plan(info.get_prices(when)), units)
+        if _checked():
+            table = price_table.table()
+            by_url = table.provider_for(api_url) if api_url else None
+            found = table.find(model, by_url)
+            if found is None:
+                raise LookupError(model)
+            provider, info = found
+            provider_id, model_id = provider.id, info.id
+            input_price, output_price, total_price = table.plan(table.prices_at(info, when)).calc(
+                table, units
+            )
+            matched_by_url = by_url is not None
         else:
-            from genai_prices import calc_price
-
-            calc = calc_price(_usage(units), model, provider_id=provider_id, genai_request_timestamp=when)
-            provider, info = calc.provider, calc.model
-            input_price, output_price, total_price = calc.input_price, calc.output_price, calc.total_price
+            provider_id, model_id, input_price, output_price, total_price, matched_by_url = _public(
+                model, units, api_url, when
+            )
     except LookupError:
         return Priced(None, f"cost: {SOURCE} {version()} has no price for model {model!r}")
     except (ValueError, ArithmeticError) as exc:  # usage the price table cannot take
@@ -152,190 +146,47 @@ def price_flow(meta: Mapping[str, Any], *, api_url: str | None = None, at: float
             "input": _amount(input_price),
             "output": _amount(output_price),
             "tokens": units,
-            "provider": provider.id,
-            "model": info.id,
-            "matched_by": "model" if provider_id is None else "api_url",
+            "provider": provider_id,
+            "model": model_id,
+            "matched_by": "api_url" if matched_by_url else "model",
             "source": SOURCE,
             "version": version(),
         }
     )
 
 
-# -- genai-prices' arithmetic, with what depends only on the price remembered ---------------------
-#
-# ``genai_prices.calc_price`` spends nearly all of its time (about 1 M machine instructions a flow)
-# on work that depends only on the model's price, not on the usage: which of its prices are set,
-# checking them against its unit registry, and which priced units lie inside which; and on
-# inferring the units the usage leaves out, which depends only on which units the usage reports
-# as non-zero. Both are remembered here; the usage's own arithmetic runs each time, in
-# genai-prices' order with genai-prices' functions, so a cost is the same Decimal to the last
-# digit (tests/cost/test_cost_plan.py compares every price in the table with ``calc_price``).
-# What ModelInfo.calc_price adds around this (a price context, the special case of two audio
-# models billed by the second) applies only to usage ProxAI never reports.
+def _public(
+    model: str, units: Mapping[str, int], api_url: str | None, when: datetime
+) -> tuple[str, str, Decimal, Decimal, Decimal, bool]:
+    """A release ProxAI's pricing was not compared with: genai-prices' own ``calc_price``, in this
+    process (the same figures; genai-prices and its table then stay loaded here)."""
+    from genai_prices import Usage, calc_price
+    from genai_prices.data_snapshot import get_snapshot
 
-
-# The step-by-step pricing calls genai-prices' internals (private functions a later release may
-# rename, drop or make compute otherwise), so it runs only on the releases the comparison in
-# tests/cost/test_cost_plan.py passed with; any other release (pyproject.toml allows newer ones, for
-# their newer price tables) is priced by its public ``calc_price``: the same figures, about 1 M
-# machine instructions a flow instead of 0.15 M. A release goes in here once that comparison passes.
-STEPWISE_RELEASES = frozenset({"0.2.3"})
-
-
-@functools.cache
-def _stepwise() -> bool:
-    """Whether the installed genai-prices is one the step-by-step pricing was checked against, with
-    every internal it calls present."""
-    if version() not in STEPWISE_RELEASES:
-        return False
-    try:
-        from genai_prices.data_snapshot import DataSnapshot
-        from genai_prices.decompose import compute_leaf_values, is_descendant_or_self  # noqa: F401
-        from genai_prices.types import (  # noqa: F401
-            ModelInfo,
-            TieredPrices,
-            _collect_resolved_model_prices,
-            calc_unit_price,
-        )
-        from genai_prices.units import _get_registry  # noqa: F401
-        from genai_prices.validation import validate_priced_units  # noqa: F401
-    except ImportError:
-        return False
-    fields = getattr(DataSnapshot, "__dataclass_fields__", {})
-    return (
-        hasattr(DataSnapshot, "find_provider_model")
-        and hasattr(ModelInfo, "get_prices")
-        and all(name in fields for name in _LOOKUP_MEMOS)
-    )
-
-
-# genai-prices' table remembers the answer to every lookup it was asked (by model name, provider
-# and full upstream URL, found or not) without a bound: a long-running proxy would keep every
-# distinct model name and URL (a query's credentials with it) a client or upstream ever sent. Those
-# memories only spare the lookup, so they are emptied when one holds more than MAX_LOOKUPS answers.
-MAX_LOOKUPS = 1024
-_LOOKUP_MEMOS = ("_lookup_cache", "_provider_cache", "_provider_misses")
-
-
-def _bound_lookups(snapshot: Any) -> None:
-    for name in _LOOKUP_MEMOS:
-        memo = getattr(snapshot, name)
-        if len(memo) > MAX_LOOKUPS:
+    provider_id = None
+    snapshot = get_snapshot()
+    if api_url:
+        with contextlib.suppress(LookupError):
+            provider_id = snapshot.find_provider(None, None, api_url).id
+    # genai-prices' table remembers every lookup it was asked (the full upstream URL with its
+    # query, found or not) without a bound: emptied past MAX_LOOKUPS, so a long-running proxy
+    # does not keep every URL and model name it priced
+    for name in ("_lookup_cache", "_provider_cache", "_provider_misses"):
+        memo = getattr(snapshot, name, None)
+        if memo is not None and len(memo) > price_table.MAX_REMEMBERED:
             memo.clear()
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What pricing with one model price needs that the usage does not change."""
-
-    prices: tuple[tuple[UnitDef, Decimal | TieredPrices, str | None], ...]
-    """(unit, price, direction) in the price's order: the order the amounts are summed in."""
-    leaves: tuple[tuple[str, tuple[str, ...]], ...]
-    """(usage key, the priced usage keys inside it) in the order genai-prices computes them: a
-    unit's own count is its usage less the own counts of the priced units inside it."""
-    tiered: bool
-    """A price changes with the input tokens (genai-prices then reads them)."""
-    requests: bool
-    """A price per request (counted once)."""
-
-
-_PLANS: dict[int, tuple[ModelPrice, _Plan]] = {}
-MAX_PLANS = 1024  # model prices remembered (a proxy prices a few dozen; the table holds about 2,600)
-
-
-def _plan(price: ModelPrice) -> _Plan:
-    """The plan of one of the table's model prices (remembered by identity: the entry keeps the
-    price alive, so its id is never reused; at most ``MAX_PLANS``, the oldest forgotten first)."""
-    hit = _PLANS.get(id(price))
-    if hit is not None and hit[0] is price:
-        return hit[1]
-    from genai_prices.decompose import is_descendant_or_self
-    from genai_prices.types import TieredPrices, _collect_resolved_model_prices
-    from genai_prices.units import _get_registry
-    from genai_prices.validation import validate_priced_units
-
-    registry = _get_registry()
-    resolved = _collect_resolved_model_prices(price, registry)
-    validate_priced_units(tuple(unit for unit, _ in resolved), registry)  # raises ValueError
-    units = sorted(
-        {unit.usage_key: unit for unit, _ in resolved if unit.usage_key != "requests"}.values(),
-        key=lambda unit: (-len(unit.dimensions), unit.usage_key),
-    )
-    plan = _Plan(
-        prices=tuple((unit, p, unit.dimensions.get("direction")) for unit, p in resolved),
-        leaves=tuple(
-            (
-                unit.usage_key,
-                tuple(d.usage_key for d in units if d is not unit and is_descendant_or_self(unit, d)),
-            )
-            for unit in units
-        ),
-        tiered=any(isinstance(p, TieredPrices) for _, p in resolved),
-        requests=any(unit.usage_key == "requests" for unit, _ in resolved),
-    )
-    if len(_PLANS) >= MAX_PLANS:
-        del _PLANS[next(iter(_PLANS))]
-    _PLANS[id(price)] = (price, plan)
-    return plan
-
-
-def _calc(plan: _Plan, units: dict[str, int]) -> tuple[Decimal, Decimal, Decimal]:
-    """(input, output, total) price of ``units`` (``price_tokens``' whole numbers) under ``plan``,
-    as genai-prices' ``ModelPrice.calc_price`` computes them."""
-    from genai_prices.types import calc_unit_price
-
-    counts: dict[str, int] = {}
-    reported: frozenset[str] | None = None
-    for key, inside in plan.leaves:
-        value = units.get(key)
-        if value is None:
-            if reported is None:
-                reported = frozenset(k for k, v in units.items() if v > 0)
-            value = _inferred(key, reported)
-        own = value - sum(counts[k] for k in inside)
-        if own < 0:
-            _refuse(plan, units)
-        counts[key] = own
-    if plan.requests:
-        counts["requests"] = 1
-    total_input = units["input_tokens"] if plan.tiered else 0
-    input_price = output_price = total_price = Decimal(0)
-    for unit, price, direction in plan.prices:
-        amount = calc_unit_price(price, counts[unit.usage_key], total_input, unit.per)
-        total_price += amount
-        if direction == "input":
-            input_price += amount
-        elif direction == "output":
-            output_price += amount
-    return input_price, output_price, total_price
-
-
-def _usage(units: Mapping[str, int]) -> Any:
-    from genai_prices import Usage
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an unknown usage key would warn; ours are all known
-        return Usage(**units)
-
-
-@functools.lru_cache(maxsize=1024)
-def _inferred(key: str, reported: frozenset[str]) -> int:
-    """genai-prices' count of a unit the usage leaves out (0, or its ValueError when the usage
-    reports units that would need it): it depends only on which units are reported non-zero."""
-    value = getattr(_usage(dict.fromkeys(reported, 1)), key)
-    assert isinstance(value, int)
-    return value
-
-
-def _refuse(plan: _Plan, units: Mapping[str, int]) -> None:
-    """More of a unit inside another than the other holds (more cached than input tokens):
-    genai-prices' own count raises its ValueError, which names the units."""
-    from genai_prices.decompose import compute_leaf_values
-    from genai_prices.units import _get_registry
-
-    by_key = {k: _get_registry().units[k] for k, _ in plan.leaves}
-    compute_leaf_values(set(by_key), _usage(units), by_key)
-    raise AssertionError("genai-prices counted a negative unit")  # pragma: no cover
+        usage = Usage(**units)
+    calc = calc_price(usage, model, provider_id=provider_id, genai_request_timestamp=when)
+    return (
+        calc.provider.id,
+        calc.model.id,
+        calc.input_price,
+        calc.output_price,
+        calc.total_price,
+        provider_id is not None,
+    )
 
 
 def add_cost(meta: dict[str, Any], *, api_url: str | None, at: float | None) -> None:
