@@ -575,6 +575,14 @@ CASES = [
         request=C_STRICT,
     ),
     Case(
+        "chat a custom tool call",
+        "chat",
+        C_ROLE
+        + _calls({"index": 0, "id": "a", "type": "custom", "custom": {"name": "f", "input": "x"}})
+        + C_TOOLS_END,
+        [("openai_chat.custom_tool_call", 4)],
+    ),
+    Case(
         "chat event line without data",
         "chat",
         C_HI + b"event: ping\n\n" + C_STOP + C_DONE,

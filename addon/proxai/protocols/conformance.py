@@ -260,6 +260,14 @@ _RULES = (
         Reaction("raises", "OpenAIError", "Unexpected end of JSON input"),
     ),
     Rule(
+        "openai_chat.custom_tool_call",
+        C,
+        "every tool call is a `function` call (the stream helpers read a call's `function`; a "
+        "`custom` call carries `custom`)",
+        Reaction("raises", "AttributeError", "'dict' object has no attribute 'name'"),
+        Reaction("raises", "OpenAIError", "missing choices[0].tool_calls[0].function.name"),
+    ),
+    Rule(
         "openai_chat.dataless_event",
         C,
         "every block with an `event:` line has data (the SDKs parse it as JSON)",
@@ -550,17 +558,24 @@ _STRICT_ARGS = {
     (R, False): "openai_responses.strict_tool_arguments",
     (R, True): "openai_responses.strict_tool_arguments",
 }
+_CUSTOM_CALL = "openai_chat.custom_tool_call"
 #: the rules ``at_end`` gives
-AT_END_RULES = frozenset(_FINISH.values()) | frozenset(_STRICT_ARGS.values())
+AT_END_RULES = frozenset(_FINISH.values()) | frozenset(_STRICT_ARGS.values()) | {_CUSTOM_CALL}
 
 
 def at_end(
     protocol: Protocol, asked: Asked, stop_reason: str | None, tools: Iterable[ToolBuffer]
 ) -> list[tuple[str, str]]:
-    """The rules a stream that ended without a violation breaks by how it ended, judged with the
-    request (``asked``): its ``finish_reason`` (Chat) and the arguments of its strict tools' calls
-    (the Responses helpers parse a completed response only)."""
+    """The rules a stream that ended without a violation breaks, judged at its end from what the
+    grammar read and the request (``asked``): a Chat ``custom`` tool call, the ``finish_reason``
+    (Chat), the arguments of the strict tools' calls (the Responses helpers parse a completed
+    response only)."""
     found: list[tuple[str, str]] = []
+    tools = list(tools)
+    if protocol is C:
+        custom = [tb for tb in tools if tb.kind == "custom"]
+        if custom:
+            found.append((_CUSTOM_CALL, f"tool call {custom[0].id!r} is a custom call"))
     strict = asked.strict_tools
     finish = _FINISH.get((stop_reason or "", bool(strict))) if protocol is C else None
     if finish is not None:
