@@ -379,6 +379,118 @@ CASES = [
         [("anthropic_messages.message_delta_delta", 1)],
     ),
     Case(
+        "anthropic a delta of another block's type",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _dl(0, {"type": "input_json_delta", "partial_json": "{}"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.delta_type", 3)],
+        _text_is(a_text, "Hi"),  # the delta is dropped
+        _text_is(a_text, "Hi"),
+    ),
+    Case(
+        "anthropic two content_block_start with one index",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _blk(0, _A_TOOL)
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _dl(0, {"type": "input_json_delta", "partial_json": '{"a":1}'})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.duplicate_block_start", 2), ("anthropic_messages.delta_type", 4)],
+        _text_is(
+            lambda f: [(b["type"], b.get("text"), b.get("input")) for b in f["content"]],
+            [("text", "Hi", None), ("tool_use", None, {})],
+        ),
+        _text_is(
+            lambda f: [(b["type"], b.get("text"), b.get("input")) for b in f["content"]],
+            [("text", "Hi", None), ("tool_use", None, {})],
+        ),
+    ),
+    Case(
+        "anthropic content before message_start",
+        "anthropic",
+        _blk(0, _A_TEXT) + _dl(0, {"type": "text_delta", "text": "Hi"}) + anthropic_stream(),
+        [("anthropic_messages.before_message_start", 0)],
+        _text_is(a_text, "Hi there"),  # the first "Hi" is lost
+        _text_is(a_text, "Hi there"),
+    ),
+    Case(
+        "anthropic no message_start",
+        "anthropic",
+        _blk(0, _A_TEXT) + _dl(0, {"type": "text_delta", "text": "Hi"}) + _A_E,
+        [("anthropic_messages.before_message_start", 0), ("anthropic_messages.no_message_start", 4)],
+        rule="anthropic_messages.no_message_start",
+    ),
+    Case(
+        "anthropic a second message_start",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _A_S
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.second_message_start", 2)],
+        _text_is(a_text, "Hi"),
+    ),
+    Case(
+        "anthropic content after message_stop",
+        "anthropic",
+        anthropic_stream() + _dl(0, {"type": "text_delta", "text": "!"}),
+        [("anthropic_messages.after_message_stop", 7)],
+        _text_is(a_text, "Hi there!"),  # Python reads it into its message
+        _text_is(a_text, "Hi there"),
+    ),
+    Case(
+        "anthropic message_delta usage without output_tokens",
+        "anthropic",
+        _A_S
+        + _a("message_delta", {"delta": _A_DELTA_END["delta"], "usage": {"input_tokens": 3}})
+        + _a("message_stop", {}),
+        [("anthropic_messages.message_delta_output_tokens", 1)],
+        _text_is(lambda f: f["usage"]["output_tokens"], None),
+        _text_is(lambda f: f["usage"].get("output_tokens"), None),
+    ),
+    Case(
+        "anthropic message_start without usage",
+        "anthropic",
+        _a("message_start", {"message": {k: v for k, v in _A_START["message"].items() if k != "usage"}})
+        + _A_E,
+        [("anthropic_messages.message_start_usage", 1)],
+    ),
+    Case(
+        "anthropic a negative delta index",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _dl(-1, {"type": "text_delta", "text": " there"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.negative_index", 3)],
+        _text_is(a_text, "Hi there"),  # counted from the end: the last block
+        _text_is(a_text, "Hi"),
+    ),
+    Case(
+        "anthropic an unknown named event whose payload is not JSON",
+        "anthropic",
+        _A_S + b"event: future\ndata: not json\n\n" + _A_E,
+        [("anthropic_messages.event_json", 1)],
+    ),
+    Case(
+        "anthropic an unknown named event whose payload is an array",
+        "anthropic",
+        _A_S + b"event: future\ndata: [1]\n\n" + _A_E,
+        [("anthropic_messages.event_object", 1)],
+        None,
+        _text_is(a_text, ""),
+    ),
+    Case(
         "chat clean",
         "chat",
         C_HI + C_STOP + C_DONE,

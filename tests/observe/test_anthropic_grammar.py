@@ -74,8 +74,15 @@ def test_an_empty_payload_followed_by_events_is_a_violation() -> None:
     assert _clients(body) == {"error"}
 
 
-@pytest.mark.parametrize("name", [b"ping", b"x-unknown"])
-def test_a_payload_the_sdks_never_read_is_a_quirk(name: bytes) -> None:
+@pytest.mark.parametrize(
+    ("name", "rules"),
+    [
+        (b"ping", []),
+        # the SDKs parse any named event but a ping as JSON, and raise (a conformance finding)
+        (b"x-unknown", [("anthropic_messages.event_json", "quirk")]),
+    ],
+)
+def test_a_payload_we_do_not_read_is_a_quirk(name: bytes, rules: list[tuple[str, str]]) -> None:
     body = (
         b.a_start()
         + TEXT0
@@ -87,7 +94,7 @@ def test_a_payload_the_sdks_never_read_is_a_quirk(name: bytes) -> None:
     )
     outcome, findings, error, text = _summary(body)
     assert (outcome, error, text) == (Outcome.COMPLETED, None, 2)
-    assert findings == [("anthropic.unread_payload", "quirk")]
+    assert findings == [("anthropic.unread_payload", "quirk"), *rules]
     assert _clients(body) == {"success"}
 
 
@@ -105,6 +112,15 @@ def test_normalize_repairs_are_findings_and_the_summary_completes() -> None:
     body = b.a_text(0, "hi") + b.a_end()  # no message_start, no content_block_start
     end, outcome = run(A, A, [body])
     assert (end, outcome) == ("success", Outcome.COMPLETED)
-    assert _summary(body)[0] is Outcome.ERROR  # pass-through: the stream is what it is
-    for client in (C, R):  # a translation does not repair
-        assert run(A, client, [body]) == ("error", Outcome.ERROR)
+    # pass-through: the SDKs read nothing before message_start, and raise without one
+    assert _summary(body) == (
+        Outcome.CLOSED,
+        [
+            ("anthropic_messages.before_message_start", "quirk"),
+            ("anthropic_messages.no_message_start", "quirk"),
+        ],
+        None,
+        0,
+    )
+    for client in (C, R):  # a translation does not repair: the stream ends before it began
+        assert run(A, client, [body]) == ("error", Outcome.CLOSED)

@@ -11,8 +11,6 @@ from proxai.core.errors.shapes import error_body, error_event
 from proxai.core.model import ErrorKind, Outcome, Protocol, StopClass
 from proxai.core.sse import encode_event
 from proxai.pipeline.observe import Limits, OpenToolCall, StreamObserver, observe_body
-from proxai.protocols.anthropic import State
-from proxai.protocols.machine import ProtocolStateError
 from tests.observe.harness import FIXTURES, bytewise, run_stream
 
 A = Protocol.ANTHROPIC_MESSAGES
@@ -352,34 +350,28 @@ def _violation(protocol: Protocol, data: bytes) -> tuple[Outcome, BaseException 
     return s.outcome, obs.failed
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        # duplicate start
-        ant("content_block_start", index=0, content_block={"type": "text", "text": ""}) * 2,
-        # stop without start
-        ant("content_block_stop", index=0),
-        # delta type does not match the block
-        ant("content_block_start", index=0, content_block={"type": "text", "text": ""})
-        + ant("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": "{}"}),
-        # delta after the block stopped
-        ant("content_block_start", index=0, content_block={"type": "text", "text": ""})
+def test_anthropic_arguments_after_the_tool_block_stopped_are_a_violation() -> None:
+    """The SDKs append them to a call that was finished (the inconsistencies they read:
+    tests/translate_stream/test_anthropic_quirks.py)."""
+    body = (
+        ant("content_block_start", index=0, content_block={"type": "tool_use", "id": "t", "name": "f"})
         + ant("content_block_stop", index=0)
-        + ant("content_block_delta", index=0, delta={"type": "text_delta", "text": "late"}),
-    ],
-)
-def test_anthropic_semantic_errors(body: bytes) -> None:
+        + ant("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": "{}"})
+    )
     outcome, failed = _violation(A, MSG_START + body + ant("message_stop"))
     assert outcome is Outcome.ERROR
     assert isinstance(failed, SemanticStreamError)
+    assert str(failed) == "input_json_delta for stopped tool block 0"
 
 
-def test_anthropic_event_before_message_start() -> None:
-    outcome, failed = _violation(A, ant("content_block_start", index=0, content_block={"type": "text"}))
-    assert outcome is Outcome.ERROR
-    assert isinstance(failed, ProtocolStateError)
-    assert (failed.event, failed.state) == ("content_block_start", State.WAITING)
-    assert str(failed) == "content_block_start before message_start"
+def test_anthropic_event_before_message_start_is_not_read() -> None:
+    """The SDKs read nothing before ``message_start``; with none at all they raise."""
+    s, obs = run_stream(A, [ant("content_block_start", index=0, content_block={"type": "text"})])
+    assert (s.outcome, obs.failed) == (Outcome.CLOSED, None)
+    assert [(c["rule"], c["event_index"]) for c in s.extra["conformance"]] == [
+        ("anthropic_messages.before_message_start", 0),
+        ("anthropic_messages.no_message_start", 1),
+    ]
 
 
 def test_anthropic_sparse_block_index_is_a_quirk() -> None:

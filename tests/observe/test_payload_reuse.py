@@ -154,14 +154,15 @@ def test_carrier_path_equals_scanner_events_on_scenarios(up: Protocol, scenario:
 
 
 def test_the_differential_sees_a_translation_error() -> None:
-    """The comparison covers errors: a second ``message_start`` fails both paths alike."""
+    """The comparison covers errors: a tool block without id or name fails both paths alike."""
     raw, _ = render(Protocol.ANTHROPIC_MESSAGES, "text")
     first = raw.index(b"\n\n") + 2
-    bad = raw[:first] + raw
+    tool = b'{"type":"content_block_start","index":0,"content_block":{"type":"tool_use"}}'
+    bad = raw[:first] + b"event: content_block_start\ndata: " + tool + b"\n\n" + raw[first:]
     for pieces in ([bad], [bad[:first], bad[first:]]):
         reads, error, _ = _carrier(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, pieces)
-        assert error == "duplicate message_start"
-        assert b"duplicate message_start" in reads[-2] and reads[-1] == b""
+        assert error == "tool_use block 0 without id or name"
+        assert b"tool_use block 0 without id or name" in reads[-2] and reads[-1] == b""
         assert (reads, error) == _scanned(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, pieces)
 
 

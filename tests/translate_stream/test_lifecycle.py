@@ -18,10 +18,11 @@ from .harness import A, C, R
 def test_translator_after_error_emits_nothing_more() -> None:
     t = make_stream_translator(A, C)
     sc = SseScanner()
+    tool = b.a("content_block_start", index=0, content_block={"type": "tool_use", "id": "t", "name": "f"})
     with pytest.raises(SemanticStreamError):
-        t.feed(sc.feed(b.a_start() + b.a_start()))
+        t.feed(sc.feed(b.a_start() + tool + b.a("content_block_stop", index=0) + b.a_args(0, "{}")))
     first = t.finish()  # a carrier that calls finish() instead of fail() still sends the error
-    assert b'"error"' in first and b"duplicate message_start" in first
+    assert b'"error"' in first and b"input_json_delta for stopped tool block 0" in first
     assert t.fail(ErrorKind.UNKNOWN, "x") == b"" and t.finish() == b"" and t.feed(sc.feed(b.a_end())) == b""
 
 

@@ -3,17 +3,17 @@
 The rules (docs/design/protocol-grammars.md, "Anthropic Messages"):
 ``message_start`` -> content blocks (``content_block_start`` / ``content_block_delta`` /
 ``content_block_stop``) -> ``message_delta`` (stop reason, cumulative usage) -> ``message_stop``
-(the terminal event: completed). Content blocks are keyed by their ``index``; a duplicate start,
-a delta or stop for a block that never started or already stopped, and a delta whose type does
-not match its block are violations. Usage is ``input_tokens`` / ``output_tokens`` /
-``cache_read_input_tokens`` (cache read) / ``cache_creation_input_tokens`` (cache write), the
-write split by the cache entry's lifetime in ``cache_creation`` (``ephemeral_5m_input_tokens`` /
-``ephemeral_1h_input_tokens``); ``message_delta`` usage values are cumulative and overwrite
-earlier ones.
+(the terminal event: completed). Content blocks are keyed by their ``index``. Usage:
+``anthropic_usage``; the tables of event, block and delta types: ``anthropic_tables``.
 
-Tolerated quirks (the SDKs accept them; each is a finding with a note): block indexes that are
-not dense, a second ``message_delta``, ``message_stop`` without ``message_delta``, and blocks
-left open at the end of the message (closed there when their arguments are complete JSON).
+Liberal where the official SDKs are ("Anthropic Messages: liberal where the SDKs are"): what
+both SDKs read is read their way with a note (block indexes that are not dense, deltas after
+their block stopped, blocks after ``message_delta``, a second ``message_delta``, an event named
+otherwise than its payload's type); what one SDK raises on or loses is read as the SDKs read it
+where they agree, and named by a conformance rule (a repeated block start, a delta of another
+block's type, content before ``message_start`` or after ``message_stop``, a second
+``message_start``, usage without ``output_tokens``). Only arguments after their tool block
+stopped are a violation.
 
 One reading, several consumers: every event updates the summary's accumulator and, when a stream
 translator is attached (``out``), drives its writer through the neutral ``Sink`` calls. What only a
@@ -40,11 +40,12 @@ import orjson
 from proxai.core.errors import SemanticStreamError, TruncatedStreamError, UpstreamProtocolError
 from proxai.core.errors.kinds import classify_error
 from proxai.core.model import Protocol
-from proxai.core.sse import RawName
+from proxai.core.sse import Payloads, RawName, event_name
 from proxai.protocols.conformance import json_prefix
 from proxai.stream import stop_reasons
-from proxai.stream.sink import BlockKind, Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
+from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
+from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, FAMILIES, KINDS, KNOWN_EVENTS, TOOL_KINDS
 from .anthropic_usage import usage_into, usage_summary
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
@@ -53,7 +54,7 @@ from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 class State(StateEnum):
     WAITING = "waiting"  # before message_start
     MESSAGE = "message"  # content blocks flowing
-    STOPPING = "stopping"  # message_delta seen; only message_stop (or more deltas) may follow
+    STOPPING = "stopping"  # message_delta seen; message_stop ends the message
     DONE = "done"  # message_stop seen (terminal)
     ERRORED = "errored"
 
@@ -74,7 +75,8 @@ _MACHINE = Machine[State](
             "ping": State.MESSAGE,
         },
         State.STOPPING: {
-            # A delta or stop of a block here is judged by its block (stopped at message_delta).
+            # The SDKs read blocks after message_delta as before it (blocks open there are closed).
+            "content_block_start": State.STOPPING,
             "content_block_delta": State.STOPPING,
             "content_block_stop": State.STOPPING,
             "message_delta": State.STOPPING,
@@ -83,16 +85,6 @@ _MACHINE = Machine[State](
         },
     },
     "anthropic: event {event!r} in state {state}",
-    {
-        (State.WAITING, "content_block_start"): "content_block_start before message_start",
-        (State.WAITING, "content_block_delta"): "content_block_delta before message_start",
-        (State.WAITING, "content_block_stop"): "content_block_stop before message_start",
-        (State.WAITING, "message_delta"): "message_delta before message_start",
-        (State.WAITING, "message_stop"): "message_stop before message_start",
-        (State.MESSAGE, "message_start"): "duplicate message_start",
-        (State.STOPPING, "message_start"): "duplicate message_start",
-        (State.STOPPING, "content_block_start"): "content_block_start after message_delta",
-    },
 )
 
 # The grammar's state as a stream translator's phase.
@@ -104,48 +96,6 @@ _PHASES = {
     State.ERRORED: Phase.ERRORED,
 }
 
-KNOWN_EVENTS = frozenset(
-    {
-        "message_start",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "message_delta",
-        "message_stop",
-        "ping",
-    }
-)
-
-# content block type -> tool kind
-_TOOL_KINDS: dict[str, str] = {
-    "tool_use": "function",
-    "server_tool_use": "server_tool",
-    "mcp_tool_use": "mcp",
-}
-# content block type -> block family (what its deltas may be)
-_FAMILIES: dict[str, str] = {"text": "text", "thinking": "thinking", "redacted_thinking": "redacted"}
-# block family -> the writer's block kind (a family the other protocols cannot carry has none)
-_KINDS: dict[str, BlockKind] = {
-    "text": "text",
-    "thinking": "thinking",
-    "redacted": "redacted_thinking",
-    "tool": "tool",
-}
-# delta type -> the block family it belongs to
-_DELTA_FAMILY: dict[str, str] = {
-    "text_delta": "text",
-    "citations_delta": "text",
-    "input_json_delta": "tool",
-    "thinking_delta": "thinking",
-    "signature_delta": "thinking",
-}
-# delta type -> (the payload field it carries, the writer's delta kind); citations are not carried
-_DELTA_FIELD: dict[str, tuple[str, Any]] = {
-    "text_delta": ("text", "text"),
-    "input_json_delta": ("partial_json", "args"),
-    "thinking_delta": ("thinking", "thinking"),
-    "signature_delta": ("signature", "signature"),
-}
 _NORMALIZED_ID = "msg_proxai_normalized"
 _A = Protocol.ANTHROPIC_MESSAGES
 # Raw event types (``sse.RawName``) the fast path takes: a named delta, or a data-only event (typed
@@ -163,14 +113,20 @@ _TEXT_PREFIX = b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_
 _THINKING_PREFIX = b'{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":'
 
 
+Key = int | tuple[str, int]  # a block's index, or a repeated start's place ("duplicate", n)
+
+
 class _Block:
-    __slots__ = ("family", "opaque", "open", "tool")
+    __slots__ = ("family", "initial", "opaque", "open", "tool")
 
     def __init__(self, family: str, tool: ToolBuffer | None, opaque: bool = False) -> None:
         self.family = family
         self.tool = tool
         self.opaque = opaque  # handed to the writer as Anthropic content (``Sink.opaque_start``)
         self.open = True
+        # A tool block's input given in its start, as JSON: its arguments unless a fragment
+        # comes (the SDKs then read the fragments alone), taken when the block stops.
+        self.initial = ""
 
 
 class AnthropicGrammar(GrammarBase):
@@ -182,6 +138,7 @@ class AnthropicGrammar(GrammarBase):
         "_lean_prefix",
         "_lean_text",
         "_searches",
+        "_start_usage",
         "_stop_raw",
         "_usage",
         "blocks",
@@ -192,12 +149,13 @@ class AnthropicGrammar(GrammarBase):
     def __init__(self, acc: Accum, output: Output | None = None) -> None:
         super().__init__(acc, output)
         self.state = State.WAITING
-        self.blocks: dict[int, _Block] = {}  # every started block by its index (open or stopped)
+        self.blocks: dict[Key, _Block] = {}  # every started block by its index (open or stopped)
         self.next_index = 0  # the index a dense stream starts next
         self._usage = TokenUsage()  # the writers' usage (only kept while translating)
         self._stop_raw: str | None = None
+        self._start_usage = True  # message_start carried usage (the SDKs update it at message_delta)
         # web searches by block index (translating only): the server_tool_use id, its input JSON
-        self._searches: dict[int, tuple[str, list[str]]] = {}
+        self._searches: dict[Key, tuple[str, list[str]]] = {}
         self._lean_prefix = b""  # the armed block's payload up to its delta's string (``_lean``)
         self._lean_index = 0
         self._lean_text = True
@@ -220,6 +178,9 @@ class AnthropicGrammar(GrammarBase):
                 "quirk",
                 f"ignored a {name!r} event whose payload is not a JSON object",
             )
+            if name != "ping" and data:  # the SDKs parse it as JSON, and read an object's type
+                rule = "event_json" if obj is _NOT_JSON else "event_object"
+                self.conform(f"anthropic_messages.{rule}", f"a {name!r} event whose payload is not an object")
             return
         if not data or data.isspace():
             bad = "Anthropic event with an empty payload before any data"
@@ -363,25 +324,57 @@ class AnthropicGrammar(GrammarBase):
             out.delta(index, "thinking", s)
 
     def _event(self, name: str, obj: dict[str, Any], now: float) -> None:
-        etype = name
-        if etype == "message":  # a data-only event: typed by its payload
-            etype = as_str(obj.get("type")) or ""
+        # The SDKs skip a named ping, raise on a named error, and read any other named event by its
+        # payload's ``type``; a data-only event is typed by its payload too.
+        if name == "ping":
+            return
+        etype = as_str(obj.get("type")) or ("" if name == "message" else name)
+        if name == "message":
             if etype != "ping":
                 self._unnamed(etype)  # the SDKs skip an event without an ``event:`` line
+        elif etype != name and etype in KNOWN_EVENTS and name != "error":
+            self.acc.finding_once(
+                "anthropic.event_name", "quirk", f"event {name!r} carries a {etype!r}: read by its type"
+            )
         if etype == "ping":
             return
-        if etype == "error":
+        if etype == "error" and name in ("error", "message"):
             self._error(obj)
             return
         if etype not in KNOWN_EVENTS:
             return  # unknown event types are ignored, as the SDKs do
-        if self.state is State.WAITING and self.normalize and etype == "content_block_start":
-            self._start_normalized()
+        state = self.state
+        if state is State.WAITING and etype != "message_start":
+            if not self.normalize or etype not in ("content_block_start", "content_block_delta"):
+                # The SDKs read nothing before message_start.
+                self.conform("anthropic_messages.before_message_start", f"{etype} before message_start")
+                return
+            if etype == "content_block_start":
+                self._start_normalized()
+        elif etype == "message_start" and state is not State.WAITING:
+            self._restart(obj, now)
+            return
         if etype == "content_block_delta":
-            self._block_delta(obj, now)  # judged by its block first, then by the state
+            self._block_delta(obj, now)  # judged by its block
             return
         self.state = _MACHINE.step(self.state, etype)
         _HANDLERS[etype](self, obj, now)
+
+    def _restart(self, obj: dict[str, Any], now: float) -> None:
+        """Another ``message_start``: the Python SDK ignores it, Node raises. After normalize mode
+        started the message for content that came first, it is that message's identity and usage,
+        and its blocks follow the ones before it."""
+        if self.acc.id is None and self.normalize:
+            msg = as_dict(obj.get("message"))
+            self.acc.id, self.acc.model = as_str(msg.get("id")), as_str(msg.get("model"))
+            usage_summary(self.acc.usage, as_dict(msg.get("usage")))
+            for idx, blk in self.blocks.items():
+                if blk.open:
+                    self._close(idx, blk, now)
+            self.blocks.clear()
+            self.next_index = 0
+            return
+        self.conform("anthropic_messages.second_message_start", "a second message_start")
 
     def _error(self, obj: dict[str, Any]) -> None:
         msg, errtype = error_fields(obj.get("error"))
@@ -413,9 +406,29 @@ class AnthropicGrammar(GrammarBase):
             self.conform(_UNNAMED, f"{etype} has no event: line")
 
     def _ended_early(self) -> None:
+        self.acc.event_index = self.events
         if self.state is not State.WAITING:
-            self.acc.event_index = self.events
             self.conform("anthropic_messages.no_message_stop", "the stream ended before message_stop")
+        elif self.acc.received and (
+            self.broken is None or "anthropic_messages.unnamed_start" not in self.broken
+        ):
+            self.conform("anthropic_messages.no_message_start", "the stream ended without message_start")
+
+    def _after_end(self, payloads: Payloads, base: int) -> None:
+        """Events after ``message_stop``: the SDKs read on (Python into its message; Node raises on
+        a ``message_start`` and keeps its message otherwise). Not interpreted here."""
+        for k, (name, _data) in enumerate(payloads):
+            if name not in _DATA_ONLY and name not in _PING_NAMES:
+                self.acc.event_index = base + k
+                if name in (b"message_start", "message_start"):
+                    self.conform(
+                        "anthropic_messages.second_message_start", "message_start after message_stop"
+                    )
+                else:
+                    self.conform(
+                        "anthropic_messages.after_message_stop", f"{event_name(name)} after message_stop"
+                    )
+                return
 
     def _message_start(self, obj: dict[str, Any], now: float) -> None:
         msg = as_dict(obj.get("message"))
@@ -423,6 +436,7 @@ class AnthropicGrammar(GrammarBase):
         acc.id = as_str(msg.get("id"))
         acc.model = as_str(msg.get("model"))
         usage = as_dict(msg.get("usage"))
+        self._start_usage = "usage" in msg and type(msg["usage"]) is dict
         usage_summary(self.acc.usage, usage)
         out = self.out
         if out is not None:
@@ -465,30 +479,37 @@ class AnthropicGrammar(GrammarBase):
 
     def _block_start(self, obj: dict[str, Any], now: float) -> None:
         idx = self._index(obj, "content_block_start")
+        n = len(self.blocks)  # the SDKs append each block: this one's place in their content
         if idx in self.blocks:
-            raise SemanticStreamError(f"duplicate content_block_start for index {idx}")
-        if idx > len(self.blocks):
-            self.conform(
-                "anthropic_messages.block_index", f"content block {idx} after {len(self.blocks)} blocks"
-            )
+            # The SDKs append a second block; the deltas of this index still go to the first.
+            self.conform("anthropic_messages.duplicate_block_start", f"content block {idx} started again")
+            key = ("duplicate", n)
+            self._close(key, self._open(key, as_dict(obj.get("content_block")), now), now)
+            return
+        if idx > n:
+            self.conform("anthropic_messages.block_index", f"content block {idx} after {n} blocks")
         if idx != self.next_index:
             self.acc.finding(
                 "anthropic.sparse_index",
                 "quirk",
                 f"content_block_start index {idx}, expected {self.next_index} (blocks are kept by index)",
             )
+        if self.state is State.STOPPING:
+            self.acc.finding_once(
+                "anthropic.block_after_message_delta", "quirk", "a block after message_delta"
+            )
         self.next_index = idx + 1
         self._open(idx, as_dict(obj.get("content_block")), now)
 
-    def _open(self, idx: int, block: dict[str, Any], now: float) -> _Block:
+    def _open(self, idx: Key, block: dict[str, Any], now: float) -> _Block:
         """Block ``idx`` as its start (or a whole message's content) gives it. A block type the
         neutral calls do not model (server and MCP tool use, their results, ...) reaches a writer
         as Anthropic content (``opaque_start``); the summary still counts a tool call in it."""
         btype = as_str(block.get("type")) or ""
         acc = self.acc
         out = self.out
-        kind = _TOOL_KINDS.get(btype)
-        family = "tool" if kind is not None else _FAMILIES.get(btype, "other")
+        kind = TOOL_KINDS.get(btype)
+        family = "tool" if kind is not None else FAMILIES.get(btype, "other")
         opaque = False
         if out is not None:
             if not btype:
@@ -502,14 +523,13 @@ class AnthropicGrammar(GrammarBase):
             tb = acc.tool_start(idx, tid, name, kind, now)
             blk = self.blocks[idx] = _Block("tool", tb, opaque)
             initial = block.get("input")
-            encoded = orjson.dumps(initial).decode() if type(initial) is dict and initial else ""
+            if type(initial) is dict and initial:
+                blk.initial = orjson.dumps(initial).decode()
             if out is not None:
                 if opaque:
                     self._opaque_start(idx, btype, block)
                 else:
                     out.block_start(idx, "tool", id=tid, name=name)
-            if encoded:  # the input given whole in the start: the arguments' first fragment
-                self._args(blk, idx, encoded, now)
             return blk
         blk = self.blocks[idx] = _Block(family, None, opaque)
         if opaque:
@@ -536,7 +556,7 @@ class AnthropicGrammar(GrammarBase):
                 out.block_start(idx, "redacted_thinking", data=as_str(block.get("data")) or "")
         return blk
 
-    def _opaque_start(self, idx: int, btype: str, block: dict[str, Any]) -> None:
+    def _opaque_start(self, idx: Key, btype: str, block: dict[str, Any]) -> None:
         """An opaque block for the writer; a web search's blocks are also given as one neutral
         ``WebSearchCall`` (when its result block arrives)."""
         out = self.out
@@ -546,7 +566,7 @@ class AnthropicGrammar(GrammarBase):
         if call is not None:
             out.web_search(idx, call)
 
-    def _web_search(self, idx: int, btype: str, block: dict[str, Any]) -> WebSearchCall | None:
+    def _web_search(self, idx: Key, btype: str, block: dict[str, Any]) -> WebSearchCall | None:
         """A ``server_tool_use`` of ``web_search`` is remembered (its query streams as its input);
         its ``web_search_tool_result`` completes the search: the neutral call, with the pages
         found (an error result finds none)."""
@@ -575,10 +595,17 @@ class AnthropicGrammar(GrammarBase):
         )
         return WebSearchCall(found[0][1][0], query, sources, _A)
 
-    def _args(self, blk: _Block, idx: int, s: str, now: float) -> None:
+    def _args(self, blk: _Block, idx: Key, s: str, now: float) -> None:
         """A fragment of a tool call's arguments (bounded by ``max_tool_args``: past it a
         translation cannot check the whole, and ends). An opaque block's fragments reach the
         writer as its events (``opaque_event``), not here."""
+        if blk.initial:
+            blk.initial = ""
+            self.acc.finding_once(
+                "anthropic.start_input_replaced",
+                "quirk",
+                f"tool block {idx}: input in its start and fragments (the fragments are its input)",
+            )
         tb = blk.tool
         assert tb is not None
         self.acc.tool_args(tb, s, now)
@@ -590,58 +617,57 @@ class AnthropicGrammar(GrammarBase):
             self.out.delta(idx, "args", s)
 
     def _block_delta(self, obj: dict[str, Any], now: float) -> None:
-        # Every content_block_delta off the fast path.
+        # Every content_block_delta off the fast path, read as the SDKs read it: the block it
+        # names takes it when its type is the block's, stopped or not; any other is dropped.
         idx = self._index(obj, "content_block_delta")
         delta = as_dict(obj.get("delta"))
         dtype = as_str(delta.get("type")) or ""
         out = self.out
         if not dtype and out is not None:
             raise UpstreamProtocolError(f"content_block_delta without a delta type (index {idx})")
-        want = _DELTA_FAMILY.get(dtype)
-        state = self.state
+        want = DELTA_FAMILY.get(dtype)
         blk = self.blocks.get(idx)
-        if want is None and state is State.MESSAGE and (blk is None or not blk.open) and out is None:
-            return  # a delta type we do not know, for no open block: forward compatible
-        if blk is None or not blk.open:
-            if state is State.DONE:
-                return
-            if blk is None and self.normalize and state is not State.STOPPING and want is not None:
+        if blk is None:
+            if self.normalize and want in ("text", "thinking"):
                 blk = self._open_normalized(idx, want)
-            elif blk is not None:
-                raise SemanticStreamError(f"content_block_delta for stopped block {idx}")
-            else:
-                _MACHINE.step(state, "content_block_delta")  # before message_start: the state's error
-                if state is State.STOPPING:
-                    raise SemanticStreamError("content_block_delta after message_delta")
-                raise SemanticStreamError(
-                    f"orphan content_block_delta for index {idx} (no content_block_start)"
-                )
-        elif state is not State.MESSAGE:
-            raise SemanticStreamError("content_block_delta after message_delta")
+            else:  # Python raises IndexError (or counts a negative index from the end), Node drops it
+                rule = "anthropic_messages.negative_index" if idx < 0 else "anthropic_messages.block_index"
+                self.conform(rule, f"a delta for block {idx}, never started")
+                return
+        family = blk.family
+        if want is not None and want != family:
+            self.conform(
+                "anthropic_messages.delta_type",
+                f"{dtype} in a {family} block (index {idx}): dropped",
+            )
+            return
+        if not blk.open:
+            if want == "tool" or want is None:
+                if want is None:
+                    return  # nothing the SDKs read, for a block the writer closed
+                raise SemanticStreamError(f"input_json_delta for stopped tool block {idx}")
+            self.acc.finding_once(
+                "anthropic.delta_after_stop", "quirk", f"{dtype} after its block {idx} stopped: read"
+            )
+            if out is not None:  # the writer's block is closed: the rest goes in a block of its own
+                self._late(idx, family, delta, dtype)
+                out = None
         if blk.opaque or want is None:
             # A delta of an opaque block, or one the neutral calls do not model in a modelled
             # block: Anthropic content for the writer. The summary counts an opaque tool call's
             # arguments; any other delta in a block of a type it does not know is not judged.
-            if want == "tool" and blk.family == "tool":
+            if want == "tool":
                 value = delta.get("partial_json")
                 if type(value) is not str:
                     raise UpstreamProtocolError(f"{dtype} without partial_json (index {idx})")
                 self._args(blk, idx, value, now)
-            elif want is not None and blk.family not in ("other", want):
-                raise SemanticStreamError(
-                    f"{dtype} inside a {_KINDS.get(blk.family, blk.family)} block (index {idx})"
-                )
             if out is not None:
                 search = self._searches.get(idx)
                 if search is not None and type(delta.get("partial_json")) is str:
                     search[1].append(delta["partial_json"])
                 out.opaque_event(idx, _A, delta)
             return
-        if want != blk.family:
-            raise SemanticStreamError(
-                f"{dtype} inside a {_KINDS.get(blk.family, blk.family)} block (index {idx})"
-            )
-        carried = _DELTA_FIELD.get(dtype)
+        carried = DELTA_FIELD.get(dtype)
         if carried is None:  # citations_delta: a web citation, or another kind (documents)
             if out is not None:
                 cite = as_dict(delta.get("citation"))
@@ -672,10 +698,6 @@ class AnthropicGrammar(GrammarBase):
         """Normalize mode: a delta for a block that never started opens it (a repair)."""
         if self.state is State.WAITING:
             self._start_normalized()
-        if family == "tool":
-            raise SemanticStreamError(
-                f"input_json_delta for tool block {idx} that never started (no id/name)"
-            )
         self.acc.finding(
             "anthropic.no_block_start",
             "repair",
@@ -684,24 +706,43 @@ class AnthropicGrammar(GrammarBase):
         blk = self.blocks[idx] = _Block(family, None)
         self.next_index = max(self.next_index, idx + 1)
         if self.out is not None:
-            self.out.block_start(idx, _KINDS[family])
+            self.out.block_start(idx, KINDS[family])
         return blk
 
     def _block_stop(self, obj: dict[str, Any], now: float) -> None:
         idx = self._index(obj, "content_block_stop")
         blk = self.blocks.get(idx)
-        if blk is None:
-            raise SemanticStreamError(f"content_block_stop without content_block_start (index {idx})")
-        if not blk.open:
-            raise SemanticStreamError(f"duplicate content_block_stop for index {idx}")
-        self._close(idx, blk, now)
+        if blk is None:  # Python raises IndexError, Node reads nothing
+            self.conform(
+                "anthropic_messages.block_index", f"content_block_stop for block {idx}, never started"
+            )
+        elif not blk.open:
+            self.acc.finding_once("anthropic.stopped_again", "quirk", f"content block {idx} stopped again")
+        else:
+            self._close(idx, blk, now)
 
-    def _close(self, idx: int, blk: _Block, now: float) -> None:
+    def _late(self, idx: Key, family: str, delta: dict[str, Any], dtype: str) -> None:
+        """A text or thinking delta of a stopped block: the writer's block is closed, so it goes in
+        a block of its own (the client reads the same text; a signature or citation is left out)."""
+        carried = DELTA_FIELD.get(dtype)
+        value = delta.get(carried[0]) if carried is not None else None
+        if carried is None or carried[1] not in ("text", "thinking") or type(value) is not str or not value:
+            return
+        out, key = self.out, ("after_stop", self.acc.event_index)
+        assert out is not None
+        out.block_start(key, KINDS[family])
+        out.delta(key, carried[1], value)
+        out.block_stop(key)
+
+    def _close(self, idx: Key, blk: _Block, now: float) -> None:
         blk.open = False
         tb = blk.tool
         if tb is not None:
             acc = self.acc
-            if tb.nbytes == 0 and not tb.overflow:
+            if blk.initial:  # the input given in the start, and no fragment came
+                initial, blk.initial = blk.initial, ""
+                self._args(blk, idx, initial, now)
+            elif tb.nbytes == 0 and not tb.overflow:
                 # No input_json_delta at all: the block's input is the empty object.
                 acc.tool_set(tb, "{}", now)
             self._tool_input_conforms(idx, tb)
@@ -713,7 +754,7 @@ class AnthropicGrammar(GrammarBase):
         if self.out is not None:
             self.out.block_stop(idx)
 
-    def _tool_input_conforms(self, idx: int, tb: ToolBuffer) -> None:
+    def _tool_input_conforms(self, idx: Key, tb: ToolBuffer) -> None:
         """The SDKs parse a tool block's input after each fragment: JSON cut short reads, anything
         else raises (docs/design/conformance.md). Whole JSON is one: orjson says so at C speed."""
         if tb.buf is not None and not json_valid(text := tb.buf.getvalue()) and not json_prefix(text):
@@ -751,6 +792,12 @@ class AnthropicGrammar(GrammarBase):
         usage = obj.get("usage")
         if type(usage) is not dict:
             self.conform("anthropic_messages.message_delta_usage", "message_delta without usage")
+        elif as_int(usage.get("output_tokens")) is None:  # the SDKs set it: to None
+            self.conform(
+                "anthropic_messages.message_delta_output_tokens", "message_delta usage without output_tokens"
+            )
+        if not self._start_usage:
+            self.conform("anthropic_messages.message_start_usage", "message_start without usage")
         usage_summary(self.acc.usage, as_dict(usage))
         if self.out is not None:
             self._stop_raw = as_str(delta.get("stop_reason"))
@@ -784,7 +831,7 @@ class AnthropicGrammar(GrammarBase):
         for i, block in enumerate(as_list(obj.get("content"))):
             b = as_dict(block)
             btype = as_str(b.get("type")) or ""
-            kind = _TOOL_KINDS.get(btype)
+            kind = TOOL_KINDS.get(btype)
             if kind is not None:
                 inp = b.get("input")
                 args = orjson.dumps(inp).decode() if inp is not None else "{}"

@@ -579,6 +579,8 @@ class GrammarBase:
         base = self.events
         self.events = base + n
         if self.errored or self.acc.terminal:
+            if not self.errored and n:
+                self._after_end(payloads, base)
             return  # errored for good, or the terminal event came: nothing more to interpret
         if self.pending_bad is not None and n:
             self._bad_not_last()  # an earlier read's bad payload, and an event follows it
@@ -610,10 +612,16 @@ class GrammarBase:
                 return
             self.acc.event_index = base + k
             if self._general(event_name(raw_name), data, obj, now):
+                if not self.errored and k + 1 < n:
+                    self._after_end(payloads[k + 1 :], base + k + 1)
                 return
             if self.pending_bad is not None and k + 1 < n:
                 self._bad_not_last()  # a bad payload, and another event follows it
                 return
+
+    def _after_end(self, payloads: Payloads, base: int) -> None:
+        """Events after the terminal event (the first at ``base``): not interpreted; a protocol
+        whose SDKs read on may report them (a conformance finding)."""
 
     def _lean(self, data: bytes, now: float) -> bool:
         """An event of type ``lean_name`` in the grammar's lean shape, read without a parse of the

@@ -111,10 +111,10 @@ _RULES = (
     Rule(
         "anthropic_messages.block_index",
         A,
-        "content block indexes have no gaps: block n is the n-th `content_block_start` "
-        "(the SDKs append each block and look it up by `index`)",
+        "content block indexes have no gaps: block n is the n-th `content_block_start`, and a delta "
+        "or stop names a block that started (the SDKs append each block and look it up by `index`)",
         Reaction("raises", "IndexError", "list index out of range"),
-        Reaction("loses", loses="the content of the block past the gap (its deltas find no block)"),
+        Reaction("loses", loses="the deltas that find no block at their index"),
     ),
     Rule(
         "anthropic_messages.tool_input_json",
@@ -130,6 +130,85 @@ _RULES = (
         "`message_delta` carries `delta`",
         Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'stop_reason'"),
         Reaction("raises", "AnthropicError", "Cannot read properties of undefined (reading 'stop_reason')"),
+    ),
+    Rule(
+        "anthropic_messages.delta_type",
+        A,
+        "a delta's type is its block's: text and citations in a text block, input_json in a "
+        "tool_use block, thinking and signature in a thinking block (the SDKs drop any other)",
+        Reaction("loses", loses="the delta (its text, thinking or tool input)"),
+        Reaction("loses", loses="the delta (its text, thinking or tool input)"),
+    ),
+    Rule(
+        "anthropic_messages.negative_index",
+        A,
+        "a delta's `index` is not negative (Python counts it from the end)",
+        Reaction("tolerates"),
+        Reaction("loses", loses="the delta (kept under a key that is not a place in the content)"),
+    ),
+    Rule(
+        "anthropic_messages.duplicate_block_start",
+        A,
+        "each `content_block_start` has an index of its own (the SDKs append a second block for "
+        "a repeated one and give its deltas to the first)",
+        Reaction("loses", loses="the second block's content (its deltas go to the first block)"),
+        Reaction("loses", loses="the second block's content (its deltas go to the first block)"),
+    ),
+    Rule(
+        "anthropic_messages.before_message_start",
+        A,
+        "nothing but `ping` comes before `message_start` (the SDKs read no event before it)",
+        Reaction("loses", loses="the events before message_start"),
+        Reaction("loses", loses="the events before message_start"),
+    ),
+    Rule(
+        "anthropic_messages.no_message_start",
+        A,
+        "the stream has a `message_start`",
+        Reaction("raises", "AssertionError"),
+        Reaction("raises", "AnthropicError", "request ended without sending any chunks"),
+    ),
+    Rule(
+        "anthropic_messages.second_message_start",
+        A,
+        "one `message_start` per stream",
+        Reaction("tolerates"),
+        Reaction("raises", "AnthropicError", "Unexpected event order, got message_start before receiving"),
+    ),
+    Rule(
+        "anthropic_messages.after_message_stop",
+        A,
+        "nothing but `ping` follows `message_stop` (the SDKs read on to the end of the stream)",
+        Reaction("tolerates"),
+        Reaction("loses", loses="the events after message_stop (a message_delta's usage still counts)"),
+    ),
+    Rule(
+        "anthropic_messages.message_delta_output_tokens",
+        A,
+        "`message_delta` usage carries `output_tokens` (the SDKs copy it)",
+        Reaction("loses", loses="the output_tokens (None)"),
+        Reaction("loses", loses="the output_tokens (None)"),
+    ),
+    Rule(
+        "anthropic_messages.message_start_usage",
+        A,
+        "`message_start` carries `message.usage` (the SDKs update it at `message_delta`)",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'output_tokens'"),
+        Reaction("raises", "AnthropicError", "Cannot set properties of undefined (setting 'output_tokens')"),
+    ),
+    Rule(
+        "anthropic_messages.event_json",
+        A,
+        "every named event but `ping` carries JSON (the SDKs parse it, whatever the event's name)",
+        Reaction("raises", "JSONDecodeError", "Expecting value: line 1 column 1 (char 0)"),
+        Reaction("raises", "AnthropicError", "Unexpected token"),
+    ),
+    Rule(
+        "anthropic_messages.event_object",
+        A,
+        "every named event but `ping` carries a JSON object (the Python SDK reads its `type`)",
+        Reaction("raises", "TypeError", "Unexpected event runtime type, after deserialising twice"),
+        Reaction("tolerates"),
     ),
     Rule(
         "openai_chat.choice_index",

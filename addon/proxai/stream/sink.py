@@ -1,7 +1,8 @@
 """The neutral calls between a protocol's grammar and the consumers of its reading.
 
-A grammar (``proxai.protocols.*``) validates its protocol's event order (duplicate start, orphan
-delta, stop without start, delta/block type mismatch are violations) and then calls a ``Sink``:
+A grammar (``proxai.protocols.*``) reads its protocol's event order (what the official SDKs
+drop, such as an orphan delta or a delta of another block's type, never reaches a writer) and
+then calls a ``Sink``:
 a target writer (``proxai.translate.stream.to_*/writer.py``) that turns these calls into the
 client protocol's bytes (docs/design/translation.md). A writer may therefore trust the calls:
 every ``delta`` and ``block_stop`` names a started, open block of the matching kind, and

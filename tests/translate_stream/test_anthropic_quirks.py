@@ -1,0 +1,429 @@
+"""Anthropic Messages streams the official SDKs read although the protocol does not send them, each
+through the addon's real ``Carrier`` in every mode (observe-only, normalize, to Chat, to
+Responses). The summary is the SDKs' reading of the original stream (their final message), with
+the note or the conformance rule that names the quirk; the client's bytes are read back by the
+official Python SDK's stream helper (``corpus.sdk``) and, for the normalized Anthropic stream and
+the original, by the Node SDK (``tests/conformance/sdks``). The rules:
+docs/design/protocol-grammars.md, "Anthropic Messages: liberal where the SDKs are"; the SDKs'
+reactions: docs/conformance.md.
+
+No recording in ``tests/fixtures/real`` shows these streams; the bodies are written from what the
+SDKs' accumulators (``accumulate_event`` in the Python SDK, ``MessageStream`` in the Node SDK)
+accept.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus import run as corpus_run
+from corpus import sdk
+from corpus.streams import Stream
+
+from proxai.core.model import Outcome, Protocol
+from tests.conformance import sdks
+
+A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
+
+
+def ev(etype: str, **body: Any) -> bytes:
+    data = json.dumps({"type": etype, **body}, separators=(",", ":"))
+    return f"event: {etype}\ndata: {data}\n\n".encode()
+
+
+def named(name: str, etype: str, **body: Any) -> bytes:
+    """An event whose ``event:`` line names another type than its payload."""
+    data = json.dumps({"type": etype, **body}, separators=(",", ":"))
+    return f"event: {name}\ndata: {data}\n\n".encode()
+
+
+MSG = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "m",
+    "content": [],
+    "stop_reason": None,
+    "stop_sequence": None,
+    "usage": {"input_tokens": 3, "output_tokens": 1},
+}
+START = ev("message_start", message=MSG)
+TEXT = {"type": "text", "text": ""}
+TOOL = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+THINK = {"type": "thinking", "thinking": "", "signature": ""}
+
+
+def bs(i: int, block: dict[str, Any]) -> bytes:
+    return ev("content_block_start", index=i, content_block=block)
+
+
+def td(i: int, text: str) -> bytes:
+    return ev("content_block_delta", index=i, delta={"type": "text_delta", "text": text})
+
+
+def jd(i: int, part: str) -> bytes:
+    return ev("content_block_delta", index=i, delta={"type": "input_json_delta", "partial_json": part})
+
+
+def th(i: int, text: str) -> bytes:
+    return ev("content_block_delta", index=i, delta={"type": "thinking_delta", "thinking": text})
+
+
+def st(i: int) -> bytes:
+    return ev("content_block_stop", index=i)
+
+
+def md(stop: str = "end_turn", usage: Any = None) -> bytes:
+    u = {"output_tokens": 2} if usage is None else usage
+    return ev("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=u)
+
+
+MS = ev("message_stop")
+END = md() + MS
+USAGE_A = (3, 2, None, None)  # (input, output, cache read, cache write) as the Anthropic SDK reads it
+USAGE_C = (3, 2, None, None)
+USAGE_R = (3, 2, 0, None)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    body: bytes
+    # The SDKs' reading of the original (corpus.sdk: verdict, stop, text, calls, reasoning), which
+    # the summary and every client must show, and Node's (text, calls), or the error it raises.
+    reading: tuple[Any, ...]
+    node: tuple[Any, ...] | str
+    rules: list[str]  # the conformance rules the summary names, in order
+    notes: list[str] = field(default_factory=list)  # notes the summary must have
+    usage: tuple[Any, ...] = USAGE_A
+    # what a client reads where it differs from ``reading`` (mode -> (verdict, stop, text, calls))
+    clients: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    outcome: Outcome = Outcome.COMPLETED
+
+
+CASES = [
+    Case(
+        "a: two content_block_start with one index: a second block; the deltas go to the first",
+        START + bs(0, TEXT) + td(0, "Hi") + bs(0, TEXT) + td(0, " there") + st(0) + END,
+        ("accepted", "end_turn", "Hi there", [], ""),
+        ("Hi there", []),
+        ["anthropic_messages.duplicate_block_start"],
+        ["content block 0 started again"],
+    ),
+    Case(
+        "a: a tool_use started again at a text block's index: its input goes to the text (dropped)",
+        START + bs(0, TEXT) + td(0, "Hi") + st(0) + bs(0, TOOL) + jd(0, '{"a":1}') + st(0) + END,
+        ("accepted", "end_turn", "Hi", [("t1", "f", "{}")], ""),
+        ("Hi", [("t1", "f", {})]),
+        ["anthropic_messages.duplicate_block_start", "anthropic_messages.delta_type"],
+        ["input_json_delta in a text block (index 0): dropped", "content block 0 stopped again"],
+        clients={
+            "chat": ("accepted", "stop", "Hi", [("t1", "f", "")]),  # no fragment: no arguments
+            "responses": ("accepted", "completed", "Hi", [("t1", "f", "")]),
+        },
+    ),
+    Case(
+        "b: input_json_delta, thinking_delta and signature_delta on a text block: dropped",
+        START
+        + bs(0, TEXT)
+        + td(0, "Hi")
+        + jd(0, '{"a":1}')
+        + th(0, "hmm")
+        + ev("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "s"})
+        + st(0)
+        + END,
+        ("accepted", "end_turn", "Hi", [], ""),
+        ("Hi", []),
+        ["anthropic_messages.delta_type"],
+        ["input_json_delta in a text block (index 0): dropped"],
+    ),
+    Case(
+        "b: a text_delta on a tool_use block and on a thinking block: dropped",
+        START
+        + bs(0, THINK)
+        + th(0, "hmm")
+        + td(0, "x")
+        + st(0)
+        + bs(1, TOOL)
+        + td(1, "Hi")
+        + jd(1, '{"a":1}')
+        + st(1)
+        + md("tool_use")
+        + MS,
+        ("accepted", "tool_use", "", [("t1", "f", '{"a":1}')], "hmm"),
+        ("", [("t1", "f", {"a": 1})]),
+        ["anthropic_messages.delta_type"],
+        ["text_delta in a thinking block (index 0): dropped"],
+    ),
+    Case(
+        "c: a text delta after its block's content_block_stop, and the block stopped again",
+        START + bs(0, TEXT) + td(0, "Hi") + st(0) + td(0, " there") + st(0) + END,
+        ("accepted", "end_turn", "Hi there", [], ""),
+        ("Hi there", []),
+        [],
+        ["text_delta after its block 0 stopped: read", "content block 0 stopped again"],
+    ),
+    Case(
+        "c: a content_block_stop for a block that never started (Python raises IndexError)",
+        START + bs(0, TEXT) + td(0, "Hi") + st(0) + st(1) + END,
+        ("rejected",),
+        ("Hi", []),
+        ["anthropic_messages.block_index"],
+        clients={
+            "anthropic": ("accepted", "end_turn", "Hi", []),
+            "chat": ("accepted", "stop", "Hi", []),
+            "responses": ("accepted", "completed", "Hi", []),
+        },
+    ),
+    Case(
+        "c: a block after message_delta, and a delta after it",
+        START + bs(0, TEXT) + td(0, "Hi") + md() + td(0, ",") + bs(1, TEXT) + td(1, " there") + st(1) + MS,
+        ("accepted", "end_turn", "Hi, there", [], ""),
+        ("Hi, there", []),
+        [],
+        [
+            "content block 0 was not stopped before the message ended",
+            "text_delta after its block 0 stopped: read",
+            "a block after message_delta",
+        ],
+    ),
+    Case(
+        "d: content before message_start: the SDKs read nothing before it",
+        bs(0, TEXT) + td(0, "Hi") + st(0) + md() + START + bs(0, TEXT) + td(0, " there") + st(0) + END,
+        ("accepted", "end_turn", " there", [], ""),
+        (" there", []),
+        ["anthropic_messages.before_message_start"],
+        # normalize mode starts the message at the content (a repair): the client gets it all
+        clients={"anthropic": ("accepted", "end_turn", "Hi there", [])},
+    ),
+    Case(
+        "d: no message_start at all: both SDKs raise",
+        bs(0, TEXT) + td(0, "Hi") + st(0) + END,
+        ("rejected",),
+        "AnthropicError: request ended without sending any chunks",
+        ["anthropic_messages.before_message_start", "anthropic_messages.no_message_start"],
+        usage=(None, None, None, None),
+        clients={"anthropic": ("accepted", "end_turn", "Hi", [])},  # normalize's repair
+        outcome=Outcome.CLOSED,
+    ),
+    Case(
+        "d: a second message_start mid-stream: Python ignores it, Node raises",
+        START + bs(0, TEXT) + td(0, "Hi") + START + td(0, " there") + st(0) + END,
+        ("accepted", "end_turn", "Hi there", [], ""),
+        'AnthropicError: Unexpected event order, got message_start before receiving "message_stop"',
+        ["anthropic_messages.second_message_start"],
+    ),
+    Case(
+        "e: a delta with a negative index: Python counts it from the end, Node loses it",
+        START + bs(0, TEXT) + td(0, "Hi") + td(-1, " there") + st(0) + END,
+        ("accepted", "end_turn", "Hi there", [], ""),
+        ("Hi", []),
+        ["anthropic_messages.negative_index"],
+        clients={  # normalize opens the block the delta names (a repair): the client reads it all
+            "anthropic": ("accepted", "end_turn", "Hi there", []),
+            "chat": ("accepted", "stop", "Hi", []),
+            "responses": ("accepted", "completed", "Hi", []),
+        },
+    ),
+    Case(
+        "f: content after message_stop: Python reads it into the message, Node does not",
+        START + bs(0, TEXT) + td(0, "Hi") + st(0) + END + td(0, " there") + md("max_tokens"),
+        ("accepted", "max_tokens", "Hi there", [], ""),
+        ("Hi", []),
+        ["anthropic_messages.after_message_stop"],
+        clients={
+            "anthropic": ("accepted", "end_turn", "Hi", []),
+            "chat": ("accepted", "stop", "Hi", []),
+            "responses": ("accepted", "completed", "Hi", []),
+        },
+    ),
+    Case(
+        "g: message_delta usage without output_tokens: the SDKs set it to None",
+        START + bs(0, TEXT) + td(0, "Hi") + st(0) + md(usage={"input_tokens": 5}) + MS,
+        ("accepted", "end_turn", "Hi", [], ""),
+        ("Hi", []),
+        ["anthropic_messages.message_delta_output_tokens"],
+        usage=(5, 1, None, None),
+        clients={  # what we emit carries the output tokens we know
+            "anthropic": ("accepted", "end_turn", "Hi", []),
+        },
+    ),
+    Case(
+        "g: message_start without usage: both SDKs raise at message_delta",
+        ev("message_start", message={k: v for k, v in MSG.items() if k != "usage"})
+        + bs(0, TEXT)
+        + td(0, "Hi")
+        + st(0)
+        + END,
+        ("rejected",),
+        "AnthropicError: Cannot set properties of undefined (setting 'output_tokens')",
+        ["anthropic_messages.message_start_usage"],
+        usage=(None, 2, None, None),
+        clients={
+            "anthropic": ("accepted", "end_turn", "Hi", []),
+            "chat": ("accepted", "stop", "Hi", []),
+            "responses": ("accepted", "completed", "Hi", []),
+        },
+    ),
+    Case(
+        "h: an unknown delta type and an unknown block type: kept, not read",
+        START
+        + bs(0, {"type": "future_tool_result", "tool_use_id": "s1", "content": {"a": 1}})
+        + ev("content_block_delta", index=0, delta={"type": "future_delta", "x": 1})
+        + st(0)
+        + bs(1, TEXT)
+        + td(1, "Hi")
+        + ev("content_block_delta", index=1, delta={"type": "future_delta", "x": 1})
+        + st(1)
+        + END,
+        ("accepted", "end_turn", "Hi", [], ""),
+        ("Hi", []),
+        [],
+    ),
+    Case(
+        "i: an event named otherwise than its payload's type is read by the type",
+        START
+        + bs(0, TEXT)
+        + named("foo", "content_block_delta", index=0, delta={"type": "text_delta", "text": "Hi"})
+        + st(0)
+        + END,
+        ("accepted", "end_turn", "Hi", [], ""),
+        ("Hi", []),
+        [],
+        ["event 'foo' carries a 'content_block_delta': read by its type"],
+    ),
+    Case(
+        "i: a tool_use with input in its start and fragments: the fragments are its input",
+        START
+        + bs(0, {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}})
+        + jd(0, '{"b":2}')
+        + st(0)
+        + md("tool_use")
+        + MS,
+        ("accepted", "tool_use", "", [("t1", "f", '{"b":2}')], ""),
+        ("", [("t1", "f", {"b": 2})]),
+        [],
+        ["tool block 0: input in its start and fragments (the fragments are its input)"],
+    ),
+]
+IDS = [c.name.split(":")[0] + ":" + c.name.split(":")[1][:60] for c in CASES]
+
+CHAT_STOPS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+
+
+def _carry(tmp: Path, body: bytes, client: Protocol | None) -> corpus_run.Carried:
+    path = tmp / "s.sse"
+    path.write_bytes(body)
+    got = corpus_run.carry(Stream("anthropic/s.sse", path, A, "test", "test", False), client)
+    assert not got.bugs
+    return got
+
+
+def _client(case: Case, mode: str) -> tuple[Any, ...]:
+    """What the client of ``mode`` reads (verdict, stop, text, calls): the case's, or the SDKs'
+    reading of the original in that protocol."""
+    if mode in case.clients:
+        return case.clients[mode]
+    if case.reading[0] == "rejected":
+        return ("rejected",)
+    verdict, stop, text, calls, _ = case.reading
+    if mode == "chat":
+        return (verdict, CHAT_STOPS[stop], text, calls)
+    if mode == "responses":
+        return (verdict, "completed", text, calls)
+    return (verdict, stop, text, calls)
+
+
+Reads = tuple[sdks.Reaction, sdks.Reaction, sdks.Reaction, sdks.Reaction]
+
+
+@pytest.fixture(scope="module")
+def node_reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Reads]:
+    """The Node SDKs' reading of each original stream and of what each client gets (normalized,
+    to Chat, to Responses), in one node run."""
+    tmp = tmp_path_factory.mktemp("node")
+    cases: list[tuple[str, bytes]] = []
+    for c in CASES:
+        cases.append(("anthropic", c.body))
+        cases += [
+            (kind, _carry(tmp, c.body, p).out)
+            for kind, p in (("anthropic", A), ("chat", C), ("responses", R))
+        ]
+    got = sdks.node(cases)
+    return {c.name: (got[4 * i], got[4 * i + 1], got[4 * i + 2], got[4 * i + 3]) for i, c in enumerate(CASES)}
+
+
+def _node_view(r: sdks.Reaction) -> tuple[Any, ...] | str:
+    if not r.ok:
+        return f"{r.error}: {r.message}"
+    content = r.final["content"]
+    text = "".join(b.get("text", "") for b in content if b["type"] == "text")
+    calls = [(b["id"], b["name"], b["input"]) for b in content if b["type"] == "tool_use"]
+    return (text, calls)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_sdks_reading_in_every_mode(case: Case, tmp_path: Path, node_reads: dict[str, Reads]) -> None:
+    # the SDKs' reading of the original
+    ref = sdk.read(A, case.body)
+    assert (ref.verdict, ref.stop, ref.text, ref.calls, ref.reasoning)[: len(case.reading)] == case.reading
+    original, normalized, to_chat, to_responses = node_reads[case.name]
+    view = _node_view(original)
+    if isinstance(case.node, str):
+        assert isinstance(view, str) and view.startswith(case.node), view
+    else:
+        assert view == case.node
+    # observe-only: the upstream's bytes, the summary the SDKs' reading
+    got = _carry(tmp_path, case.body, None)
+    assert got.out == case.body
+    s = got.summary
+    assert [c["rule"] for c in s.extra.get("conformance", [])] == case.rules
+    notes = s.extra.get("notes", [])
+    assert all(n in notes for n in case.notes), notes
+    assert s.outcome is case.outcome
+    assert s.error is None
+    u = s.usage
+    assert (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens) == case.usage
+    if ref.verdict == "accepted" and "anthropic" not in case.clients:
+        assert s.text_bytes == len(ref.text.encode())
+        assert s.reasoning_bytes == len(ref.reasoning.encode())
+        assert [(t.id, t.name, t.arguments) for t in s.tool_calls] == ref.calls
+        assert s.stop_reason == ref.stop
+    # every client: its SDK accepts what we emit, with the content of the SDKs' reading
+    for mode, client in (("anthropic", A), ("chat", C), ("responses", R)):
+        back = sdk.read(client, _carry(tmp_path, case.body, client).out)
+        want = _client(case, mode)
+        if want[0] == "rejected":  # no reading to carry: the client gets an error or nothing
+            assert back.verdict in ("error_event", "rejected"), back
+            continue
+        assert (back.verdict, back.stop, back.text, back.calls) == want, mode
+    # the Node SDKs read what we emit as Python does
+    want = _client(case, "anthropic")
+    if want[0] == "accepted":
+        assert _node_view(normalized) == (want[2], [(i, n, json.loads(a)) for i, n, a in want[3]])
+    for mode, got_node in (("chat", to_chat), ("responses", to_responses)):
+        want = _client(case, mode)
+        if want[0] == "accepted":
+            assert got_node.ok, got_node
+            final = got_node.final
+            if mode == "chat":
+                message = final["choices"][0]["message"]
+                calls = [
+                    (t["id"], t["function"]["name"], t["function"]["arguments"])
+                    for t in message.get("tool_calls") or []
+                ]
+                assert (message["content"] or "", calls) == (want[2], want[3]), mode
+            else:
+                text = "".join(
+                    p.get("text", "") for o in final["output"] if o["type"] == "message" for p in o["content"]
+                )
+                calls = [
+                    (o["call_id"], o["name"], o["arguments"])
+                    for o in final["output"]
+                    if o["type"] == "function_call"
+                ]
+                assert (text, calls) == (want[2], want[3]), mode
