@@ -8,6 +8,7 @@ judged at the stream's end with the request come from ``conformance.at_end`` (``
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from proxai.protocols import conformance, responses_sdk
@@ -63,3 +64,37 @@ def test_the_rule_tables_name_rules() -> None:
     # and each rule of the catalogue is given by some grammar
     assert conformance.AT_END_RULES.issubset(RULES)
     assert _conform_names()[0] | dataless | responses_sdk.RULES | conformance.AT_END_RULES == set(RULES)
+
+
+def _finding_names() -> dict[str, str]:
+    """The names the code gives ``Accum.finding`` / ``finding_once`` (the grammars' own findings),
+    each as a rule name or, for an f-string, its literal start followed by ``<``: name -> where."""
+    out: dict[str, str] = {}
+    for path in sorted(PROTOCOLS.parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr not in ("finding", "finding_once") or not node.args:
+                continue
+            arg = node.args[0]
+            where = f"{path.name}:{node.lineno}"
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                out[arg.value] = where
+            elif isinstance(arg, ast.JoinedStr) and isinstance(arg.values[0], ast.Constant):
+                out[f"{arg.values[0].value}<"] = where
+            elif not (isinstance(arg, ast.Name) and arg.id == "rule"):  # (``conform`` passes its rule on)
+                out[ast.unparse(arg)] = where
+    return out
+
+
+def test_every_finding_name_is_catalogued() -> None:
+    """A grammar's own finding (quirk, repair) is a row of docs/design/protocol-grammars.md's table
+    of the rules reported; an f-string name (``openai_chat.unknown_part.<type>``) by its start."""
+    doc = (PROTOCOLS.parents[2] / "docs" / "design" / "protocol-grammars.md").read_text()
+    documented = set(re.findall(r"^\| `([a-z_]+\.[a-z_.<>]+)` \| (?:quirk|repair|violation) \|", doc, re.M))
+    names = _finding_names()
+    assert names, "no finding call found: the scan is broken"
+    missing = {
+        n: w for n, w in names.items() if n not in RULES and n.replace("<", "<type>") not in documented
+    }
+    assert missing == {}
