@@ -27,26 +27,62 @@ def _constants(tree: ast.Module) -> dict[str, str]:
     return out
 
 
+def _strings(node: ast.expr) -> list[str] | None:
+    """The strings an expression can be: a literal, or a conditional between literals."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.IfExp):
+        a, b = _strings(node.body), _strings(node.orelse)
+        return None if a is None or b is None else a + b
+    return None
+
+
+def _locals(func: ast.AST) -> dict[str, list[str]]:
+    """The names a function binds to strings only (``rule = "a" if x else "b"``)."""
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values = _strings(node.value)
+            if values is not None:
+                out.setdefault(node.targets[0].id, []).extend(values)
+    return out
+
+
 def _conform_names() -> tuple[set[str], list[str]]:
-    """The literal rule names given to ``conform`` in the protocol modules, and the calls whose
-    first argument is neither a literal nor a module constant (``file: argument``)."""
+    """The rule names given to ``conform`` in the protocol modules (a literal, a module constant, a
+    local name bound to literals only, or an f-string of a literal and such a name), and the calls
+    whose first argument is none of these (``file: argument``)."""
     names: set[str] = set()
     other: list[str] = []
     for path in sorted(PROTOCOLS.glob("*.py")):
         tree = ast.parse(path.read_text())
         consts = _constants(tree)
-        for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-                continue
-            if node.func.attr not in ("conform", "_conform") or not node.args:
-                continue
-            arg = node.args[0]
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                names.add(arg.value)
-            elif isinstance(arg, ast.Name) and arg.id in consts:
-                names.add(consts[arg.id])
-            else:
-                other.append(f"{path.name}: {ast.unparse(arg)}")
+        funcs = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+        for func in funcs:
+            local = _locals(func)
+            for node in ast.walk(func):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                    continue
+                if node.func.attr not in ("conform", "_conform") or not node.args:
+                    continue
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    names.add(arg.value)
+                elif isinstance(arg, ast.Name) and arg.id in consts:
+                    names.add(consts[arg.id])
+                elif isinstance(arg, ast.Name) and arg.id in local:
+                    names.update(local[arg.id])
+                elif (
+                    isinstance(arg, ast.JoinedStr)
+                    and len(arg.values) == 2
+                    and isinstance(arg.values[0], ast.Constant)
+                    and isinstance(arg.values[1], ast.FormattedValue)
+                    and isinstance(arg.values[1].value, ast.Name)
+                    and arg.values[1].value.id in local
+                ):
+                    names.update(f"{arg.values[0].value}{v}" for v in local[arg.values[1].value.id])
+                else:
+                    other.append(f"{path.name}: {ast.unparse(arg)}")
     return names, other
 
 

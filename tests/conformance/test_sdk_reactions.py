@@ -834,6 +834,16 @@ CASES = [
         [("openai_responses.content_index", 2)],
     ),
     Case(
+        "responses a text delta without content_index",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:2])
+        + _r("response.output_text.delta", 3, item_id="msg_1", output_index=0, delta="Hi")
+        + b"".join(R_ITEM[3:])
+        + R_COMPLETED,
+        [("openai_responses.content_index_type", 3)],
+    ),
+    Case(
         "responses a summary delta before its summary part",
         "responses",
         R_CREATED

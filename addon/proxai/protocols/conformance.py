@@ -429,6 +429,13 @@ _RULES = (
         Reaction("raises", "OpenAIError", "missing content at index"),
     ),
     Rule(
+        "openai_responses.content_index_type",
+        R,
+        "an `output_text` delta or done for a message carries an integer `content_index`",
+        Reaction("raises", "TypeError", "list indices must be integers or slices, not NoneType"),
+        Reaction("raises", "OpenAIError", "missing content at index"),
+    ),
+    Rule(
         "openai_responses.node_content_index",
         R,
         "a refusal, annotation, `content_part.done`, reasoning text or summary event names a part "

@@ -92,6 +92,7 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     (None, "index"): "openai_responses.output_position",
     ("duplicate", None): "openai_responses.output_index_repeated",
     ("content", "content"): "openai_responses.content_index",
+    ("content_type", "content"): "openai_responses.content_index_type",
     (None, "content"): "openai_responses.node_content_index",
     ("text_type", "type"): "openai_responses.text_part_type",
     (None, "type"): "openai_responses.node_part_type",
@@ -401,7 +402,7 @@ def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
         return "item_type"  # handle_event: assert output.type == "message"
     ci = obj.get("content_index")
     if type(ci) is not int:
-        return None  # (not modelled)
+        return "content_type"  # content[None]: a TypeError
     if not 0 <= ci < len(rec.parts):
         return "content"
     ptype, ok = rec.parts[ci]
@@ -463,6 +464,8 @@ def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -
     oi, ci = obj.get("output_index"), obj.get("content_index")
     if "index" in (py, node):
         return f"{etype} for output_index {oi}, where {'no' if py else 'openai-node has no'} item was added"
+    if py == "content_type":
+        return f"{etype} for output item {oi} without an integer content_index"
     if "content" in (py, node):
         return f"{etype} for content_index {ci} of output item {oi}, which has no such part"
     if "type" in (py, node) or py == "text_type":
