@@ -111,10 +111,15 @@ def _carrier_general() -> contextlib.AbstractContextManager[None]:
     """Every read through ``StreamCarrier._chunk`` (tests/mitm/test_carrier_hot_path.py's reference)."""
     from proxai.pipeline.carrier import StreamCarrier
 
-    def feed(self: Any, chunk: bytes, now: float) -> list[bytes]:
+    def feed(self: Any, chunk: bytes, now: float | None = None) -> list[bytes]:
+        if now is None:
+            now = self.clock()
         out = self._end(now) if chunk == b"" else self._chunk(chunk, now)
         out = [b for b in out if b]
-        self.client_bytes += sum(len(b) for b in out)
+        sent = sum(len(b) for b in out)
+        self.client_bytes += sent
+        if sent and self.kept is not None:
+            self._keep(out, sent, now)
         return out
 
     return _patched(StreamCarrier, "feed", feed)

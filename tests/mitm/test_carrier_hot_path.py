@@ -4,7 +4,8 @@
 (most reads of every observed flow) inline; every other read goes through ``StreamCarrier._chunk``.
 The reference below sends every read through ``_chunk`` and does what ``feed`` does with its
 result. Both must give the same client pieces for every read, the same byte counts, the same
-guard state and the same summary: every fixture stream of the three protocols, guarded and not,
+guard state, the same kept body (exactly the client's bytes, or dropped past the per-flow cap) and
+read marks, and the same summary: every fixture stream of the three protocols, guarded and not,
 cut at event boundaries (so the hot read really runs), at random byte offsets, and with a guard
 that trips (arguments that are not JSON).
 """
@@ -23,6 +24,7 @@ from proxai.guard import GuardConfig
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.guard_addon import FlowGuard
 from proxai.pipeline.flow import FlowPipeline
+from proxai.pipeline.keep import KeepBudget, KeptBody
 from proxai.pipeline.observe import StreamObserver
 from tests.splits import random_pieces
 
@@ -32,12 +34,17 @@ CFG = GuardConfig(tool_stall=10.0, idle_timeout=25.0)
 
 
 class GeneralOnly(Carrier):
-    """Every read through ``_chunk`` (the reference)."""
+    """Every read through ``_chunk`` (the reference), kept through ``KeptBody.add_read``."""
 
-    def feed(self, chunk: bytes, now: float) -> list[bytes]:
+    def feed(self, chunk: bytes, now: float | None = None) -> list[bytes]:
+        if now is None:
+            now = self.clock()
         out = self._end(now) if chunk == b"" else self._chunk(chunk, now)
         out = [b for b in out if b]
-        self.client_bytes += sum(len(b) for b in out)
+        sent = sum(len(b) for b in out)
+        self.client_bytes += sent
+        if sent and self.kept is not None:
+            self._keep(out, sent, now)
         return out
 
 
@@ -53,12 +60,16 @@ def _event_groups(data: bytes, rng: random.Random) -> list[bytes]:
     return [*out, tail] if tail else out
 
 
-def _run(cls: type[Carrier], protocol: Protocol, pieces: list[bytes], *, guarded: bool) -> list[Any]:
+def _run(
+    cls: type[Carrier], protocol: Protocol, pieces: list[bytes], *, guarded: bool, keep_max: int = 1 << 30
+) -> list[Any]:
     async def main() -> list[Any]:
         clock = [0.0]
         observer = StreamObserver(protocol, start=0.0)
         observer.headers(200, 0.0)
         carrier = cls(FlowPipeline(observer), decoder=None, clock=lambda: clock[0])
+        budget = KeepBudget(max_per_flow=keep_max)
+        kept = carrier.kept = KeptBody(budget, 0.0, most=8)  # few marks: the log is compacted often
         guard = FlowGuard(CFG, None, carrier, start=0.0, end_stream=lambda _flow: True) if guarded else None
         trace: list[Any] = []
         for piece in [*pieces, b""]:
@@ -71,6 +82,14 @@ def _run(cls: type[Carrier], protocol: Protocol, pieces: list[bytes], *, guarded
             guard.timer.cancel()
         assert carrier.summary is not None
         trace.append((carrier.upstream_bytes, carrier.client_bytes, carrier.state))
+        # The kept body is exactly what the client got (or dropped past the cap, with nothing
+        # left counted), and the budget counts exactly its bytes.
+        sent = b"".join(b for read in trace if isinstance(read, list) for b in read)
+        marks = kept.marks() if kept.dropped is None else None
+        body = kept.take_bytes() if kept.dropped is None else None
+        assert body == (sent if len(sent) <= keep_max else None)
+        assert budget.used == (len(sent) if body is not None else 0)
+        trace.append((kept.dropped, marks, budget.used))
         trace.append(carrier.summary.to_metadata())
         return trace
 
@@ -86,7 +105,9 @@ def _compare(protocol: str, data: bytes, seed: str) -> None:
             random_pieces(data, rng, max_size=rng.choice([7, 64, 4096])),
         ):
             p = Protocol(protocol)
-            assert _run(Carrier, p, pieces, guarded=guarded) == _run(GeneralOnly, p, pieces, guarded=guarded)
+            for keep_max in (1 << 30, len(data) // 2):
+                hot = _run(Carrier, p, pieces, guarded=guarded, keep_max=keep_max)
+                assert hot == _run(GeneralOnly, p, pieces, guarded=guarded, keep_max=keep_max)
 
 
 @pytest.mark.parametrize(("protocol", "path"), STREAMS, ids=[f"{p}/{f.name}" for p, f in STREAMS])

@@ -158,7 +158,8 @@ def test_a_flow_without_env_key_has_no_wrapper_and_gets_the_upstream_bytes(tctx:
     a.responseheaders(f)
     assert f.response is not None
     stream = f.response.stream
-    assert isinstance(stream, KeepingStream) and isinstance(stream.inner, Carrier)
+    carrier = getattr(stream, "__self__", None)  # the carrier's own ``feed``, which keeps
+    assert isinstance(carrier, Carrier) and stream == carrier.feed and carrier.kept is not None
     assert f.response.headers["x-proxai-received-key"] == KEY  # not ours to change
     got = _drive(a, f, WIRE, size)
     assert got == WIRE  # exactly the upstream bytes

@@ -112,8 +112,9 @@ class FlowState:
     client_protocol: Protocol | None = None  # set by the Router when translating
     route: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
-    kept: keep.KeptBody | None = None  # the streamed body as the client received it (proxai_keep_body)
-    marks: keep.ReadMarks | None = None  # when the client's reads left (a replay plays them back)
+    # the streamed body as the client received it (proxai_keep_body), and when its reads left
+    # (a replay plays them back)
+    kept: keep.KeptBody | None = None
     asked: Asked = NOTHING_ASKED  # what the request sent upstream asks of the SDKs' parse helpers
 
 
@@ -435,9 +436,14 @@ class ProxAI:
         if isinstance(stream, ScrubbingStream):
             state.extra["scrub"] = stream  # what the client got is counted there
         if self.keep_body:
-            state.kept = keep.KeptBody(self.keep_budget)
-            state.marks = keep.ReadMarks(state.start)
-            flow.response.stream = keep.KeepingStream(stream, state.kept, self.clock, state.marks)
+            state.kept = keep.KeptBody(self.keep_budget, state.start)
+        if stream is carrier:
+            # mitmproxy calls the carrier's ``feed`` itself (one frame per read), which keeps
+            # what it returns.
+            carrier.kept = state.kept
+            flow.response.stream = carrier.feed
+        elif state.kept is not None:
+            flow.response.stream = keep.KeepingStream(stream, state.kept, self.clock)
         else:
             flow.response.stream = stream
 
@@ -549,14 +555,15 @@ class ProxAI:
         (``store_streamed_bodies``). Its bytes count against ``proxai_keep_body_total`` until the
         flow is freed. Nothing goes on the wire: the stream has been sent."""
         kept, state.kept = state.kept, None
-        marks, state.marks = state.marks, None
+        if state.carrier is not None:
+            state.carrier.kept = None  # nothing more is kept
         if kept is None or flow.response is None:
             return
         if kept.dropped is not None:
             state.extra["body_not_kept"] = kept.dropped
             return
-        if marks is not None and marks.reads:
-            state.extra["reads"] = marks.to_metadata()  # the body they describe is stored
+        if kept.reads:
+            state.extra["reads"] = kept.marks()  # the body they describe is stored
         if flow.response.raw_content is not None:
             kept.drop("stored by mitmproxy")
             return

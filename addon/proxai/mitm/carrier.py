@@ -3,11 +3,11 @@
 
 The carrier itself (decode, observe, pass through or translate, hooks, injection, end) is the
 sans-IO core's ``proxai.pipeline.carrier.StreamCarrier`` (docs/design/README.md follows one chunk
-through it). This adapter only reads the clock for each call, keeps the flow it carries, and logs
-the bugs the carrier caught (docs/design/core.md: one warning line per kind and flow, the
-traceback at debug level). mitmproxy calls it with each upstream chunk and once with ``b""`` at
-the end of the message; the injection code (``proxai.mitm.injection``) is the other half of the
-shell's part.
+through it). This adapter only hands the core the shell's clock (``feed`` reads it for each
+call), keeps the flow it carries, and logs the bugs the carrier caught (docs/design/core.md: one
+warning line per kind and flow, the traceback at debug level). mitmproxy calls its ``feed`` with
+each upstream chunk and once with ``b""`` at the end of the message; the injection code
+(``proxai.mitm.injection``) is the other half of the shell's part.
 """
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ def strip_translated_headers(response: http.Response) -> None:
 
 
 class Carrier(StreamCarrier):
-    """The carrier of one streamed flow, as mitmproxy calls it: ``carrier(chunk)``."""
+    """The carrier of one streamed flow, as mitmproxy calls it: ``flow.response.stream`` is its
+    bound ``feed`` (one frame per read: ``feed`` reads the clock itself when called without
+    ``now``); ``carrier(chunk)`` is the same call, for the stages that wrap it."""
 
-    __slots__ = ("clock", "flow")
+    __slots__ = ("flow",)
 
     def __init__(
         self,
@@ -51,12 +53,11 @@ class Carrier(StreamCarrier):
         clock: Callable[[], float] = time.monotonic,
         flow: http.HTTPFlow | None = None,
     ) -> None:
-        super().__init__(pipeline, decoder=decoder, decode_error=decode_error)
-        self.clock = clock
+        super().__init__(pipeline, decoder=decoder, decode_error=decode_error, clock=clock)
         self.flow = flow
 
-    def __call__(self, chunk: bytes) -> bytes | list[bytes]:
-        return self.feed(chunk, self.clock())
+    def __call__(self, chunk: bytes) -> list[bytes]:
+        return self.feed(chunk)
 
     def _bug(self, what: str) -> None:
         first = what not in self.bugs

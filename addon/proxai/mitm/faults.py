@@ -283,6 +283,8 @@ class FaultAddon:
         current = flow.response.stream
         while isinstance(current, (KeepingStream, ScrubbingStream)):
             keeper, current = current, current.inner
+        if carrier is not None and current == carrier.feed:
+            current = carrier  # mitmproxy calls the carrier's ``feed`` itself
         if carrier is None or current is not carrier:
             fault.reason = "the response is not a stream ProxAI carries"
             if fault.hold is not None:
@@ -299,6 +301,10 @@ class FaultAddon:
         fault.stream = FaultedStream(flow, carrier, fault, stage)
         if keeper is not None:
             keeper.inner = fault.stream
+        elif carrier.kept is not None:
+            # The carrier kept what it returned: the body is now what the stage returns.
+            flow.response.stream = KeepingStream(fault.stream, carrier.kept, carrier.clock)
+            carrier.kept = None
         else:
             flow.response.stream = fault.stream
 

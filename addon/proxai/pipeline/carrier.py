@@ -1,10 +1,11 @@
 """The stream carrier: one streamed response, from each upstream chunk to the client's bytes.
 
 Sans-IO (docs/design/core.md): bytes and the time they were read come in as arguments
-(``feed(chunk, now)``), the client's bytes go out as the return value; no mitmproxy, no clock, no
-logging. The mitmproxy shell's adapter (``proxai.mitm.carrier``) is the callable mitmproxy
-installs as ``flow.response.stream``: it reads the clock, calls ``feed`` and logs the bugs the
-carrier caught. docs/design/carrier.md states the rules this module implements, and its state
+(``feed(chunk, now)``; without ``now`` the time is read from the clock the shell handed in), the
+client's bytes go out as the return value; no mitmproxy, no clock of its own, no logging. The
+mitmproxy shell's adapter (``proxai.mitm.carrier``) hands it the clock and logs the bugs the
+carrier caught; mitmproxy calls its bound ``feed`` as ``flow.response.stream``. With a kept body
+(``kept``, ``proxai.pipeline.keep``) the carrier keeps what it returns. docs/design/carrier.md states the rules this module implements, and its state
 table (``CarrierState``, ``TABLE``, ``StreamCarrier._step``); docs/design/README.md follows one
 chunk through the layers: the carrier owns bytes, lifecycle hooks and injection; the protocol
 grammar owns the semantics. Per upstream chunk:
@@ -71,9 +72,14 @@ from proxai.translate.stream import StreamTranslator
 
 if TYPE_CHECKING:
     from proxai.pipeline.flow import FlowPipeline
+    from proxai.pipeline.keep import KeptBody
 
 
 _JOIN_HELD = 64 * 1024  # held pieces smaller than this go out joined
+
+
+def _no_clock() -> float:
+    raise RuntimeError("the carrier was given no clock: pass feed(chunk, now)")
 
 
 class CarrierState(StrEnum):
@@ -205,12 +211,14 @@ class StreamCarrier:
         "at_end_hooks",
         "bugs",
         "client_bytes",
+        "clock",
         "close_handlers",
         "closed",
         "decoder",
         "held_dropped",
         "hook_errors",
         "injector",
+        "kept",
         "observe_error",
         "observer",
         "on_chunk",
@@ -224,7 +232,12 @@ class StreamCarrier:
     )
 
     def __init__(
-        self, pipeline: FlowPipeline, *, decoder: Decoder | None, decode_error: str | None = None
+        self,
+        pipeline: FlowPipeline,
+        *,
+        decoder: Decoder | None,
+        decode_error: str | None = None,
+        clock: Callable[[], float] = _no_clock,
     ) -> None:
         # The flow's pipeline, built and connected once (``proxai.pipeline.flow.build_flow``):
         # the observer's grammar reads each event for the summary and feeds the translator's
@@ -251,6 +264,12 @@ class StreamCarrier:
         self.bugs: dict[str, int] = {}
         self.client_bytes = 0
         self.upstream_bytes = 0
+        # The shell's clock, for ``feed`` called without ``now`` (mitmproxy calls ``feed`` itself,
+        # one frame per read); the core reads no clock of its own.
+        self.clock = clock
+        # The flow's kept body (docs/design/visibility.md, "Bodies are kept"), when the carrier is
+        # the stream the client reads: what ``feed`` returns is kept.
+        self.kept: KeptBody | None = None
         # In state PENDING: the error waiting to go out, and its kind and message.
         self._pending: tuple[bytes, ErrorKind, str] | None = None
         # Event alignment (guarded pass-through): upstream bytes of the unfinished SSE block,
@@ -283,9 +302,12 @@ class StreamCarrier:
         self.state = MACHINE.step(before, event)
         return self.state is not before
 
-    def feed(self, chunk: bytes, now: float) -> list[bytes]:
+    def feed(self, chunk: bytes, now: float | None = None) -> list[bytes]:
         """The client's bytes for one upstream ``chunk`` read at ``now`` (``b""``: the end of
-        the message). Never ``[b""]``: an empty list when the client gets nothing."""
+        the message; without ``now``, the time is the shell's ``clock``). Never ``[b""]``: an
+        empty list when the client gets nothing."""
+        if now is None:
+            now = self.clock()
         try:
             if (
                 chunk[-2:] == b"\n\n"
@@ -310,6 +332,20 @@ class StreamCarrier:
                 more = self._run_chunk_hooks(n, now) if self.on_chunk else None
                 if not more:
                     self.client_bytes += size
+                    kept = self.kept
+                    if kept is not None:
+                        # ``KeptBody.add_read`` inline for a read that fits what the flow took
+                        # and does not fill the read log (docs/performance.md, "Why the hot code
+                        # looks so").
+                        room = kept.room - size
+                        left = kept.left - 1
+                        if room >= 0 and left:
+                            kept.room = room
+                            kept.left = left
+                            kept.write(chunk)
+                            kept.log += (size, now)
+                        else:
+                            self._keep(chunk, size, now)
                     return [chunk]
                 out = [chunk, *more]
             else:
@@ -331,8 +367,19 @@ class StreamCarrier:
                 out = self._fail_translated_after_bug(now)
         if b"" in out:
             out = [b for b in out if b]  # never b"" mid-stream
-        self.client_bytes += sum(map(len, out))
+        sent = sum(map(len, out))
+        self.client_bytes += sent
+        if sent and self.kept is not None:
+            self._keep(out, sent, now)
         return out
+
+    def _keep(self, out: bytes | list[bytes], n: int, now: float) -> None:
+        """Keep a read of ``n`` bytes (``KeptBody.add_read``); a dropped body is not kept further."""
+        kept = self.kept
+        assert kept is not None
+        kept.add_read(out, n, now)
+        if kept.dropped is not None:
+            self.kept = None
 
     def _fail_translated_after_bug(self, now: float) -> list[bytes]:
         message = "ProxAI internal error while translating the stream"

@@ -7,24 +7,36 @@ connection once it has read the terminal event). ProxAI keeps, per LLM flow, the
 received, up to a per-flow cap and a total cap over all kept bodies that are still alive; past a cap
 the flow's body is dropped (the summary still shows) and the reason is kept as a note.
 
-With the bytes, the moments they left: ``ReadMarks`` holds, for each read the client got, the body
-offset it ended at and its time since the request (what a replay plays back, docs/replay.md), at most
-``MAX_READS`` of them (past it every other one is dropped and only every second read is marked from
-then on, so the marks stay even over the whole body); the last read is always kept
-(docs/design/replay.md, 8).
+``KeptBody`` holds one flow's body in one buffer (``io.BytesIO``: its bytes are handed over at the end
+without a copy, so the kept body costs its bytes plus the buffer's growth margin, never a list of
+pieces and a join). It takes its bytes from the total in steps (``STEP``): a read that fits what the
+flow has taken costs one comparison, and at the end the flow gives back what it took and did not use,
+so the total then counts exactly the kept bytes.
 
-Pure: no mitmproxy, and no clock of its own (the shell hands ``KeepingStream`` its clock).
-``KeepingStream`` wraps any stream callable (bytes -> bytes or a list of bytes) and returns exactly
-what it returns: the client's bytes never change.
+With the bytes, the moments they left: for each read the client got, the body offset it ended at and
+its time since the request (what a replay plays back, docs/replay.md), at most ``MAX_READS`` of them
+(past it every other one is dropped and only every second read is marked from then on, so the marks
+stay even over the whole body); the last read is always kept (docs/design/replay.md, 8). Each read
+is logged as it comes (its size and time, two list appends); the marks are derived from the log when
+it fills and when they are drawn (``reads``).
+
+Pure: no mitmproxy, and no clock of its own. The carrier keeps what it returns itself (the flow's
+usual stream callable, ``StreamCarrier.kept``: the hot read keeps its chunk inline, every other read
+through ``KeptBody.add``); ``KeepingStream`` wraps any other stream callable (bytes -> bytes or a
+list of bytes: the scrub of an env route's key, a fault stage) with the shell's clock and returns
+exactly what it returns: the client's bytes never change.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
+from itertools import accumulate
 
 DEFAULT_MAX_PER_FLOW = 8 * 1024 * 1024
 DEFAULT_MAX_TOTAL = 256 * 1024 * 1024
 MAX_READS = 1024
+STEP = 64 * 1024  # bytes a flow takes from the total at a time
 
 StreamFn = Callable[[bytes], bytes | list[bytes]]
 
@@ -51,118 +63,194 @@ class KeepBudget:
 
 
 class KeptBody:
-    """The body of one flow as it is kept: its pieces, their size, or why it was dropped."""
+    """The body of one flow as it is kept, and when its reads left; or why it was dropped.
 
-    __slots__ = ("budget", "dropped", "pieces", "size")
+    Per read (``add_read``, or the carrier's hot read inline, which does the same): ``room`` (the
+    bytes the flow has taken from the budget and not filled) and ``left`` (reads until the log is
+    compacted into marks) go down, the bytes are written, the read's size and time are logged. A
+    read that does not fit takes more from the budget (``_take``) or drops the body."""
 
-    def __init__(self, budget: KeepBudget) -> None:
+    __slots__ = (
+        "_base",
+        "_buf",
+        "_last",
+        "_marks",
+        "_reads",
+        "_stride",
+        "budget",
+        "dropped",
+        "left",
+        "log",
+        "most",
+        "room",
+        "start",
+        "taken",
+        "write",
+    )
+
+    def __init__(self, budget: KeepBudget, start: float = 0.0, most: int = MAX_READS) -> None:
         self.budget = budget
-        self.pieces: list[bytes] = []
-        self.size = 0
+        self.start = start
+        self.most = max(2, most)
+        self._buf: io.BytesIO | None = io.BytesIO()
+        self.write: Callable[[bytes], object] = self._buf.write
+        self.taken = 0  # bytes reserved from the budget (the kept bytes plus ``room``)
+        self.room = 0
         self.dropped: str | None = None
+        # The read log: size, time, size, time, ... of the reads since the last compaction.
+        self.log: list[int | float] = []
+        self.left = self.most  # reads the log takes before it is compacted
+        # The marks so far, from the reads before the log: every ``_stride``-th read's
+        # (offset, time); ``_reads`` reads, ``_base`` bytes, ``_last`` the latest read.
+        self._marks: list[tuple[int, float]] = []
+        self._stride = 1
+        self._reads = 0
+        self._base = 0
+        self._last: tuple[int, float] | None = None
 
-    def add(self, data: bytes) -> None:
-        if self.dropped is not None or not data:
+    @property
+    def size(self) -> int:
+        """The bytes kept so far."""
+        return self.taken - self.room
+
+    @property
+    def reads(self) -> int:
+        """How many reads the client got (each with bytes)."""
+        return self._reads + len(self.log) // 2
+
+    def add(self, out: list[bytes], now: float) -> None:
+        """Keep one read the client got at ``now``: the pieces one call of the stream returned
+        (nothing when they are empty or the body was dropped)."""
+        if self.dropped is not None:
             return
-        n = len(data)
-        if self.size + n > self.budget.max_per_flow:
+        n = 0
+        for piece in out:
+            n += len(piece)
+        if n:
+            self.add_read(out, n, now)
+
+    def add_read(self, out: bytes | list[bytes], n: int, now: float) -> None:
+        """``add`` for a read of ``n`` bytes (not 0) whose size is known: one piece or a list.
+        The carrier's hot read does the same inline for one piece that fits."""
+        if n > self.room and not self._take(n):
+            return  # dropped
+        self.room -= n
+        if isinstance(out, bytes):
+            self.write(out)
+        else:
+            for piece in out:
+                self.write(piece)
+        self.log += (n, now)
+        self.left -= 1
+        if self.left <= 0:
+            self._compact()
+
+    def _take(self, n: int) -> bool:
+        """Take from the budget what read of ``n`` bytes needs, a step ahead when the caps allow;
+        False when a cap is passed (the body is dropped)."""
+        if self._buf is None:
+            return False  # handed over already: nothing more is kept
+        budget = self.budget
+        need = n - self.room
+        if self.size + n > budget.max_per_flow:
             self.drop(
                 f"the response body was not kept: it passed proxai_keep_body_max "
-                f"({self.budget.max_per_flow} bytes)"
+                f"({budget.max_per_flow} bytes)"
             )
+            return False
+        ahead = min(max(need, STEP), budget.max_per_flow - self.taken)
+        if not budget.take(ahead):
+            ahead = need
+            if not budget.take(need):
+                self.drop(
+                    f"the response body was not kept: the kept bodies passed proxai_keep_body_total "
+                    f"({budget.max_total} bytes)"
+                )
+                return False
+        self.taken += ahead
+        self.room += ahead
+        return True
+
+    def _compact(self) -> None:
+        """Turn the log into marks: every ``_stride``-th read's (offset, seconds since ``start``),
+        halved (and the stride doubled) while there are more than ``most``; the latest read kept
+        in ``_last``. The old per-read rule, in one pass: the same marks."""
+        log = self.log
+        if not log:
             return
-        if not self.budget.take(n):
-            self.drop(
-                f"the response body was not kept: the kept bodies passed proxai_keep_body_total "
-                f"({self.budget.max_total} bytes)"
-            )
-            return
-        self.pieces.append(data)
-        self.size += n
+        sizes, times = log[0::2], log[1::2]
+        first = self._reads
+        offsets = list(accumulate(sizes, initial=self._base))[1:]
+        start = self.start
+        stride = self._stride
+        marks = self._marks
+        for i in range(len(sizes)):
+            if (first + i) % stride == 0:
+                if len(marks) >= self.most:
+                    marks = marks[::2]
+                    stride *= 2
+                marks.append((int(offsets[i]), times[i] - start))
+        self._marks, self._stride = marks, stride
+        self._reads = first + len(sizes)
+        self._base = int(offsets[-1])
+        self._last = (self._base, times[-1] - start)
+        self.log = []
+        self.left = self.most
 
     def drop(self, why: str) -> None:
-        """Forget the pieces (their bytes go back to the budget) and remember why."""
-        self.budget.give_back(self.size)
-        self.pieces = []
-        self.size = 0
+        """Forget the bytes (what the flow took goes back to the budget) and remember why."""
+        self.budget.give_back(self.taken)
+        self.taken = self.room = 0
+        self._buf = None
+        self.write = _nothing
+        self.log = []
+        self._marks = []
         self.dropped = why
 
     def take_bytes(self) -> bytes:
-        """The kept body, once: the pieces are handed over (their reservation stays with the caller,
-        who gives it back when the body is freed, ``KeepBudget.give_back(len(body))``)."""
-        data = b"".join(self.pieces)
-        self.pieces = []
+        """The kept body, once, without a copy (``BytesIO.getvalue`` hands over its buffer). What
+        the flow took and did not fill goes back to the budget; the body's own bytes stay with the
+        caller, who gives them back when the body is freed (``KeepBudget.give_back(len(body))``)."""
+        buf, self._buf = self._buf, None
+        data = buf.getvalue() if buf is not None else b""
+        self.budget.give_back(self.room)
+        self.taken -= self.room
+        self.room = 0
+        self.write = _nothing
         return data
 
-
-class ReadMarks:
-    """When the client's reads left: (body offset the read ended at, seconds since ``start``)."""
-
-    __slots__ = ("last", "marks", "most", "offset", "reads", "start", "stride")
-
-    def __init__(self, start: float, most: int = MAX_READS) -> None:
-        self.start = start
-        self.most = max(2, most)
-        self.marks: list[tuple[int, float]] = []
-        self.last: tuple[int, float] | None = None  # the latest read, marked or not
-        self.offset = 0  # bytes sent so far
-        self.reads = 0
-        self.stride = 1
-
-    def read(self, n: int, now: float) -> None:
-        if n <= 0:
-            return
-        self.offset += n
-        mark = (self.offset, now - self.start)
-        self.last = mark
-        if self.reads % self.stride == 0:
-            if len(self.marks) >= self.most:
-                self.marks = self.marks[::2]
-                self.stride *= 2
-            self.marks.append(mark)
-        self.reads += 1
-
-    def to_metadata(self) -> list[list[float]]:
+    def marks(self) -> list[list[float]]:
         """``[[offset, seconds], ...]`` (seconds rounded to 0.1 ms), the last read included."""
-        marks = list(self.marks)
-        if self.last is not None and (not marks or marks[-1] != self.last):
-            marks.append(self.last)
+        self._compact()
+        marks = list(self._marks)
+        if self._last is not None and (not marks or marks[-1] != self._last):
+            marks.append(self._last)
         return [[offset, round(at, 4)] for offset, at in marks]
+
+
+def _nothing(data: bytes) -> None:
+    """The ``write`` of a body that is no longer kept."""
 
 
 class KeepingStream:
     """A stream callable that keeps what another one returns. ``inner`` is the wrapped callable
-    (the carrier), ``kept`` its body; the return value is ``inner``'s, unchanged. With a
-    ``clock``, ``marks`` records when each read left."""
+    (the scrub of an env route's key, a fault stage over the carrier), ``kept`` its body, ``clock``
+    the time of each read; the return value is ``inner``'s, unchanged."""
 
-    __slots__ = ("clock", "inner", "kept", "marks")
+    __slots__ = ("clock", "inner", "kept")
 
-    def __init__(
-        self,
-        inner: StreamFn,
-        kept: KeptBody,
-        clock: Callable[[], float] | None = None,
-        marks: ReadMarks | None = None,
-    ) -> None:
+    def __init__(self, inner: StreamFn, kept: KeptBody, clock: Callable[[], float]) -> None:
         self.inner = inner
         self.kept = kept
         self.clock = clock
-        self.marks = marks
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         out = self.inner(chunk)
         kept = self.kept
-        n = 0
-        if isinstance(out, bytes):
-            n = len(out)
-            if kept.dropped is None:
-                kept.add(out)
-        else:
-            for piece in out:
-                n += len(piece)
-                if kept.dropped is None:
-                    kept.add(piece)
-        marks = self.marks
-        if n and marks is not None and self.clock is not None:
-            marks.read(n, self.clock())
+        if kept.dropped is None:
+            if isinstance(out, bytes):
+                if out:
+                    kept.add_read(out, len(out), self.clock())
+            else:
+                kept.add(out, self.clock())
         return out
