@@ -5,10 +5,10 @@ Sans-IO (docs/design/core.md): bytes and the time they were read come in as argu
 client's bytes go out as the return value; no mitmproxy, no clock of its own, no logging. The
 mitmproxy shell's adapter (``proxai.mitm.carrier``) hands it the clock and logs the bugs the
 carrier caught; mitmproxy calls its bound ``feed`` as ``flow.response.stream``. With a kept body
-(``kept``, ``proxai.pipeline.keep``) the carrier keeps what it returns. docs/design/carrier.md states the rules this module implements, and its state
-table (``CarrierState``, ``TABLE``, ``StreamCarrier._step``); docs/design/README.md follows one
-chunk through the layers: the carrier owns bytes, lifecycle hooks and injection; the protocol
-grammar owns the semantics. Per upstream chunk:
+(``kept``, ``proxai.pipeline.keep``) the carrier keeps what it returns. docs/design/carrier.md
+states the rules this module implements, and its state table (``CarrierState``, ``TABLE``,
+``StreamCarrier._step``); docs/design/README.md follows one chunk through the layers: the carrier
+owns bytes, lifecycle hooks and injection; the protocol grammar owns the semantics. Per upstream chunk:
 
     decode (gzip/deflate/br/zstd, bounded)  ->  observer.observe_payloads(decoded, now)
                                                 (scanned ONCE, each JSON payload parsed ONCE)
