@@ -927,6 +927,19 @@ CASES = [
         _text_is(lambda f: f["output"][0]["call_id"], "call_2"),
     ),
     Case(
+        "responses two function calls with one call_id",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _FC)
+        + _done(2, 0, _FC_DONE)
+        + _added(3, 1, {**_FC, "id": "fc_2"})
+        + _done(4, 1, {**_FC_DONE, "id": "fc_2"})
+        + _completed(_FC_DONE, {**_FC_DONE, "id": "fc_2"}),
+        [("openai_responses.identity_conflict", 4)],
+        None,
+        _text_is(r_items, [("function_call", "fc_1"), ("function_call", "fc_2")]),
+    ),
+    Case(
         "responses an item added, never done, absent from response.completed",
         "responses",
         R_CREATED + b"".join(R_ITEM) + _added(6, 1, _FC) + _completed(_MSG),

@@ -487,6 +487,14 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "openai_responses.identity_conflict",
+        R,
+        "no two done output items share an identity (type, and the call_id of a call item or the "
+        "id of another)",
+        Reaction("raises", "RuntimeError", "Response snapshot has conflicting output identities."),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_responses.unfinished_item",
         R,
         "every output item gets its `output_item.done` or is in `response.completed`'s output",

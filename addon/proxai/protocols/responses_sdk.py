@@ -100,6 +100,7 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     ("item_type", None): "openai_responses.delta_item_type",
     ("arguments", None): "openai_responses.call_arguments",
     ("identity", None): "openai_responses.item_identity",
+    ("conflict", None): "openai_responses.identity_conflict",
     ("lifecycle", "lifecycle"): "openai_responses.lifecycle_response",
     ("lifecycle", None): "openai_responses.lifecycle_id",
     (None, "output"): "openai_responses.lifecycle_output",
@@ -188,7 +189,7 @@ class SdkView:
     """The two accumulators' view of one Responses stream: ``see`` each event (not the error events);
     ``added`` is the record of the last ``output_item.added`` (the grammar keeps it on its item)."""
 
-    __slots__ = ("_conform", "_live", "_node", "_py", "_py_done", "_rid", "_started", "added")
+    __slots__ = ("_conform", "_live", "_node", "_py", "_py_at", "_py_done", "_rid", "_started", "added")
 
     def __init__(self, conform: Callable[[str, str], None]) -> None:
         self._conform = conform
@@ -196,7 +197,8 @@ class SdkView:
         self._live = True  # False once no SDK has a snapshot (the first event was not response.created)
         self._rid: object = None
         self._py: dict[object, Out] = {}  # openai-python: output_index -> item
-        self._py_done: set[object] = set()  # openai-python: the output indexes an output_item.done named
+        self._py_done: dict[object, Out] = {}  # openai-python: output_index -> its output_item.done item
+        self._py_at: dict[object, object] = {}  # openai-python: a done item's identity -> its output_index
         self._node: list[Out] | None = []  # openai-node: the snapshot's output (None: it has none)
         self.added = NO_OUT
 
@@ -335,7 +337,14 @@ class SdkView:
             added.oi = _NO  # what comes for an item after its end is read the slow way
             if added.identity != rec.identity or not added.compatible(rec):
                 py = "identity"
-        self._py_done.add(oi)
+        at = self._py_at.get(rec.identity, oi)
+        if py is None and at != oi:
+            py = "conflict"  # the same identity done at another index
+        previous = self._py_done.get(oi)
+        if previous is not None:
+            self._py_at.pop(previous.identity, None)
+        self._py_done[oi] = rec
+        self._py_at[rec.identity] = oi
         node = None
         if self._node is not None:
             old = self._node_at(oi)
@@ -344,7 +353,9 @@ class SdkView:
             else:
                 old.oi = _NO
                 self._node[oi] = rec  # type: ignore[index]
-        if py:
+        if py == "conflict":
+            self._report(py, node, f"output_item.done at output_index {oi} repeats the identity of item {at}")
+        elif py:
             self._report(py, node, f"output_item.done at output_index {oi} is not the item added there")
         else:
             self._report(py, node, f"output_item.done at output_index {oi}, which openai-node does not have")
