@@ -447,6 +447,12 @@ CASES = [
         _text_is(a_text, "Hi there"),
     ),
     Case(
+        "anthropic an error event after message_stop",
+        "anthropic",
+        anthropic_stream() + _a("error", {"error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        [("anthropic_messages.error_after_stop", 7)],
+    ),
+    Case(
         "anthropic message_delta usage without output_tokens",
         "anthropic",
         _A_S

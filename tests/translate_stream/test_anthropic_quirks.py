@@ -297,6 +297,19 @@ CASES = [
         ["event 'foo' carries a 'content_block_delta': read by its type"],
     ),
     Case(
+        "i: a block index sent as a string or a float: the SDKs read it as the integer",
+        START
+        + bs(0, TEXT)
+        + ev("content_block_delta", index="0", delta={"type": "text_delta", "text": "Hi"})
+        + ev("content_block_delta", index=0.0, delta={"type": "text_delta", "text": " there"})
+        + ev("content_block_stop", index="0")
+        + END,
+        ("accepted", "end_turn", "Hi there", [], ""),
+        ("Hi there", []),
+        [],
+        ["content_block_delta index '0' read as 0"],
+    ),
+    Case(
         "i: a tool_use with input in its start and fragments: the fragments are its input",
         START
         + bs(0, {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}})

@@ -420,7 +420,9 @@ class AnthropicGrammar(GrammarBase):
         for k, (name, _data) in enumerate(payloads):
             if name not in _DATA_ONLY and name not in _PING_NAMES:
                 self.acc.event_index = base + k
-                if name in (b"message_start", "message_start"):
+                if name in (b"error", "error"):  # both SDKs raise it
+                    self.conform("anthropic_messages.error_after_stop", "an error event after message_stop")
+                elif name in (b"message_start", "message_start"):
                     self.conform(
                         "anthropic_messages.second_message_start", "message_start after message_stop"
                     )
@@ -472,9 +474,16 @@ class AnthropicGrammar(GrammarBase):
             self._stop_raw = reason
 
     def _index(self, obj: dict[str, Any], what: str) -> int:
-        idx = as_int(obj.get("index"))
-        if idx is None:
-            raise UpstreamProtocolError(f"{what} without an integer index")
+        raw = obj.get("index")
+        idx = as_int(raw)
+        if idx is None:  # the SDKs read "1" and 1.0 as 1
+            s = raw if type(raw) is str else repr(raw) if type(raw) is float and raw.is_integer() else ""
+            if not s.removesuffix(".0").isdigit() or (s.startswith("0") and s.removesuffix(".0") != "0"):
+                raise UpstreamProtocolError(f"{what} without an integer index")
+            idx = int(s.removesuffix(".0"))
+            self.acc.finding_once(
+                "anthropic.index_not_integer", "quirk", f"{what} index {raw!r} read as {idx}"
+            )
         return idx
 
     def _block_start(self, obj: dict[str, Any], now: float) -> None:

@@ -183,6 +183,13 @@ _RULES = (
         Reaction("loses", loses="the events after message_stop (a message_delta's usage still counts)"),
     ),
     Rule(
+        "anthropic_messages.error_after_stop",
+        A,
+        "no `error` event follows `message_stop` (the SDKs read on, and raise it)",
+        Reaction("raises", "APIStatusError"),
+        Reaction("raises", "APIError"),
+    ),
+    Rule(
         "anthropic_messages.message_delta_output_tokens",
         A,
         "`message_delta` usage carries `output_tokens` (the SDKs copy it)",
