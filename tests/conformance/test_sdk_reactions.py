@@ -806,6 +806,20 @@ CASES = [
         _text_is(r_text, "Hi"),
     ),
     Case(
+        "responses an item added at output_index 1, its events at 0",
+        "responses",
+        R_CREATED
+        + _added(1, 1, _MSG_ADDED)
+        + _part(2, 0, 0)
+        + _text(3, 0, 0)
+        + _text_done(4, 0, 0)
+        + _done(5, 0, _MSG)
+        + R_COMPLETED,
+        [("openai_responses.python_output_index", 2)],
+        None,
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
         "responses a response.in_progress after the items replaces openai-node's snapshot",
         "responses",
         R_CREATED

@@ -421,6 +421,14 @@ _RULES = (
         Reaction("raises", "OpenAIError", "missing output at index"),
     ),
     Rule(
+        "openai_responses.python_output_index",
+        R,
+        "every item event's `output_index` is one an `output_item.added` gave (openai-python keys "
+        "items by it; openai-node reads the item at that position)",
+        Reaction("raises", "RuntimeError", "Received a content event for output index"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_responses.output_index_repeated",
         R,
         "no two output items share an `output_index` (nor one of `response.created`'s output)",

@@ -90,6 +90,7 @@ _CALL_IDENTITY = frozenset({"function_call", "custom_tool_call", "shell_call", "
 _PAIRS: dict[tuple[str | None, str | None], str] = {
     ("index", "index"): "openai_responses.output_index",
     (None, "index"): "openai_responses.output_position",
+    ("index", None): "openai_responses.python_output_index",
     ("duplicate", None): "openai_responses.output_index_repeated",
     ("content", "content"): "openai_responses.content_index",
     ("content_type", "content"): "openai_responses.content_index_type",
@@ -474,7 +475,8 @@ def _at(parts: list[Any], ci: object) -> list[Any] | None:
 def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -> str:
     oi, ci = obj.get("output_index"), obj.get("content_index")
     if "index" in (py, node):
-        return f"{etype} for output_index {oi}, where {'no' if py else 'openai-node has no'} item was added"
+        who = "no" if py and node else "openai-node has no" if node else "openai-python has no"
+        return f"{etype} for output_index {oi}, where {who} item was added"
     if py == "content_type":
         return f"{etype} for output item {oi} without an integer content_index"
     if "content" in (py, node):
