@@ -44,7 +44,7 @@ TIMED_FAULTS = frozenset({"stall", "slow"})
 class FaultRule(BaseModel):
     """One rule. Fields that do not apply to its ``fault`` are refused, so a typo is an error."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     fault: FaultKind
     filter: str = ""
@@ -99,7 +99,7 @@ class FaultRule(BaseModel):
 
 
 class _RulesFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     fault: list[FaultRule] = Field(default_factory=list)
 

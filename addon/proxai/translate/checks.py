@@ -32,7 +32,7 @@ from proxai.translate import ir
 class Loose(BaseModel):
     """A wire object that keeps unknown fields (``model_extra``) for the translator to judge."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 def join(at: str, loc: tuple[int | str, ...]) -> str:

@@ -63,7 +63,7 @@ def endpoint_protocol(path: str) -> Protocol | None:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class MatchSpec(_Strict):
