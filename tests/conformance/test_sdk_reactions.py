@@ -163,6 +163,14 @@ R_STRICT = {
 }
 
 
+# a json_schema text format (openai-python parses the answer with text_format=sdks.Answer)
+R_JSON = {
+    "text": {
+        "format": {"type": "json_schema", "name": "Answer", "schema": sdks.ANSWER_SCHEMA, "strict": True}
+    }
+}
+
+
 def c_message(final: dict[str, Any]) -> tuple[str | None, str | None]:
     choice = final["choices"][0]
     return choice["message"]["content"], choice["finish_reason"]
@@ -1031,6 +1039,33 @@ CASES = [
         + _completed({**_FC_DONE, "arguments": "abc"}, seq=4),
         [("openai_responses.strict_tool_arguments", 5)],
         request=R_STRICT,
+    ),
+    Case(
+        "responses a json_schema text format, the answer not JSON",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED,
+        [("openai_responses.json_text", 7)],
+        None,
+        _text_is(r_text, "Hi"),
+        request=R_JSON,
+    ),
+    Case(
+        "responses a json_schema text format and a strict tool, the answer not JSON",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED,
+        [("openai_responses.json_text_strict", 7)],
+        request={**R_JSON, **R_STRICT},
+    ),
+    Case(
+        "responses a json_schema text format, the answer JSON (nothing to say)",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM).replace(b'"Hi"', b'"{\\"a\\": 1}"')
+        + R_COMPLETED.replace(b'"Hi"', b'"{\\"a\\": 1}"'),
+        [],
+        _text_is(r_text, '{"a": 1}'),
+        _text_is(r_text, '{"a": 1}'),
+        request=R_JSON,
     ),
     Case(
         "responses event line without data",

@@ -117,7 +117,7 @@ def request_asks(body: bytes | None, protocol: Protocol) -> Asked:
     """What a request body of ``protocol`` asks of the SDKs' parse helpers (``conformance.Asked``),
     read with the protocol's request reader (liberal: total on any JSON). A body that is not a JSON
     object, or declares nothing ``strict``, asks nothing (the reader runs only when it might)."""
-    if not body or b'"strict"' not in body:
+    if not body or (b'"strict"' not in body and b"json_schema" not in body):
         return NOTHING_ASKED
     try:
         value = orjson.loads(body)
@@ -127,7 +127,8 @@ def request_asks(body: bytes | None, protocol: Protocol) -> Asked:
         return NOTHING_ASKED
     req = read_request(value, protocol, strict=False)
     strict = frozenset(t.name for t in req.tools if t.kind == "function" and t.strict)
-    return Asked(strict) if strict else NOTHING_ASKED
+    json_format = req.json_schema is not None
+    return Asked(strict, json_format) if strict or json_format else NOTHING_ASKED
 
 
 class Translation:

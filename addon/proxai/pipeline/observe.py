@@ -308,8 +308,9 @@ class StreamObserver:
         proto.eof()
         if not proto.errored and proto.acc.received:
             proto.acc.event_index = proto.events
+            acc = proto.acc
             for rule, detail in at_end(
-                self.protocol, self.asked, proto.acc.stop_reason, proto.acc.tool_order
+                self.protocol, self.asked, acc.stop_reason, acc.tool_order, proto.final_texts
             ):
                 proto.conform(rule, detail)
         self._http_error()

@@ -826,5 +826,11 @@ class GrammarBase:
     def next_sequence_number(self) -> int:
         return 0
 
+    @property
+    def final_texts(self) -> list[str]:
+        """The answer's text as the SDKs' parse helpers parse it, when the grammar keeps it
+        (Responses: ``response.completed``'s messages); else none."""
+        return []
+
 
 MAX_BODY_MESSAGE = 500

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+import orjson
+
 from proxai.core.model import Protocol
 from proxai.protocols.machine import Finding
 
@@ -553,6 +555,22 @@ _RULES = (
         Reaction("raises", "OpenAIError"),
     ),
     Rule(
+        "openai_responses.json_text",
+        R,
+        "with a `json_schema` `text.format` in the request: the final answer's text is JSON "
+        "(openai-python parses it when the client passes `text_format=Model`)",
+        Reaction("raises", "ValidationError", "1 validation error for"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_responses.json_text_strict",
+        R,
+        "with a `json_schema` `text.format` and a `strict` function tool in the request: the final "
+        "answer's text is JSON (openai-node parses it too)",
+        Reaction("raises", "ValidationError", "1 validation error for"),
+        Reaction("raises", "OpenAIError", "Unexpected token"),
+    ),
+    Rule(
         "openai_responses.dataless_event",
         R,
         "every block with an `event:` line has data (the SDKs parse it as JSON)",
@@ -642,12 +660,16 @@ NODE_RESPONSES_EVENTS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Asked:
-    """What the client's request asks of the SDKs' parse helpers, read once when the flow's pipeline
-    is built (``proxai.pipeline.flow.request_asks``): the function tools it declares ``"strict": true``.
-    Both SDKs parse such a tool's arguments as JSON, and openai-node then refuses a ``finish_reason``
-    ``length`` / ``content_filter`` as openai-python always does."""
+    """What the client's request asks of the SDKs' parse helpers, read once from the request
+    (``proxai.pipeline.flow.request_asks``) and given to the flow's pipeline when it is built: the
+    function tools it declares ``"strict": true`` and whether it asks for a ``json_schema`` format.
+    Both SDKs parse such a tool's arguments as JSON, and openai-node then refuses a
+    ``finish_reason`` ``length`` / ``content_filter`` as openai-python always does."""
 
     strict_tools: frozenset[str] = frozenset()
+    # a ``json_schema`` format (Chat ``response_format``, Responses ``text.format``): a client that
+    # parses with a model class (``text_format=Model``) has the answer's text parsed
+    json_format: bool = False
 
 
 NOTHING_ASKED = Asked()
@@ -668,12 +690,17 @@ _STRICT_ARGS = {
     (R, True): "openai_responses.strict_tool_arguments",
 }
 _CUSTOM_CALL = "openai_chat.custom_tool_call"
+_JSON_TEXT = ("openai_responses.json_text", "openai_responses.json_text_strict")  # (no strict tool, one)
 #: the rules ``at_end`` gives
-AT_END_RULES = frozenset(_FINISH.values()) | frozenset(_STRICT_ARGS.values()) | {_CUSTOM_CALL}
+AT_END_RULES = frozenset(_FINISH.values()) | frozenset(_STRICT_ARGS.values()) | {_CUSTOM_CALL, *_JSON_TEXT}
 
 
 def at_end(
-    protocol: Protocol, asked: Asked, stop_reason: str | None, tools: Iterable[ToolBuffer]
+    protocol: Protocol,
+    asked: Asked,
+    stop_reason: str | None,
+    tools: Iterable[ToolBuffer],
+    texts: Iterable[str] = (),
 ) -> list[tuple[str, str]]:
     """The rules a stream that ended without a violation breaks, judged at its end from what the
     grammar read and the request (``asked``): a Chat ``custom`` tool call, the ``finish_reason``
@@ -689,6 +716,11 @@ def at_end(
     finish = _FINISH.get((stop_reason or "", bool(strict))) if protocol is C else None
     if finish is not None:
         found.append((finish, f"choice 0 ended with finish_reason {stop_reason!r}"))
+    if protocol is R and asked.json_format and stop_reason == "completed":
+        for text in texts:
+            if not _is_json(text):
+                found.append((_JSON_TEXT[bool(strict)], "a final answer's output_text is not JSON"))
+                break
     if not strict or (protocol is R and stop_reason != "completed"):
         return found
     for tb in tools:
@@ -700,6 +732,14 @@ def at_end(
                 )
             break
     return found
+
+
+def _is_json(text: str) -> bool:
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 _WS = " \t\n\r"

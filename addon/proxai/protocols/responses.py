@@ -231,6 +231,11 @@ class ResponsesGrammar(GrammarBase):
             raise TruncatedStreamError("upstream closed the Responses stream before response.completed")
 
     @property
+    def final_texts(self) -> list[str]:
+        """The output text of ``response.completed``'s messages, as the SDKs' parse helpers read it."""
+        return self._sdk.texts
+
+    @property
     def next_sequence_number(self) -> int:
         return 0 if self.next_seq is None else self.next_seq
 

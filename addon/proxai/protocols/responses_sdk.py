@@ -190,7 +190,18 @@ class SdkView:
     """The two accumulators' view of one Responses stream: ``see`` each event (not the error events);
     ``added`` is the record of the last ``output_item.added`` (the grammar keeps it on its item)."""
 
-    __slots__ = ("_conform", "_live", "_node", "_py", "_py_at", "_py_done", "_rid", "_started", "added")
+    __slots__ = (
+        "_conform",
+        "_live",
+        "_node",
+        "_py",
+        "_py_at",
+        "_py_done",
+        "_rid",
+        "_started",
+        "added",
+        "texts",
+    )
 
     def __init__(self, conform: Callable[[str, str], None]) -> None:
         self._conform = conform
@@ -202,6 +213,8 @@ class SdkView:
         self._py_at: dict[object, object] = {}  # openai-python: a done item's identity -> its output_index
         self._node: list[Out] | None = []  # openai-node: the snapshot's output (None: it has none)
         self.added = NO_OUT
+        # the output_text of response.completed's final-answer messages (what the parse helpers parse)
+        self.texts: list[str] = []
 
     def _report(self, py: str | None, node: str | None, detail: str) -> None:
         rule = _PAIRS.get((py, node))
@@ -297,6 +310,7 @@ class SdkView:
             self._report(py, node, f"{etype} has no response.output")
         if etype == _COMPLETED and py is None:
             self._unfinished(output if type(output) is list else [])
+            self.texts = _final_texts(output if type(output) is list else [])
 
     def _unfinished(self, output: list[Any]) -> None:
         """openai-python completes a response only when every item it has got its
@@ -399,6 +413,23 @@ class SdkView:
         for rec in (rec_p, rec_n):
             if rec is not None and rec is not NO_OUT:
                 self._fast(rec)
+
+
+def _final_texts(output: list[Any]) -> list[str]:
+    """The text of each ``output_text`` part of the messages openai-python's ``parse_text`` parses
+    (no ``phase``, or ``final_answer``)."""
+    texts: list[str] = []
+    for item in output:
+        if (
+            type(item) is dict
+            and item.get("type") == "message"
+            and item.get("phase") in (None, "final_answer")
+        ):
+            content = item.get("content")
+            for p in content if type(content) is list else []:
+                if type(p) is dict and p.get("type") == "output_text" and type(p.get("text")) is str:
+                    texts.append(p["text"])
+    return texts
 
 
 def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
