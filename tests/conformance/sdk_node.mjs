@@ -2,7 +2,10 @@
 // usage: node sdk_node.mjs <cases.json>, where the file holds [[kind, stream file, request], ...], kind
 // is anthropic, chat or responses and request (or null) holds fields added to the helper's params. Prints one JSON line per case, in order:
 // {"ok": true, "final": <the final object>} or {"ok": false, "error": <class name>, "message": <message>}.
+// node sdk_node.mjs --serve: reads one case a line on stdin, {"kind": kind, "chunks": [base64, ...]}
+// (the stream in the pieces the body delivers), and answers each with one such line, until stdin ends.
 import { readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,14 +35,34 @@ async function run(kind, body, request) {
   return client.responses.stream({ model: "m", input: "hi", ...request }).finalResponse();
 }
 
-const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
-for (const [kind, file, request] of cases) {
-  let line;
+async function react(kind, body, request) {
   try {
-    const final = await run(kind, readFileSync(file), request ?? {});
-    line = { ok: true, final };
+    // read whole here: a lazy field of the final object (a tool's input) may throw when read
+    return { ok: true, final: JSON.parse(JSON.stringify(await run(kind, body, request ?? {}))) };
   } catch (err) {
-    line = { ok: false, error: err?.constructor?.name ?? typeof err, message: String(err?.message ?? err) };
+    return { ok: false, error: err?.constructor?.name ?? typeof err, message: String(err?.message ?? err) };
   }
-  console.log(JSON.stringify(line));
+}
+
+function pieces(chunks) {
+  // a body that delivers the stream in exactly these pieces
+  return new ReadableStream({
+    start(controller) {
+      for (const c of chunks) controller.enqueue(new Uint8Array(Buffer.from(c, "base64")));
+      controller.close();
+    },
+  });
+}
+
+if (process.argv[2] === "--serve") {
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (!line.trim()) continue;
+    const { kind, chunks } = JSON.parse(line);
+    process.stdout.write(JSON.stringify(await react(kind, pieces(chunks))) + "\n");
+  }
+} else {
+  const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
+  for (const [kind, file, request] of cases) {
+    console.log(JSON.stringify(await react(kind, readFileSync(file), request)));
+  }
 }

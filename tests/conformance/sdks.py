@@ -3,19 +3,21 @@
 Python: the real ``anthropic`` / ``openai`` clients with an ``httpx2.MockTransport`` that answers
 with the stream's bytes (the SDK's own HTTP, SSE and accumulator code runs). Node: the real
 ``@anthropic-ai/sdk`` / ``openai`` packages (``.ci/install-node-sdks``) driven by ``sdk_node.mjs``
-with a ``fetch`` that answers with the same bytes, all streams in one node process. Each gives a
+with a ``fetch`` that answers with the same bytes, all streams in one node process (``node``: a
+list at once; ``NodeSession``: one stream at a time over stdin and stdout). Each gives a
 ``Reaction``: the final object as plain data, or the class name and message of what was raised.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx2
 import pydantic
@@ -48,8 +50,9 @@ ANSWER_SCHEMA = {
 }
 
 
-def python(kind: str, data: bytes, request: dict[str, Any] | None = None) -> Reaction:
-    """``request``: the fields the client's request adds (as they go on the wire): ``tools`` are
+def python(kind: str, data: bytes | list[bytes], request: dict[str, Any] | None = None) -> Reaction:
+    """``data``: the stream, or the pieces the body delivers it in. ``request``: the fields the
+    client's request adds (as they go on the wire): ``tools`` are
     given to the helper as they are, a ``json_schema`` ``response_format`` (Chat) or ``text.format``
     (Responses) as the model class ``Answer`` (the parse helpers' input)."""
     extra: dict[str, Any] = {}
@@ -57,7 +60,8 @@ def python(kind: str, data: bytes, request: dict[str, Any] | None = None) -> Rea
         extra["tools"] = request["tools"]
 
     def answer(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, content=data, headers={"content-type": "text/event-stream"})
+        content = data if isinstance(data, bytes) else iter(data)
+        return httpx2.Response(200, content=content, headers={"content-type": "text/event-stream"})
 
     http = httpx2.Client(transport=httpx2.MockTransport(answer))
     try:
@@ -92,9 +96,7 @@ def python(kind: str, data: bytes, request: dict[str, Any] | None = None) -> Rea
 def node(cases: list[tuple[str, bytes]] | list[tuple[str, bytes, dict[str, Any] | None]]) -> list[Reaction]:
     """Each ``(kind, stream)`` or ``(kind, stream, request)`` through the Node SDK of its protocol, in
     one node process; ``request``: fields added to the helper's params as they are (plain JSON)."""
-    exe = shutil.which("node")
-    if exe is None or not (NODE_SDKS / "node_modules" / "openai").is_dir():
-        raise AssertionError("node and the Node SDKs are needed: run .ci/install-node-sdks")
+    exe = _node()
     with tempfile.TemporaryDirectory() as tmp:
         listed = []
         for i, case in enumerate(cases):
@@ -108,7 +110,53 @@ def node(cases: list[tuple[str, bytes]] | list[tuple[str, bytes, dict[str, Any] 
         )
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     assert len(lines) == len(cases), out.stdout + out.stderr
-    return [
-        Reaction(True, d["final"]) if d["ok"] else Reaction(False, error=d["error"], message=d["message"])
-        for d in lines
-    ]
+    return [_reaction(d) for d in lines]
+
+
+def _node() -> str:
+    exe = shutil.which("node")
+    if exe is None or not (NODE_SDKS / "node_modules" / "openai").is_dir():
+        raise AssertionError("node and the Node SDKs are needed: run .ci/install-node-sdks")
+    return exe
+
+
+def _reaction(d: dict[str, Any]) -> Reaction:
+    return Reaction(True, d["final"]) if d["ok"] else Reaction(False, error=d["error"], message=d["message"])
+
+
+class NodeSession:
+    """One node process (``sdk_node.mjs --serve``) that reads stream after stream, for tests that make
+    their streams as they go: ``react`` sends one and waits for the Node SDK's reaction (default
+    request). ``close`` ends the process."""
+
+    def __init__(self) -> None:
+        self._errors: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close)
+        self._proc = subprocess.Popen(
+            [_node(), str(NODE_SCRIPT), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._errors,
+            text=True,
+            encoding="utf-8",
+        )
+
+    def react(self, kind: str, chunks: list[bytes]) -> Reaction:
+        """``chunks``: the stream in the pieces the body delivers."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        case = {"kind": kind, "chunks": [base64.b64encode(c).decode() for c in chunks]}
+        try:
+            self._proc.stdin.write(json.dumps(case) + "\n")
+            self._proc.stdin.flush()
+            line = self._proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            self._errors.seek(0)
+            raise AssertionError("the node process ended: " + self._errors.read().decode(errors="replace"))
+        return _reaction(json.loads(line))
+
+    def close(self) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.close()
+        self._proc.wait(timeout=60)
+        self._errors.close()
