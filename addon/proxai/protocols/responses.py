@@ -50,6 +50,7 @@ from proxai.core.sse import RawName
 from proxai.protocols.conformance import NODE_RESPONSES_EVENTS
 from proxai.stream import stop_reasons
 from proxai.stream.sink import (
+    NO_BLOCK,
     BlockKey,
     Citation,
     DeltaKind,
@@ -95,6 +96,12 @@ _ACTIVE = State.ACTIVE  # the fast path's state (docs/performance.md, "Why the h
 
 _START = frozenset({"response.created", "response.in_progress", "response.queued"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+# the usage fields ``usage_in`` reads (any other is normalize mode's ``TokenUsage.extra``)
+_USAGE_FIELDS = frozenset(
+    {"input_tokens", "input_tokens_details", "output_tokens", "output_tokens_details", "total_tokens"}
+)
 
 
 def usage_in(u: dict[str, Any]) -> TokenUsage:
@@ -407,10 +414,28 @@ class ResponsesGrammar(GrammarBase):
             self._transition("item", etype)
             if not self.resumed or not _before(self.items, obj, etype):
                 handler(self, obj, etype, now)
+        elif "item_id" not in obj and "item" not in obj:
+            self._itemless(out, obj, etype)
         elif out is not None:
             # anything else: an event the grammar does not model, ignored (forward compatible),
             # in any state; a translation hands an opaque item's own events on
             self._other(out, obj, etype)
+
+    def _itemless(self, out: Sink | None, obj: dict[str, Any], etype: str) -> None:
+        """An event of no item that the grammar does not model (``keepalive``, a gateway's own
+        type): noted once per type, never a refusal. Normalize mode carries it as it came when
+        the Node SDK knows its type (the Python SDK reads none of it; Node raises on a type it
+        does not know); a translation leaves it out."""
+        keep = out is not None and self.normalize and etype in NODE_RESPONSES_EVENTS
+        how = "carried as it came" if keep else "left out" if out is not None else "not read"
+        self.acc.finding_once(
+            f"openai_responses.unmodelled.{etype}",
+            "quirk",
+            f"event {etype!r} of no item is not modelled: {how}",
+        )
+        if keep:
+            assert out is not None
+            out.opaque_event(NO_BLOCK, _R, obj)
 
     def _resume(self, etype: str, seq: object) -> None:
         """The first event is an item's: a background response resumed mid-way (``GET
@@ -517,7 +542,10 @@ class ResponsesGrammar(GrammarBase):
             "incomplete" if etype == "response.incomplete" else "completed"
         )
         reason = as_str(as_dict(resp.get("incomplete_details")).get("reason"))
-        usage = usage_in(as_dict(resp.get("usage")))
+        raw = as_dict(resp.get("usage"))
+        usage = usage_in(raw)
+        if self.normalize:  # (a gateway's cost, ...: written as it came)
+            usage.extra = {k: v for k, v in raw.items() if k not in _USAGE_FIELDS} or None
         self._stopped = True
         cls = stop_reasons.from_responses(
             status, reason, has_tool_calls=self._tools, has_refusal=self._refusal

@@ -42,6 +42,8 @@ from proxai.stream.limits import DEFAULT_MAX_BUFFER
 BlockKind = Literal["text", "refusal", "thinking", "redacted_thinking", "tool", "opaque"]
 DeltaKind = Literal["text", "thinking", "signature", "args"]
 BlockKey = int | str | tuple[str, int]
+#: ``Sink.opaque_event``'s key for an event of no block or item (a Responses ``keepalive``)
+NO_BLOCK: BlockKey = ""
 
 
 class Phase(Enum):
@@ -65,6 +67,9 @@ class TokenUsage:
     # Anthropic writer has a place for them)
     cache_write_5m: int | None = None
     cache_write_1h: int | None = None
+    # the upstream's usage fields the neutral form does not name (a gateway's ``cost``), given
+    # only in normalize mode: the writer of the same protocol writes them as they came
+    extra: dict[str, Any] | None = None
 
     @property
     def total(self) -> int | None:
@@ -151,7 +156,8 @@ class Sink(TypingProtocol):
 
     def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
         """An event of an open opaque block, or an unmodelled delta of a modelled one (a
-        ``citations_delta`` of a document), as ``protocol`` sent it."""
+        ``citations_delta`` of a document), as ``protocol`` sent it; ``key`` ``NO_BLOCK``: an
+        event of no block, to be written as it came (normalize mode only)."""
 
     def citation(self, key: BlockKey, citation: Citation) -> None:
         """A web citation of the open text block ``key``."""

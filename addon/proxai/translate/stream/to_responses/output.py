@@ -41,6 +41,7 @@ def delta_format(etype: str, item: Item) -> bytes:
 
 def usage_out(usage: TokenUsage) -> dict[str, Any]:
     return {
+        **(usage.extra or {}),
         "input_tokens": usage.input or 0,
         "input_tokens_details": {
             "cached_tokens": usage.cache_read or 0,

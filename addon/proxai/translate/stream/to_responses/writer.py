@@ -39,7 +39,16 @@ from proxai.core.errors.shapes import openai_error_object
 from proxai.core.model import ErrorKind, Protocol
 from proxai.stream import stop_reasons
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
-from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
+from proxai.stream.sink import (
+    NO_BLOCK,
+    BlockKey,
+    BlockKind,
+    Citation,
+    DeltaKind,
+    Stop,
+    TokenUsage,
+    WebSearchCall,
+)
 from proxai.stream.textparts import ENCODED
 from proxai.translate.call_shapes import CallShapes, freeform_input
 from proxai.translate.stream.foreign import Foreign
@@ -226,12 +235,15 @@ class ResponsesWriter:
         self._emit("response.output_item.added", output_index=item.output_index, item=payload)
 
     def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
+        etype = str(payload.get("type"))
+        fields = {k: v for k, v in payload.items() if k not in ("type", "sequence_number")}
+        if key == NO_BLOCK and protocol is Protocol.OPENAI_RESPONSES:
+            self._emit(etype, **fields)  # an event of no item (normalize): as it came
+            return
         item = self.by_key.get(key) if protocol is Protocol.OPENAI_RESPONSES else None
         if item is None or key in self.foreign.keys:
             self.foreign.event(key, payload)
             return
-        etype = str(payload.get("type"))
-        fields = {k: v for k, v in payload.items() if k not in ("type", "sequence_number")}
         if "output_index" in fields:
             fields["output_index"] = item.output_index
         if "item_id" in fields:
