@@ -331,26 +331,16 @@ class StreamCarrier:
                     n = 0
                 more = self._run_chunk_hooks(n, now) if self.on_chunk else None
                 if not more:
-                    self.client_bytes += size
-                    kept = self.kept
-                    if kept is not None:
-                        # ``KeptBody.add_read`` inline for a read that fits what the flow took
-                        # and does not fill the read log (docs/performance.md, "Why the hot code
-                        # looks so").
-                        room = kept.room - size
-                        left = kept.left - 1
-                        if room >= 0 and left:
-                            kept.room = room
-                            kept.left = left
-                            kept.write(chunk)
-                            kept.log += (size, now)
-                        else:
-                            self._keep(chunk, size, now)
-                    return [chunk]
-                out = [chunk, *more]
+                    out = [chunk]
+                    sent = size
+                else:
+                    out = [chunk, *more]
+                    sent = -1
             else:
                 out = self._end(now) if chunk == b"" else self._chunk(chunk, now)
+                sent = -1
         except Exception:
+            sent = -1
             # A bug in our code. Observe-only: the client still gets exactly the upstream bytes.
             self._bug("internal error in the carrier (bytes pass through)")
             self.observe_error = self.observe_error or "internal error in the carrier"
@@ -365,12 +355,24 @@ class StreamCarrier:
                 # Translated: the upstream bytes mean nothing to this client; end its stream with a
                 # well-formed error in its own protocol instead of leaving it without a terminal event.
                 out = self._fail_translated_after_bug(now)
-        if b"" in out:
-            out = [b for b in out if b]  # never b"" mid-stream
-        sent = sum(map(len, out))
+        if sent < 0:  # not the hot read's one chunk
+            if b"" in out:
+                out = [b for b in out if b]  # never b"" mid-stream
+            sent = sum(map(len, out))
         self.client_bytes += sent
-        if sent and self.kept is not None:
-            self._keep(out, sent, now)
+        kept = self.kept
+        if kept is not None and sent:
+            # ``KeptBody.add_read`` inline for a read of one piece that fits what the flow took
+            # and does not fill the read log (docs/performance.md, "Why the hot code looks so").
+            room = kept.room - sent
+            left = kept.left - 1
+            if room >= 0 and left and len(out) == 1:
+                kept.room = room
+                kept.left = left
+                kept.write(out[0])
+                kept.log += (sent, now)
+            else:
+                self._keep(out, sent, now)
         return out
 
     def _keep(self, out: bytes | list[bytes], n: int, now: float) -> None:
