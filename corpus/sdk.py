@@ -27,9 +27,11 @@ A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RES
 
 #: Responses output items the client executes, and the field that carries the id its answer
 #: quotes (``function_call_output.call_id``, ``mcp_approval_response.approval_request_id``, ...).
+#: Not ``custom_tool_call``: a recording comes without its request, so no custom tool is the
+#: client's, and the only ones recorded (xAI's X Search) are calls the server ran, beside the answer
+#: (docs/design/translation.md, "xAI's custom_tool_call").
 CLIENT_ITEMS: dict[str, str] = {
     "function_call": "call_id",
-    "custom_tool_call": "call_id",
     "local_shell_call": "call_id",
     "shell_call": "call_id",
     "apply_patch_call": "call_id",
@@ -267,10 +269,8 @@ def _responses(body: bytes) -> Reading:
         elif t in CLIENT_ITEMS:
             args = it.get("arguments")
             if args is None:
-                args = it.get("input")
-            if args is None:
                 args = json.dumps(it.get("action") or it.get("operation") or {}, separators=(",", ":"))
-            name = it.get("name") or (None if t in ("function_call", "custom_tool_call") else t)
+            name = it.get("name") or (None if t == "function_call" else t)
             out.calls.append((it.get(CLIENT_ITEMS[t]), name, args))
         else:
             out.server_items += 1

@@ -12,5 +12,4 @@ KNOWN: dict[str, str] = {
     "responses/openai--vercel-ai--openai-mcp-tool-approval-3.rebuilt.sse": "anthropic chat",
     "responses/openai--vercel-ai--openai-shell-skills-1.rebuilt.sse": "anthropic chat",
     "responses/openai--vercel-ai--openai-shell-tool-1-part1of2.rebuilt.sse": "anthropic chat",
-    "responses/xai--vercel-ai--xai-x-search-tool.rebuilt.sse": "anthropic chat",
 }

@@ -3,7 +3,8 @@ act on"): a Responses answer that is a call the client must answer (a built-in c
 approval request, a freeform tool call) or content that is the answer itself (a generated image)
 reaches an Anthropic or Chat client as a typed error in its protocol naming the item type, never
 as an empty answer ending ``end_turn`` / ``stop``. A server-executed item beside the answer (web
-search) is left out with a note, and the answer's text still arrives.
+search, xAI's hosted custom tool calls: test_hosted_custom_call.py) is left out with a note, and
+the answer's text still arrives.
 
 Every stream is a real recording (tests/fixtures/real/SOURCES.md) carried by the addon's real
 ``Carrier`` in every mode: observe-only (the client gets the upstream bytes), normalize (the
@@ -48,11 +49,6 @@ CASES: dict[str, tuple[str, str, str | None]] = {
         "mcp_approval_request",
         "mcpr_04a97b4fce127879006949a83ac9308195a7f7b69ea82e91fe",
         None,
-    ),
-    "responses/xai--vercel-ai--xai-x-search-tool.rebuilt.sse": (
-        "custom_tool_call",
-        "ctc_b7b464ea-cc85-d44a-0f2f-1f7320e703c3_xs_call_24148162",
-        "xs_call_24148162",
     ),
     "responses/openai--vercel-ai--openai-image-generation-tool-1.rebuilt.sse": (
         "image_generation_call",

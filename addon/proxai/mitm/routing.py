@@ -156,6 +156,7 @@ class Routing:
         state.extra["client_include_usage"] = isinstance(options, dict) and bool(options.get("include_usage"))
         state.extra["created"] = int(self.wall_clock())
         state.extra["call_shapes"] = translated.call_shapes
+        state.extra["custom_tools"] = translated.custom_tools
 
         self._headers(req, client, route, key)
         query = req.url.split("?", 1)[1] if "?" in req.url and client is route.protocol else ""
@@ -264,6 +265,7 @@ class Routing:
             call_shapes=state.extra.get("call_shapes") or {},
             max_buffer=self.max_buffer,
             strict=self.strict(route),
+            custom_tools=state.extra.get("custom_tools") or frozenset(),
         )
 
     def body_too_large(self, flow: http.HTTPFlow, state: RoutedState, message: str) -> None:
@@ -318,6 +320,7 @@ class Routing:
                 client,
                 created=int(state.extra.get("created") or 0),
                 call_shapes=state.extra.get("call_shapes") or {},
+                custom_tools=state.extra.get("custom_tools") or frozenset(),
             )
         except (TranslationError, UpstreamProtocolError) as exc:
             message = f"proxai cannot translate the upstream {upstream} response: {exc}"

@@ -19,7 +19,7 @@ read (a buffered SSE reply) and for tests: ``feed`` its events, then ``finish``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import orjson
 
@@ -58,6 +58,8 @@ class ClientSide:
     a Responses grammar or writer must keep, per stream (past it a ``SseLimitError`` ends the
     translation). ``strict``: content the client's protocol has no counterpart for ends the
     translation with a ``TranslationError`` instead of being left out with a note.
+    ``custom_tools``: the custom (freeform) tools the client's request declares (only a Chat client
+    can): a Responses upstream's ``custom_tool_call`` of another name is a call the server ran.
 
     The same protocol as the upstream's is normalize mode: the lenient reading drives the strict
     writer of that protocol."""
@@ -68,6 +70,7 @@ class ClientSide:
     call_shapes: CallShapes = field(default_factory=dict)
     max_buffer: int = DEFAULT_MAX_BUFFER
     strict: bool = False
+    custom_tools: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,8 @@ def build_flow(
             StreamObserver(upstream, start=start, limits=limits, capture=capture, asked=asked)
         )
     normalize = client.protocol is upstream
+    if not normalize:  # the client's custom tools, read from its request (the translation's)
+        asked = replace(asked, custom_tools=client.custom_tools)
     writer = make_writer(
         client.protocol,
         normalize=normalize,
@@ -116,8 +121,9 @@ def build_flow(
 def request_asks(body: bytes | None, protocol: Protocol) -> Asked:
     """What a request body of ``protocol`` asks of the SDKs' parse helpers (``conformance.Asked``),
     read with the protocol's request reader (liberal: total on any JSON). A body that is not a JSON
-    object, or declares nothing ``strict``, asks nothing (the reader runs only when it might)."""
-    if not body or (b'"strict"' not in body and b"json_schema" not in body):
+    object, or names no ``strict``, ``json_schema`` or ``custom``, asks nothing (the reader runs
+    only when it might)."""
+    if not body or (b'"strict"' not in body and b"json_schema" not in body and b'"custom"' not in body):
         return NOTHING_ASKED
     try:
         value = orjson.loads(body)
@@ -128,7 +134,10 @@ def request_asks(body: bytes | None, protocol: Protocol) -> Asked:
     req = read_request(value, protocol, strict=False)
     strict = frozenset(t.name for t in req.tools if t.kind == "function" and t.strict)
     json_format = req.json_schema is not None
-    return Asked(strict, json_format) if strict or json_format else NOTHING_ASKED
+    custom = frozenset(t.name for t in req.tools if t.kind == "custom")
+    if not (strict or json_format or custom):
+        return NOTHING_ASKED
+    return Asked(strict, json_format, custom)
 
 
 class Translation:
@@ -191,6 +200,7 @@ def make_stream_translator(
     max_buffer: int = DEFAULT_MAX_BUFFER,
     max_tool_args: int = DEFAULT_MAX_TOOL_ARGS,
     strict: bool = False,
+    custom_tools: frozenset[str] = frozenset(),
 ) -> Translation:
     """A ``Translation`` from ``upstream``'s stream to ``client``'s (``ClientSide`` says what each
     option means; ``max_tool_args``: the argument characters kept per tool call to check its JSON).
@@ -206,5 +216,6 @@ def make_stream_translator(
         call_shapes=call_shapes or {},
         max_buffer=max_buffer,
         strict=strict,
+        custom_tools=custom_tools,
     )
     return Translation(build_flow(upstream, side, limits=Limits(max_tool_args=max_tool_args)))

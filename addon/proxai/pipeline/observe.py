@@ -76,10 +76,18 @@ _GRAMMARS: dict[Protocol, type[GrammarBase]] = {
 
 
 def make_grammar(
-    protocol: Protocol, limits: Limits, capture: bool, output: Output | None = None
+    protocol: Protocol,
+    limits: Limits,
+    capture: bool,
+    output: Output | None = None,
+    asked: Asked = NOTHING_ASKED,
 ) -> GrammarBase:
-    """The one grammar of a flow: its summary accumulator and, when translating, its writer."""
+    """The one grammar of a flow: its summary accumulator and, when translating, its writer
+    (``asked``: the request's custom tools tell a Responses grammar whose ``custom_tool_call`` is
+    the client's)."""
     acc = Accum(max_tool_args=limits.max_tool_args, max_capture=limits.max_capture, capture=capture)
+    if protocol is Protocol.OPENAI_RESPONSES:
+        return ResponsesGrammar(acc, output, asked.custom_tools)
     return _GRAMMARS[protocol](acc, output)
 
 
@@ -135,7 +143,7 @@ class StreamObserver:
         self._scanner = SseScanner(limits.max_line, limits.max_event)
         # The flow's one reading of each event: the summary, and the writer of ``output`` when
         # the flow is translated (``proxai.pipeline.flow.build_flow`` gives it).
-        self._proto = make_grammar(protocol, limits, capture, output)
+        self._proto = make_grammar(protocol, limits, capture, output, asked)
         # The protocol-neutral accumulator (read-only use: the guard reads its tool-call counts).
         self.acc = self._proto.acc
         # The last chunks, at most twice ``tail_bytes`` plus one chunk (joined and cut when longer):
@@ -503,7 +511,7 @@ def observe_body(
         obs.headers(status_code, headers_at)
         obs.observe(body, end)
         return obs.finish(end)
-    proto = make_grammar(protocol, limits, capture)
+    proto = make_grammar(protocol, limits, capture, asked=asked)
     proto.observe_body(body, status_code)
     timing = Timing(headers_s=headers_at - start, total_s=end - start)
     counts = Counts(bytes=len(body), chunks=1 if body else 0, events=0)

@@ -664,12 +664,16 @@ class Asked:
     (``proxai.pipeline.flow.request_asks``) and given to the flow's pipeline when it is built: the
     function tools it declares ``"strict": true`` and whether it asks for a ``json_schema`` format.
     Both SDKs parse such a tool's arguments as JSON, and openai-node then refuses a
-    ``finish_reason`` ``length`` / ``content_filter`` as openai-python always does."""
+    ``finish_reason`` ``length`` / ``content_filter`` as openai-python always does.
+    ``custom_tools``: the custom (freeform) tools the client declares: a Responses
+    ``custom_tool_call`` of another name is a call the server ran (``responses_items.hosted_call``);
+    on a translated flow the client's request's (``ClientSide.custom_tools``), else the request's."""
 
     strict_tools: frozenset[str] = frozenset()
     # a ``json_schema`` format (Chat ``response_format``, Responses ``text.format``): a client that
     # parses with a model class (``text_format=Model``) has the answer's text parsed
     json_format: bool = False
+    custom_tools: frozenset[str] = frozenset()
 
 
 NOTHING_ASKED = Asked()

@@ -71,7 +71,9 @@ from .responses_items import (
     CLIENT_KINDS,
     MUST_REACH,
     client_item_call,
+    hosted_call,
     server_tool,
+    unanswered_hosted,
     web_search_call,
 )
 from .responses_sdk import NO_OUT, SdkView
@@ -183,6 +185,7 @@ class ResponsesGrammar(GrammarBase):
     state: State
 
     __slots__ = (
+        "_custom",
         "_last_iid",
         "_last_item",
         "_parts",
@@ -193,15 +196,20 @@ class ResponsesGrammar(GrammarBase):
         "_started_by",
         "_stopped",
         "_tools",
+        "_unanswered",
         "items",
         "next_seq",
         "resumed",
         "state",
     )
 
-    def __init__(self, acc: Accum, output: Output | None = None) -> None:
+    def __init__(
+        self, acc: Accum, output: Output | None = None, custom_tools: frozenset[str] = frozenset()
+    ) -> None:
         super().__init__(acc, output)
         self.state = State.WAITING
+        self._custom = custom_tools  # the client's custom tools: a custom_tool_call of another name ran
+        self._unanswered = False  # such a call came and no message content after it
         self.items: dict[str, _Item] = {}  # every added item by its id
         # the item id of the last fast delta and its item (none yet: an id no parse gives)
         self._last_iid: object = _NO_PART
@@ -528,10 +536,13 @@ class ResponsesGrammar(GrammarBase):
                 f"terminal response id {rid!r} differs from response.created {self._rid!r}"
             )
         if not self.normalize:  # an item only the snapshot has is lost as surely as a streamed one
-            for raw in as_list(resp.get("output")):
-                itype = as_str(as_dict(raw).get("type")) or ""
-                if itype in MUST_REACH and as_str(as_dict(raw).get("id")) not in self.items:
+            for it in map(as_dict, as_list(resp.get("output"))):
+                itype = as_str(it.get("type")) or ""
+                hosted = hosted_call(itype, as_str(it.get("name")), self._custom)
+                if itype in MUST_REACH and as_str(it.get("id")) not in self.items and not hosted:
                     _cannot_reach(itype)
+            if self._unanswered:
+                raise unanswered_hosted()
         # items the upstream never finished: close them (their content is what was streamed)
         for key in list(self._parts):
             self._close_part(out, key)
@@ -590,12 +601,16 @@ class ResponsesGrammar(GrammarBase):
                 out.delta(iid, "args", args)
         elif kind in {"opaque", "web_search"}:
             if itype in MUST_REACH and not self.normalize:
-                _cannot_reach(itype)
+                if not hosted_call(itype, as_str(item.get("name")), self._custom):
+                    _cannot_reach(itype)
+                self._unanswered = True  # left out with a note if an answer follows
             out.opaque_start(iid, _R, itype, item, neutral=kind == "web_search")
 
     def _tool_from_item(self, iid: str, itype: str, item: dict[str, Any], now: float, streamed: bool) -> None:
         acc = self.acc
         kind = ARG_TOOLS.get(itype)
+        if kind == "custom" and hosted_call(itype, as_str(item.get("name")), self._custom):
+            kind = "server_tool"  # a call the server ran: not the client's
         if kind is not None:
             call_id = as_str(item.get("call_id")) if kind != "mcp" else iid
             name = as_str(item.get("name"))
@@ -717,6 +732,7 @@ class ResponsesGrammar(GrammarBase):
                 out.block_start(iid, "thinking")
             return
         self._open_item(iid, item, "message", etype)
+        self._unanswered = False
         ci = as_int(obj.get("content_index")) or 0
         key = (iid, ci)
         if key in self._parts:
@@ -915,7 +931,8 @@ class ResponsesGrammar(GrammarBase):
             itype = as_str(item.get("type")) or ""
             iid = as_str(item.get("id"))
             if itype in ARG_TOOLS or itype in CLIENT_ITEMS:
-                client_tool = client_tool or itype != "mcp_call"
+                hosted = itype == "mcp_call" or hosted_call(itype, as_str(item.get("name")), self._custom)
+                client_tool = client_tool or not hosted
             if not streamed or (self.resumed and iid not in self.items):
                 self._count_item(itype, item)  # (resumed: an item added before the stream began)
             if itype not in ARG_TOOLS and itype not in CLIENT_ITEMS and not server_tool(itype):

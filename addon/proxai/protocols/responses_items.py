@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from proxai.core.errors import TranslationError
 from proxai.core.model import Protocol
 from proxai.stream.sink import WebSearchCall
 
@@ -40,8 +41,9 @@ CLIENT_KINDS = frozenset({"function", "custom", "client", "mcp_approval"})
 
 #: Items a translation to another protocol may not leave out (docs/design/translation.md,
 #: "What the client must act on"): a call the client must answer (built-in client tools, an MCP
-#: approval request, a freeform tool call: none has a counterpart in Anthropic or Chat, and a
-#: request translated from them declares none of these tools), or content that is the answer
+#: approval request, a freeform tool call the client declared: none has a counterpart in Anthropic
+#: or Chat's stream, and a request translated from them declares none of the built-in tools; a
+#: freeform call of another name ran at the server: ``hosted_call``), or content that is the answer
 #: itself (a generated image). A translated stream that meets one ends with a typed error in the
 #: client's protocol naming the item type; an Anthropic or Chat client shown the rest would
 #: believe the turn ended normally. Items executed at the server whose results sit beside the
@@ -57,6 +59,25 @@ MUST_REACH = frozenset(
         "image_generation_call",
     }
 )
+
+
+def hosted_call(itype: str, name: str | None, custom_tools: frozenset[str]) -> bool:
+    """A ``custom_tool_call`` whose name is not one of the client's declared custom tools: a call
+    the server already ran (xAI's X Search, answered in the same response), not the client's:
+    left out of a translation with a note, an error only when no answer follows it
+    (docs/design/translation.md, "xAI's custom_tool_call"). The streaming grammar and the buffered
+    reading (``translate/resp_from_responses.py``) both decide by this."""
+    return itype == "custom_tool_call" and name not in custom_tools
+
+
+def unanswered_hosted() -> TranslationError:
+    """A response that ends on a hosted ``custom_tool_call`` with no message content after it:
+    nothing the client could act on, and no answer (a normal end would hide it): the typed error."""
+    return TranslationError(
+        "the upstream ended on a 'custom_tool_call' item its server ran, with no answer after it:"
+        " the client's protocol has no counterpart for it",
+        "output[].type",
+    )
 
 
 def server_tool(itype: str) -> bool:

@@ -52,6 +52,9 @@ class TranslatedRequest:
     notes: tuple[str, ...] = ()  # offers left out: hosted tools the target cannot run
     # a Responses client's tools offered in another shape: how their calls go back (call_shapes)
     call_shapes: dict[str, ir.CallShape] = field(default_factory=dict)
+    # the custom (freeform) tools the client declared: their calls are the client's (the others a
+    # Responses upstream streams are calls its server ran)
+    custom_tools: frozenset[str] = frozenset()
 
     def to_bytes(self) -> bytes:
         return orjson.dumps(self.body)
@@ -100,6 +103,7 @@ def translate_request(
         parsed.ignored,
         tuple(x.note for x in parsed.left_out) + search_notes + parsed.history_notes + cap_notes,
         shapes_of(parsed.tools),
+        frozenset(t.name for t in parsed.tools if t.kind == "custom"),
     )
 
 

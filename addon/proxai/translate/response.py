@@ -65,7 +65,13 @@ def load_json(raw: bytes) -> dict[str, Any]:
     return value
 
 
-def parse_response(body: dict[str, Any], upstream: Protocol) -> ir.ResponseIR:
+def parse_response(
+    body: dict[str, Any], upstream: Protocol, custom_tools: frozenset[str] = frozenset()
+) -> ir.ResponseIR:
+    """``custom_tools``: the custom tools the client declared (a Responses ``custom_tool_call`` of
+    another name is a call the server ran)."""
+    if upstream is Protocol.OPENAI_RESPONSES:
+        return resp_from_responses.parse_response(body, custom_tools)
     return _PARSERS[upstream](body)
 
 
@@ -86,11 +92,14 @@ def translate_response(
     *,
     created: int = 0,
     call_shapes: CallShapes | None = None,
+    custom_tools: frozenset[str] = frozenset(),
 ) -> TranslatedResponse:
     """The client-protocol JSON response for an upstream-protocol JSON response.
 
     ``created``: Unix time for targets that need one when the source has none (the core reads
     no clock). ``call_shapes``: a Responses client's tools offered in another shape, whose calls
-    go back as the client declared them.
+    go back as the client declared them. ``custom_tools``: the custom tools the client's request
+    declared.
     """
-    return render_response(parse_response(body, upstream), client, created=created, call_shapes=call_shapes)
+    parsed = parse_response(body, upstream, custom_tools)
+    return render_response(parsed, client, created=created, call_shapes=call_shapes)
