@@ -204,35 +204,50 @@ def _names(clause: Any) -> Iterator[str]:
         yield from _names(sub)
 
 
-def _refs(gm: gt.ModelInfo) -> Iterator[str]:
-    for name in {*_names(gm.match), gm.id}:
+def _refs(gm: gt.ModelInfo, *, other_cases: bool) -> Iterator[str]:
+    """The names the model's clauses name: as written, in the compact date form, with a compact
+    date added; ``other_cases``: upper case and ``-latest`` too (those are matches and misses in
+    the model's own provider, the dearer lookups)."""
+    for name in sorted({*_names(gm.match), gm.id}):
         yield name
-        yield name.upper()
-        yield name + "-latest"
         yield re.sub(r"-(20\d\d)-(\d\d)-(\d\d)", r"-\1\2\3", name)  # the compact date form
         yield name + "-20251211"
+        if other_cases:
+            yield name.upper()
+            yield name + "-latest"
 
 
-def test_every_model_name_is_found_as_genai_prices_finds_it() -> None:
+@pytest.mark.parametrize("half", [0, 1])
+def test_every_model_name_is_found_in_its_provider_as_genai_prices_finds_it(half: int) -> None:
+    # in the provider the upstream's address names, then its fallback providers (every other
+    # model in each half: the test stays short on a loaded machine)
     snapshot = get_snapshot()
-    t = _table()
-    by_id = {p.id: p for p in t.providers}
+    by_id = {p.id: p for p in _table().providers}
     checked = 0
-    for gp, gm, _, _ in _model_pairs():
-        for ref in _refs(gm):
-            # in the provider the address names (and its fallbacks), and by the name alone
+    for gp, gm, _, _ in itertools.islice(_model_pairs(), half, None, 2):
+        for ref in _refs(gm, other_cases=True):
             want = gp.find_model(ref, all_providers=snapshot.providers)
-            got = t.find(ref, by_id[gp.id])
+            got = _table().find(ref, by_id[gp.id])
             assert (got[1].id if got else None) == (want.id if want else None), (gp.id, ref)
+            checked += 1
+    assert checked > 5_000
+
+
+def test_every_model_name_is_found_by_name_alone_as_genai_prices_finds_it() -> None:
+    # an address of no provider: the provider whose name rule matches, then the model there
+    snapshot = get_snapshot()
+    checked = 0
+    for _, gm, _, _ in _model_pairs():
+        for ref in _refs(gm, other_cases=False):
             try:
                 wp, wm = snapshot.find_provider_model(ref, None, None, None)
                 expect: tuple[str, str] | None = (wp.id, wm.id)
             except LookupError:
                 expect = None
-            found = t.find(ref, None)
+            found = _table().find(ref, None)
             assert ((found[0].id, found[1].id) if found else None) == expect, ref
             checked += 1
-    assert checked > 10_000
+    assert checked > 5_000
 
 
 def _urls() -> Iterator[str]:

@@ -6,9 +6,9 @@ modules with pydantic's, and some 2,300 models as objects), more than the rest o
 pricing needs. So the table is read once by a short-lived helper process (this file run as a
 script: ``python -P price_table.py``), which imports the installed genai-prices and writes the
 table's facts as JSON: the unit registry, each provider's address pattern and matching clauses,
-and each model's matching clause and prices. The proxy keeps that JSON compressed per provider and
-reads a provider only when a flow is priced with it, a model's prices only when that model is
-priced.
+and each provider's models (their matching clauses and prices) compressed. The proxy keeps the
+models compressed (about 55 KB in all) and reads a provider's only when a flow is priced with it,
+a model's prices only when that model is priced.
 
 The pricing itself is ProxAI's own (``Table.find``, ``Table.prices_at``, ``Plan.calc``): the same
 rules as genai-prices' ``calc_price`` (its model lookup, its price in force at a moment, its unit
@@ -22,6 +22,7 @@ tiers) is never passed, so genai-prices' price variants do not apply.
 
 from __future__ import annotations
 
+import base64
 import re
 import subprocess
 import sys
@@ -125,9 +126,14 @@ def dump() -> bytes:
             "model_match": _clause(p.model_match) if p.model_match is not None else None,
             "provider_match": _clause(p.provider_match) if p.provider_match is not None else None,
             "fallback": list(p.fallback_model_providers or ()),
-            # the models as one string, read when the provider is first used
-            "models": orjson.dumps(
-                [[m.id, _clause(m.match), orjson.dumps(_prices(m.prices)).decode()] for m in p.models]
+            # the models compressed (base64 of zlib of their JSON), read when the provider is first used
+            "models": base64.b64encode(
+                zlib.compress(
+                    orjson.dumps(
+                        [[m.id, _clause(m.match), orjson.dumps(_prices(m.prices)).decode()] for m in p.models]
+                    ),
+                    9,
+                )
             ).decode(),
         }
         for p in bundled
@@ -241,7 +247,7 @@ class Provider:
         self.model_match: Clause | None = raw["model_match"]
         self.provider_match: Clause | None = raw["provider_match"]
         self.fallback: tuple[str, ...] = tuple(raw["fallback"])
-        self._blob: bytes | None = zlib.compress(raw["models"].encode(), 6)
+        self._blob: bytes | None = base64.b64decode(raw["models"])
         self._models: tuple[Model, ...] = ()
 
     def models(self) -> tuple[Model, ...]:
