@@ -50,9 +50,13 @@ FOUND: dict[str, list[tuple[str, int]]] = {
     "chat/cloudflare-workers-ai--chatlas--cloudflare-simple-streaming-request.sse": [
         ("openai_chat.no_role", 4)
     ],
-    "chat/github-copilot--codecompanion--copilot-streaming.rebuilt.sse": [("openai_chat.chunk_object", 0)],
+    "chat/github-copilot--codecompanion--copilot-streaming.rebuilt.sse": [
+        ("openai_chat.chunk_object", 0),
+        ("openai_chat.no_valid_chunk", 11),
+    ],
     "chat/github-copilot--codecompanion--copilot-tools-streaming.rebuilt.sse": [
-        ("openai_chat.chunk_object", 0)
+        ("openai_chat.chunk_object", 0),
+        ("openai_chat.no_valid_chunk", 18),
     ],
     "chat/groq--pydantic-ai--groq-model-web-search-tool-stream.sse": [("openai_chat.no_role", 226)],
     "chat/mistral--vercel-ai--mistral-incremental-tool-call.rebuilt.sse": [("openai_chat.no_role", 3)],
@@ -81,7 +85,8 @@ FOUND: dict[str, list[tuple[str, int]]] = {
 
 
 # GitHub Copilot sends no "object" on any chunk: the Python helper skips every chunk and has no
-# completion to finish (``ChatCompletionStreamState.current_completion_snapshot`` asserts one).
+# completion to finish (``ChatCompletionStreamState.current_completion_snapshot`` asserts one): rule
+# openai_chat.no_valid_chunk, after chunk_object.
 NO_CHUNK_KEPT = {
     "chat/github-copilot--codecompanion--copilot-streaming.rebuilt.sse",
     "chat/github-copilot--codecompanion--copilot-tools-streaming.rebuilt.sse",

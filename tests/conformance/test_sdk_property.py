@@ -155,12 +155,6 @@ def _a_stopped_tool(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.R
     return violation(s) and s.error is not None and "for stopped tool block" in s.error.message
 
 
-def _c_no_valid_chunk(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
-    return py.error == "AssertionError" and not any(
-        isinstance(o, dict) and o.get("object") == "chat.completion.chunk" for _, o in evs
-    )
-
-
 def _c_choice_no_index(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
     return any(
         isinstance(o, dict)
@@ -348,22 +342,6 @@ KNOWN: list[Gap] = [
             ),
             _A_MSTOP,
         ),
-    ),
-    Gap(
-        "chat_no_valid_chunk",
-        Protocol.OPENAI_CHAT,
-        "no chunk with `object: chat.completion.chunk` at all: openai-python skips every chunk "
-        "(_is_valid_chat_completion_chunk_weak) and get_final_completion raises AssertionError, rule "
-        "chunk_object says it only loses them",
-        _c_no_valid_chunk,
-        _sse(
-            _c(
-                {"index": 0, "delta": {"role": "assistant", "content": "Hi"}, "finish_reason": None},
-                obj=False,
-            ),
-            _c({"index": 0, "delta": {}, "finish_reason": "stop"}, obj=False),
-        )
-        + b"data: [DONE]\n\n",
     ),
     Gap(
         "chat_choice_without_index",

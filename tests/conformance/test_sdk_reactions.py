@@ -556,6 +556,17 @@ CASES = [
         _text_is(c_message, ("Hi there", "stop")),
     ),
     Case(
+        "chat no chunk with object (the Python SDK reads none)",
+        "chat",
+        _raw(_chunk([_ch({"role": "assistant", "content": "Hi"})], drop="object"))
+        + _raw(_chunk([_ch({}, "stop")], drop="object"))
+        + C_DONE,
+        [("openai_chat.chunk_object", 0), ("openai_chat.no_valid_chunk", 2)],
+        None,
+        _text_is(c_message, ("Hi", "stop")),
+        rule="openai_chat.no_valid_chunk",
+    ),
+    Case(
         "chat a last chunk chat.completion.done without choices (nothing lost)",
         "chat",
         C_HI + C_STOP + _raw({**_chunk([]), "object": "chat.completion.done"}) + C_DONE,

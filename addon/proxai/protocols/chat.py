@@ -149,6 +149,7 @@ class ChatGrammar(GrammarBase):
         "_roles",
         "_typed",
         "_usage",
+        "_valid",
         "choices",
         "finished_choices",
         "state",
@@ -160,6 +161,7 @@ class ChatGrammar(GrammarBase):
         self.finished_choices: set[int] = set()
         self.choices: set[int] = set()  # the choice indexes seen
         self._roles: set[int] = set()  # the choices that got a role (conformance)
+        self._valid = False  # a chunk the Python SDK reads came (conformance)
         self._typed: dict[Any, Any] = {}  # the type each tool call got so far (conformance)
         self._open: list[BlockKey] = []  # the writer's open blocks in start order
         self._usage: dict[str, Any] | None = None  # the last usage the upstream reported
@@ -191,9 +193,8 @@ class ChatGrammar(GrammarBase):
         if out is not None:
             self._close_blocks(out)
         self.state = State.DONE
-        self.acc.finding(
-            "openai_chat.no_done", "quirk", "the stream ended after finish_reason without [DONE]"
-        )
+        note = "the stream ended after finish_reason without [DONE]"
+        self.acc.finding("openai_chat.no_done", "quirk", note)
         self._done()
         if out is not None:
             self._end(out)
@@ -263,6 +264,7 @@ class ChatGrammar(GrammarBase):
             s = delta.get("content")
         except _NOT_THIS_SHAPE:
             return False
+        self._valid = True  # its object is chat.completion.chunk
         if type(s) is str:
             if s:
                 acc.content_seen = True
@@ -318,9 +320,9 @@ class ChatGrammar(GrammarBase):
                 out.upstream_error(classify(e.get("type"), e.get("code"), message), message)
             return
         choices = obj.get("choices")
+        self._valid = self._valid or obj.get("object") == "chat.completion.chunk"
         if type(choices) is not list:
-            # A chunk without choices (usage or metadata on a chunk of its own): the SDK's
-            # stream helper raises on it; read as a ``choices: []`` chunk, carried in normalize
+            # usage or metadata on a chunk of its own: read as ``choices: []``, carried in normalize
             self.conform("openai_chat.no_choices", "a chunk without a choices array")
             if out is not None and self.normalize:
                 out.opaque_event(TEXT_KEY, _C, {"type": "chunk", "chunk": obj})
@@ -438,14 +440,10 @@ class ChatGrammar(GrammarBase):
         if cidx == 0 or acc.stop_reason is None:
             acc.stop(reason, stop_reasons.CHAT)
             if reason not in stop_reasons.CHAT:
-                # ``eos`` and the like: the model ended its answer on its own (the SDK keeps the
-                # value as it came)
+                # ``eos`` and the like: the model ended its answer on its own (the SDK keeps it)
                 acc.stop_class = StopClass.END_TURN
-                acc.finding_once(
-                    "openai_chat.unknown_finish_reason",
-                    "quirk",
-                    f"finish_reason {reason!r} is not one of the protocol's: read as end_turn",
-                )
+                bad = f"finish_reason {reason!r} is not one of the protocol's: read as end_turn"
+                acc.finding_once("openai_chat.unknown_finish_reason", "quirk", bad)
         cut = acc.stop_class is StopClass.MAX_TOKENS
         for tb in acc.tool_order:
             if not tb.finished and tb.key[0] == cidx:
@@ -783,11 +781,11 @@ class ChatGrammar(GrammarBase):
         out.end(Stop(cls, finish), TokenUsage() if u is None else usage_in(u))
 
     def _unfinished_choices(self) -> None:
-        missing = sorted(self.choices - self.finished_choices)
-        if missing:
+        if not self._valid and self.broken is not None and "openai_chat.chunk_object" in self.broken:
+            self.conform("openai_chat.no_valid_chunk", "no chunk has object chat.completion.chunk")
+        if missing := sorted(self.choices - self.finished_choices):
             self.conform("openai_chat.no_finish_reason", f"choice {missing[0]} got no finish_reason")
-        roleless = sorted(self.choices - self._roles)
-        if roleless:
+        if roleless := sorted(self.choices - self._roles):
             self.conform("openai_chat.no_role", f"choice {roleless[0]} got no role")
         untyped = [k for k in self.acc.tools if k not in self._typed]
         if untyped:

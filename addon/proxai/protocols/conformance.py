@@ -248,6 +248,14 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "openai_chat.no_valid_chunk",
+        C,
+        'some chunk has `"object": "chat.completion.chunk"` (the Python SDK skips any other chunk, '
+        "and without one it has no completion)",
+        Reaction("raises", "AssertionError"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_chat.no_choices",
         C,
         "every chunk has a `choices` array",
