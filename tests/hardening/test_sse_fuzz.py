@@ -258,6 +258,29 @@ def test_payloads_byte_by_byte_and_whole() -> None:
         _run_both(stream, cuts, 1 << 20, 1 << 21)
 
 
+# Blocks one test of the fast path's block reading refuses each (an event line without data, a
+# second line of either kind, another line between them, a field without its space, a blank line
+# after a block), beside the two shapes it takes.
+_NEAR_SHAPES = [
+    b"event: x\n\n", b"event: x\nid: 1\ndata: y\n\n", b"event: x\ndata: a\ndata: b\n\n",
+    b"event: a\nevent: b\ndata: c\n\n", b"data: a\ndata: b\n\n", b"data: a\nevent: b\n\n",
+    b"data: a\n\n\n", b"data: a\n\n\n\n", b"event:x\ndata: y\n\n", b"xevent: x\ndata: y\n\n",
+    b"event: x\ndata:y\n\n", b"event: x\ndata: y\nid: 2\n\n", b"id: 1\n\n", b": c\n\n", b"\n\n",
+    b"data\n\n", b"event: \ndata: \n\n", b"data: \n\n", b"event: x\n\ndata: y\n\n",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", _NEAR_SHAPES)
+def test_payloads_each_shape_near_the_fast_path_at_every_cut(shape: bytes) -> None:
+    """Each shape between blocks the fast path takes, read in two pieces cut anywhere (and after
+    a blank line first): ``feed_payloads`` gives ``feed``'s events and pending bytes."""
+    stream = _WARM + b"event: e\ndata: 1\n\n" + shape + b"data: 2\n\nevent: f\ndata: 3\n\n"
+    for cut in range(len(_WARM), len(stream) + 1):
+        _run_both(stream, [len(_WARM), cut], 1 << 20, 1 << 21)
+        for second in range(cut, len(stream) + 1, 3):
+            _run_both(stream, [len(_WARM), cut, second], 1 << 20, 1 << 21)
+
+
 def test_payloads_fast_path_gives_bytes_and_hands_back_after_the_general_rules() -> None:
     """The fast path's data are the payload bytes; after a block of another shape (a comment, a
     CR) the scanner goes back to the fast path, so a long stream is not read by the general rules

@@ -27,10 +27,10 @@ Two ways to read the same events: ``feed`` returns ``SseEvent`` objects (tests, 
 of a buffered body); ``feed_payloads`` returns ``Payloads``, one ``(type, data)`` tuple per event
 and no event objects, for the carrier's flows, observed, guarded or translated
 (docs/performance.md). Its fast path takes runs of the two block shapes LLM APIs send,
-``data: V`` and ``event: T`` + ``data: V`` (LF only), split in C by one regular expression, and
-pairs the split's types and data in C; every other block, a CR, a BOM, a block near a limit,
-goes through the same general rules as ``feed``. Both give the same events, errors and limits
-for any chunking (tests/hardening/test_sse_fuzz.py).
+``data: V`` and ``event: T`` + ``data: V`` (LF only): the read is split at its blank lines in C,
+and each block is one of the two shapes or the run goes to the general rules; every other block,
+a CR, a BOM, a block near a limit, goes through the same general rules as ``feed``. Both give
+the same events, errors and limits for any chunking (tests/hardening/test_sse_fuzz.py).
 """
 
 from __future__ import annotations
@@ -53,10 +53,6 @@ _LF = 0x0A
 # code looks so").
 _CR = 0x0D
 
-# One whole block of the commonest shapes: ``[event: T LF] data: V LF LF`` (no CR: the fast path
-# runs only on LF-only bytes). ``split`` gives [gap, T, V, gap, T, V, ..., gap]: the run is all
-# such blocks iff every gap is empty.
-_PLAIN_BLOCK = re.compile(rb"(?:event: ([^\n]*)\n)?data: ([^\n]*)\n\n")
 # The fast path keeps at most this much of an unfinished block itself (a longer one goes to the
 # general rules, which never re-join a long line's pieces per read).
 LEAN_MAX = 1024 * 1024
@@ -221,40 +217,47 @@ class SseScanner:
         ``events`` as ``feed``'s."""
         if self._general or _CR in data:
             return self._general_payloads(data)
-        if not data:
-            return []
-        j = data.rfind(b"\n\n")
-        if self._held:
-            if j < 0 and (data[0] != _LF or self._held[-1][-1] != _LF):
-                return self._hold(data)  # the held block does not end here
-            self._rest = self._take_held()
-        rest = self._rest
-        if rest:
-            # Where the last block that ends in these bytes ends (after a blank line), if one does.
-            if j >= 0:
-                end = len(rest) + j + 2
-            elif data[0] == _LF and rest[-1] == _LF:
-                end = len(rest) + 1
+        blocks = data.split(b"\n\n")  # the blocks these bytes end, then the unfinished one
+        n = len(data)
+        held = self._rest
+        if held or self._held:
+            if n and data[0] == _LF and (self._held[-1] if self._held else held)[-1] == _LF:
+                data = self._take_held() + data  # the blank line spans the two reads
+                blocks = data.split(b"\n\n")
+                n = len(data)
+            elif len(blocks) == 1:
+                return self._hold(data) if n else []  # the held block does not end here
             else:
-                return self._hold(data)
-            buf = rest + data
-            self._rest = b""
-        elif data[0] == _LF:  # a blank line first
-            return self._general_payloads(data)
-        elif j < 0:
-            return self._hold(data)
-        else:
-            buf = data
-            end = j + 2
-        n = len(buf)
-        if n > self._lean_max:  # near a limit: the general rules
-            return self._general_payloads(buf)
-        pieces = _PLAIN_BLOCK.split(buf if end == n else buf[:end])
-        if any(pieces[::3]):  # a block of another shape: the general rules for all of it
-            return self._general_payloads(buf)
-        if end != n:
-            self._rest = buf[end:]
-        return [(pieces[i], pieces[i + 1]) for i in range(1, len(pieces), 3)]
+                if self._held:
+                    held = self._take_held()
+                blocks[0] = held + blocks[0]
+                n += len(held)
+        elif len(blocks) == 1:
+            if n and data[0] == _LF:  # a blank line first
+                return self._general_payloads(data)
+            return self._hold(data) if n else []
+        rest = blocks.pop()
+        # (near a limit, or a blank line after the last block: the general rules)
+        if n <= self._lean_max and rest[:1] != b"\n":
+            out: Payloads = []
+            for b in blocks:  # ``data: V`` or ``event: T`` + ``data: V``, no LF in T nor V
+                v = b.removeprefix(b"data: ")
+                if v == b:  # not a data line: an event line, then one data line
+                    head, sep, v = b.partition(b"\ndata: ")
+                    t = head.removeprefix(b"event: ")
+                    if not sep or t == head or _LF in t or _LF in v:
+                        break
+                    out.append((t, v))
+                elif _LF in v:
+                    break
+                else:
+                    out.append((None, v))
+            else:
+                self._rest = rest
+                return out
+        # a block of another shape: the general rules for all of it
+        self._rest = b""
+        return self._general_payloads(b"\n\n".join([*blocks, rest]))
 
     def close_payloads(self) -> Payloads:
         """``close`` for ``feed_payloads``."""
