@@ -27,8 +27,8 @@ streamed. Normalize mode (``normalize``) repairs deltas that arrive without thei
 events (a finding of severity ``repair``).
 
 The lifecycle is an Enum and one transition table (``machine.Machine``). ``error`` is accepted in
-every live state (the upstream's own error: outcome error). Unknown event types and delta types
-are ignored (forward compatibility); events after ``message_stop`` are not interpreted.
+every live state (the upstream's own error: outcome error). Unknown event types are noted and
+never refused (normalize carries them); events after ``message_stop`` are not interpreted.
 """
 
 from __future__ import annotations
@@ -341,9 +341,11 @@ class AnthropicGrammar(GrammarBase):
         if etype == "error" and name in ("error", "message"):
             self._error(obj)
             return
-        if etype not in KNOWN_EVENTS:
-            return  # unknown event types are ignored, as the SDKs do
         state = self.state
+        if etype not in KNOWN_EVENTS:  # both SDKs read it by its name, after message_start only
+            keep = self.normalize and obj.get("type") == name and state is not State.WAITING
+            self._unmodelled(f"anthropic.unmodelled.{etype}", keep, obj)
+            return
         if state is State.WAITING and etype != "message_start":
             if not self.normalize or etype not in ("content_block_start", "content_block_delta"):
                 # The SDKs read nothing before message_start.

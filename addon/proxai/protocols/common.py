@@ -48,7 +48,7 @@ from proxai.core.model import (
 from proxai.core.sse import Payloads, RawName, event_name
 from proxai.protocols import conformance
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
-from proxai.stream.sink import Output, Phase, Sink
+from proxai.stream.sink import NO_BLOCK, Output, Phase, Sink
 
 from .machine import Finding, Severity, StateEnum, as_dict, as_int, as_str
 
@@ -707,6 +707,16 @@ class GrammarBase:
         if rule not in broken:
             broken.add(rule)
             self.acc.finding(rule, "quirk", detail)
+
+    def _unmodelled(self, rule: str, keep: bool, obj: dict[str, Any]) -> None:
+        """An event whose type the grammar does not model, never a refusal: noted once per type
+        (``rule``); written as it came when ``keep`` (normalize mode, where the SDKs read it),
+        else left out (docs/design/protocol-grammars.md, "Events the grammars do not model")."""
+        out = self.out
+        how = "not read" if out is None else "carried as it came" if keep else "left out"
+        self.acc.finding_once(rule, "quirk", f"event {obj.get('type')!r} is not modelled: {how}")
+        if keep and out is not None:
+            out.opaque_event(NO_BLOCK, self.protocol, obj)
 
     def _not_object(self, name: str, data: str, obj: object) -> None:
         """A payload that is not a JSON object: a tolerated tail candidate after valid data

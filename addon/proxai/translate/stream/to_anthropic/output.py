@@ -14,6 +14,11 @@ def _event(name: bytes, payload: bytes) -> bytes:
     return b"event: " + name + b"\ndata: " + payload + b"\n\n"
 
 
+def raw_event(payload: dict[str, Any]) -> bytes:
+    """An event of no block as the upstream sent it (normalize mode: a type not modelled)."""
+    return _event(str(payload.get("type")).encode(), orjson.dumps(payload))
+
+
 def usage_out(usage: TokenUsage) -> dict[str, Any]:
     """Neutral usage -> Anthropic usage (``input_tokens`` excludes cache reads and writes; the
     writes' split by lifetime, when the upstream gave one, in ``cache_creation``)."""

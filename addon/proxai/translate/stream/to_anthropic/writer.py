@@ -17,7 +17,16 @@ import orjson
 from proxai.core.errors.shapes import error_event
 from proxai.core.model import ErrorKind, Protocol
 from proxai.stream import stop_reasons
-from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
+from proxai.stream.sink import (
+    NO_BLOCK,
+    BlockKey,
+    BlockKind,
+    Citation,
+    DeltaKind,
+    Stop,
+    TokenUsage,
+    WebSearchCall,
+)
 from proxai.translate.stream.foreign import Foreign
 
 from . import output
@@ -71,6 +80,9 @@ class AnthropicWriter:
         self.out.append(output.raw_block_start(self.st.open_block(key), payload))
 
     def opaque_event(self, key: BlockKey, protocol: Protocol, payload: dict[str, Any]) -> None:
+        if key == NO_BLOCK and protocol is Protocol.ANTHROPIC_MESSAGES:
+            self.out.append(output.raw_event(payload))  # (normalize mode)
+            return
         if protocol is not Protocol.ANTHROPIC_MESSAGES or key in self.foreign.keys:
             self.foreign.event(key, payload)
             return
