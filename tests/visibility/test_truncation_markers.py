@@ -221,10 +221,18 @@ def _label(client: str, upstream: str) -> str:
 
 
 def _sdk(upstream: str, stop: str | None, streamed: bool) -> str:
-    """The official SDK's reaction the lines name: openai-python's stream helper raises on a
-    Responses stream that does not end with response.completed (a conformance finding)."""
+    """The official SDK's reaction the lines name (a conformance finding on the upstream's stream):
+    openai-python's stream helper raises on a Responses stream that does not end with
+    response.completed, and its final Chat completion is parsed, which refuses a choice that ended
+    with length (LengthFinishReasonError) or content_filter (ContentFilterFinishReasonError)."""
     if upstream == R and streamed and stop != "completed":
         return " · SDK: openai-python raises RuntimeError (openai_responses.not_completed)"
+    if upstream == C and streamed and stop == "length":
+        return " · SDK: openai-python raises LengthFinishReasonError (openai_chat.finish_length)"
+    if upstream == C and streamed and stop in ("content_filter", "content_filter+refusal"):
+        return (
+            " · SDK: openai-python raises ContentFilterFinishReasonError (openai_chat.finish_content_filter)"
+        )
     return ""
 
 
