@@ -40,6 +40,7 @@ from proxai.core.sse import RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Output, Phase, Sink, Stop, TokenUsage
 
+from .chat_usage import usage_in
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
@@ -97,18 +98,6 @@ REASONING_KEY = "reasoning"
 AUDIO_KEY = "audio"
 #: The stream id given to a Chat stream whose chunks carry none (``"id": ""``).
 UNNAMED = "chatcmpl-unnamed"
-
-
-def usage_in(u: dict[str, Any]) -> TokenUsage:
-    prompt = as_dict(u.get("prompt_tokens_details"))
-    completion = as_dict(u.get("completion_tokens_details"))
-    return TokenUsage(
-        input=as_int(u.get("prompt_tokens")),
-        output=as_int(u.get("completion_tokens")),
-        cache_read=as_int(prompt.get("cached_tokens")),
-        cache_write=as_int(prompt.get("cache_write_tokens")),
-        reasoning=as_int(completion.get("reasoning_tokens")),
-    )
 
 
 def _whole(tb: ToolBuffer) -> bool:
@@ -778,7 +767,7 @@ class ChatGrammar(GrammarBase):
         else:
             cls = stop_reasons.from_chat(finish, has_refusal=refusal)
         u = self._usage
-        out.end(Stop(cls, finish), TokenUsage() if u is None else usage_in(u))
+        out.end(Stop(cls, finish), TokenUsage() if u is None else usage_in(u, self.normalize))
 
     def _unfinished_choices(self) -> None:
         if not self._valid and self.broken is not None and "openai_chat.chunk_object" in self.broken:

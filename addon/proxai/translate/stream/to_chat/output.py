@@ -84,6 +84,8 @@ def usage_chunk(prefix: bytes, usage: TokenUsage) -> bytes:
         body["prompt_tokens_details"] = details
     if usage.reasoning is not None:
         body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning}
+    if usage.extra:  # (normalize mode: a gateway's cost, as it came)
+        body.update(usage.extra)
     return b"data: " + prefix + b'"choices":[],"usage":' + orjson.dumps(body) + b"}\n\n"
 
 
