@@ -155,15 +155,6 @@ def _a_stopped_tool(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.R
     return violation(s) and s.error is not None and "for stopped tool block" in s.error.message
 
 
-def _c_choice_no_index(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
-    return any(
-        isinstance(o, dict)
-        and isinstance(o.get("choices"), list)
-        and any(isinstance(c, dict) and type(c.get("index")) is not int for c in o["choices"])
-        for _, o in evs
-    )
-
-
 def _r_mistyped(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
     return any(n is not None and isinstance(o, dict) and o.get("type") != n for n, o in evs)
 
@@ -342,19 +333,6 @@ KNOWN: list[Gap] = [
             ),
             _A_MSTOP,
         ),
-    ),
-    Gap(
-        "chat_choice_without_index",
-        Protocol.OPENAI_CHAT,
-        "a choice without an integer `index`: openai-python ChatCompletionStreamState._accumulate_chunk "
-        "(`choices[choice.index]`) raises TypeError, openai-node tolerates it, no rule",
-        _c_choice_no_index,
-        _sse(
-            _c({"index": 0, "delta": {"role": "assistant", "content": "Hi"}, "finish_reason": None}),
-            _c({"delta": {"content": "!"}, "finish_reason": None}),
-            _c({"index": 0, "delta": {}, "finish_reason": "stop"}),
-        )
-        + b"data: [DONE]\n\n",
     ),
     Gap(
         "responses_delta_item_id_none",

@@ -519,6 +519,14 @@ CASES = [
         [("openai_chat.choice_index", 0)],
     ),
     Case(
+        "chat a later choice without index",
+        "chat",
+        C_HI + _raw(_chunk([{"delta": {"content": "!"}, "finish_reason": None}])) + C_STOP + C_DONE,
+        [("openai_chat.choice_no_index", 1)],
+        None,
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
         "chat tool call 1 before tool call 0",
         "chat",
         _c({"role": "assistant", "content": None})

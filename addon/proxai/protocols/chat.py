@@ -240,7 +240,8 @@ class ChatGrammar(GrammarBase):
             delta = c["delta"]
             if (
                 len(delta) != 1  # first: what fails most often (reasoning beside content)
-                or c["index"] != 0
+                or (ci := c["index"]) != 0
+                or type(ci) is float  # (openai-python raises on 0.0)
                 or obj["id"] != acc.id
                 or obj["model"] != acc.model
                 or obj["object"] != "chat.completion.chunk"
@@ -395,11 +396,11 @@ class ChatGrammar(GrammarBase):
                 )
 
     def _choice(self, choice: dict[str, Any], now: float, out: Sink | None) -> bool:
-        """One choice of a chunk (``out``: the writer, when it takes this chunk); True when it
-        carries a finish_reason."""
+        """One choice of a chunk (``out``: the writer, when it takes it); True if it has a finish_reason."""
         acc = self.acc
         cidx = choice.get("index")
-        if type(cidx) is not int:
+        if not (indexed := isinstance(cidx, int)):  # openai-node keeps it under no index (its role, finish)
+            self.conform("openai_chat.choice_no_index", f"a choice with index {cidx!r}")
             cidx = 0
         if cidx not in self.choices:
             if cidx != len(self.choices):
@@ -416,7 +417,7 @@ class ChatGrammar(GrammarBase):
         delta = choice.get("delta")
         if type(delta) is not dict:
             self.conform("openai_chat.choice_delta", f"choice {cidx} without a delta object")
-        elif delta.get("role"):
+        elif delta.get("role") and indexed:
             self._roles.add(cidx)
         if type(delta) is dict and delta:
             self._delta(cidx, delta, now, out)
@@ -425,7 +426,8 @@ class ChatGrammar(GrammarBase):
             return False
         if type(reason) is not str:
             raise UpstreamProtocolError(f"openai_chat: finish_reason {reason!r} is not a string")
-        self.finished_choices.add(cidx)
+        if indexed:
+            self.finished_choices.add(cidx)
         if cidx == 0 or acc.stop_reason is None:
             acc.stop(reason, stop_reasons.CHAT)
             if reason not in stop_reasons.CHAT:

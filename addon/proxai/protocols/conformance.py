@@ -227,6 +227,13 @@ _RULES = (
         Reaction("raises", "OpenAIError", "Cannot read properties of undefined (reading 'message')"),
     ),
     Rule(
+        "openai_chat.choice_no_index",
+        C,
+        "every choice has an integer `index` (openai-python looks its choice up by it)",
+        Reaction("raises", "TypeError", "list indices must be integers or slices, not"),
+        Reaction("loses", loses="the choice's delta (kept under no index, left out of the message)"),
+    ),
+    Rule(
         "openai_chat.tool_call_index",
         C,
         "tool-call indexes first appear in order 0, 1, ... within a choice",
