@@ -118,39 +118,6 @@ def events_of(data: bytes) -> Events:
     return out
 
 
-_A_EVENTS = (
-    "message_start",
-    "content_block_start",
-    "content_block_delta",
-    "content_block_stop",
-    "message_delta",
-    "message_stop",
-)
-
-
-def _a_mistyped(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
-    return any(n in _A_EVENTS and (not isinstance(o, dict) or o.get("type") != n) for n, o in evs)
-
-
-def _a_unnamed_stop(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
-    return any(n is None and isinstance(o, dict) and o.get("type") == "message_stop" for n, o in evs)
-
-
-def _a_no_block_node(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
-    return nd.message == "Cannot read properties of undefined (reading 'type')"
-
-
-def _a_block_fields(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
-    return py.error in ("TypeError", "AttributeError") and any(
-        n == "content_block_start"
-        and isinstance(o, dict)
-        and isinstance(o.get("content_block"), dict)
-        and o["content_block"].get("type") in ("text", "thinking")
-        and not isinstance(o["content_block"].get(o["content_block"]["type"]), str)
-        for n, o in evs
-    )
-
-
 def _a_stopped_tool(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
     return violation(s) and s.error is not None and "for stopped tool block" in s.error.message
 
@@ -189,14 +156,6 @@ _A_MSG = {
     "usage": {"input_tokens": 3, "output_tokens": 1},
 }
 _A_START = ("message_start", {"type": "message_start", "message": _A_MSG})
-_A_TEXT = (
-    "content_block_start",
-    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-)
-_A_HI = (
-    "content_block_delta",
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
-)
 _A_BSTOP = ("content_block_stop", {"type": "content_block_stop", "index": 0})
 _A_MDELTA = (
     "message_delta",
@@ -238,58 +197,6 @@ def _responses_arguments_done_first() -> bytes:
 
 
 KNOWN: list[Gap] = [
-    Gap(
-        "anthropic_data_type",
-        Protocol.ANTHROPIC_MESSAGES,
-        "a named event whose data has another `type` or none: both SDKs read a named event by its "
-        "data's `type` (anthropic lib/streaming/_messages.py accumulate_event; @anthropic-ai/sdk "
-        "MessageStream #accumulateMessage) and raise or lose it; the grammar reads it by its name, "
-        "no rule",
-        _a_mistyped,
-        _sse(
-            _A_START,
-            ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
-            _A_HI,
-            _A_BSTOP,
-            _A_MDELTA,
-            _A_MSTOP,
-        ),
-    ),
-    Gap(
-        "anthropic_unnamed_message_stop",
-        Protocol.ANTHROPIC_MESSAGES,
-        "message_stop without an `event:` line: @anthropic-ai/sdk never sees the end and "
-        "raises (stream ended without producing a Message), rule unnamed_event says both lose it",
-        _a_unnamed_stop,
-        _sse(_A_START, _A_TEXT, _A_HI, _A_BSTOP, _A_MDELTA, (None, _A_MSTOP[1])),
-    ),
-    Gap(
-        "anthropic_delta_without_blocks",
-        Protocol.ANTHROPIC_MESSAGES,
-        "a delta or stop while the Node SDK's message holds no block at all (the start came before "
-        "message_start, or without its type): @anthropic-ai/sdk MessageStream #addStreamEvent reads "
-        "content.at(-1).type and raises, rules block_index / before_message_start say Node loses it",
-        _a_no_block_node,
-        _sse(_A_TEXT, _A_START, _A_HI, _A_BSTOP, _A_MDELTA, _A_MSTOP),
-    ),
-    Gap(
-        "anthropic_block_without_text",
-        Protocol.ANTHROPIC_MESSAGES,
-        "a text / thinking block started without its `text` / `thinking` string, then a delta: "
-        "anthropic accumulate_event (`content.text += ...`) raises TypeError, no rule",
-        _a_block_fields,
-        _sse(
-            _A_START,
-            (
-                "content_block_start",
-                {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
-            ),
-            _A_HI,
-            _A_BSTOP,
-            _A_MDELTA,
-            _A_MSTOP,
-        ),
-    ),
     Gap(
         "anthropic_tool_delta_after_stop",
         Protocol.ANTHROPIC_MESSAGES,

@@ -316,7 +316,19 @@ CASES = [
         "anthropic no event lines",
         "anthropic",
         anthropic_stream(unnamed=frozenset(range(7))),
-        [("anthropic_messages.unnamed_start", 0), ("anthropic_messages.unnamed_event", 1)],
+        [
+            ("anthropic_messages.unnamed_start", 0),
+            ("anthropic_messages.unnamed_event", 1),
+            ("anthropic_messages.no_block", 1),
+            ("anthropic_messages.no_message_stop", 6),
+        ],
+    ),
+    Case(
+        "anthropic message_stop without its event line",
+        "anthropic",
+        anthropic_stream(unnamed=frozenset({6})),
+        [("anthropic_messages.no_message_stop", 6)],
+        _text_is(lambda f: (a_text(f), f["stop_reason"]), ("Hi there", "end_turn")),
     ),
     Case(
         "anthropic one delta without its event line",
@@ -469,6 +481,61 @@ CASES = [
         [("anthropic_messages.message_delta_output_tokens", 1)],
         _text_is(lambda f: f["usage"]["output_tokens"], None),
         _text_is(lambda f: f["usage"].get("output_tokens"), None),
+    ),
+    Case(
+        "anthropic message_delta without its type",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_stop", {"index": 0})
+        + b"event: message_delta\ndata: "
+        + json.dumps(_A_DELTA_END).encode()
+        + b"\n\n"
+        + _a("message_stop", {}),
+        [("anthropic_messages.event_type", 4)],
+        _text_is(lambda f: (a_text(f), f["stop_reason"]), ("Hi", None)),  # its stop reason is lost
+        _text_is(lambda f: (a_text(f), f["stop_reason"]), ("Hi", None)),
+    ),
+    Case(
+        "anthropic content_block_start without its type",
+        "anthropic",
+        _A_S
+        + b'event: content_block_start\ndata: {"index":0,"content_block":{"type":"text","text":""}}\n\n'
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _A_E,
+        [("anthropic_messages.event_type", 1), ("anthropic_messages.no_block", 2)],
+        rule="anthropic_messages.no_block",
+    ),
+    Case(
+        "anthropic a delta before any block",
+        "anthropic",
+        _A_S + _dl(0, {"type": "text_delta", "text": "Hi"}) + _A_E,
+        [("anthropic_messages.no_block", 1)],
+    ),
+    Case(
+        "anthropic a text block started without text",
+        "anthropic",
+        _A_S
+        + _blk(0, {"type": "text"})
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.text_start", 1)],
+        None,
+        _text_is(a_text, "Hi"),
+    ),
+    Case(
+        "anthropic a thinking block started without thinking",
+        "anthropic",
+        _A_S
+        + _blk(0, {"type": "thinking"})
+        + _dl(0, {"type": "thinking_delta", "thinking": "hm"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.thinking_start", 1)],
+        None,
+        _text_is(lambda f: f["content"][0]["thinking"], "undefinedhm"),
     ),
     Case(
         "anthropic message_start without usage",

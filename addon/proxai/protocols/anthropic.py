@@ -7,13 +7,10 @@ The rules (docs/design/protocol-grammars.md, "Anthropic Messages"):
 ``anthropic_usage``; the tables of event, block and delta types: ``anthropic_tables``.
 
 Liberal where the official SDKs are ("Anthropic Messages: liberal where the SDKs are"): what
-both SDKs read is read their way with a note (block indexes that are not dense, deltas after
-their block stopped, blocks after ``message_delta``, a second ``message_delta``, an event named
-otherwise than its payload's type); what one SDK raises on or loses is read as the SDKs read it
-where they agree, and named by a conformance rule (a repeated block start, a delta of another
-block's type, content before ``message_start`` or after ``message_stop``, a second
-``message_start``, usage without ``output_tokens``). Only arguments after their tool block
-stopped are a violation.
+both SDKs read is read their way with a note (sparse block indexes, deltas after their block
+stopped, blocks after ``message_delta``, an event read by its payload's type); what one SDK
+raises on or loses is read as they read it where they agree, and named by a conformance rule
+(``conformance.RULES``). Only arguments after their tool block stopped are a violation.
 
 One reading, several consumers: every event updates the summary's accumulator and, when a stream
 translator is attached (``out``), drives its writer through the neutral ``Sink`` calls. What only a
@@ -26,9 +23,8 @@ a ``Citation``. A message that arrives whole in ``message_start`` is read as if 
 streamed. Normalize mode (``normalize``) repairs deltas that arrive without their lifecycle
 events (a finding of severity ``repair``).
 
-The lifecycle is an Enum and one transition table (``machine.Machine``). ``error`` is accepted in
-every live state (the upstream's own error: outcome error). Unknown event types are noted and
-never refused (normalize carries them); events after ``message_stop`` are not interpreted.
+The lifecycle: an Enum and one transition table (``machine.Machine``); ``error`` ends any live
+state (outcome error). Unknown event types are noted, never refused; nothing after ``message_stop`` is read.
 """
 
 from __future__ import annotations
@@ -324,11 +320,13 @@ class AnthropicGrammar(GrammarBase):
             out.delta(index, "thinking", s)
 
     def _event(self, name: str, obj: dict[str, Any], now: float) -> None:
-        # The SDKs skip a named ping, raise on a named error, and read any other named event by its
-        # payload's ``type``; a data-only event is typed by its payload too.
+        # The SDKs skip a named ping, raise on a named error, read any other event by its data's type.
         if name == "ping":
             return
         etype = as_str(obj.get("type")) or ("" if name == "message" else name)
+        if etype == name and name in KNOWN_EVENTS and obj.get("type") != name:  # both skip it
+            self.conform("anthropic_messages.event_type", f"{name} without a type: skipped")
+            return
         if name == "message":
             if etype != "ping":
                 self._unnamed(etype)  # the SDKs skip an event without an ``event:`` line
@@ -363,9 +361,8 @@ class AnthropicGrammar(GrammarBase):
         _HANDLERS[etype](self, obj, now)
 
     def _restart(self, obj: dict[str, Any], now: float) -> None:
-        """Another ``message_start``: the Python SDK ignores it, Node raises. After normalize mode
-        started the message for content that came first, it is that message's identity and usage,
-        and its blocks follow the ones before it."""
+        """Another ``message_start``: Python ignores it, Node raises. After normalize mode started the
+        message for content that came first, it is its identity and usage, its blocks follow."""
         if self.acc.id is None and self.normalize:
             msg = as_dict(obj.get("message"))
             self.acc.id, self.acc.model = as_str(msg.get("id")), as_str(msg.get("model"))
@@ -404,16 +401,18 @@ class AnthropicGrammar(GrammarBase):
         """An event without an ``event:`` line: both SDKs skip it (docs/design/conformance.md)."""
         if etype == "message_start":
             self.conform("anthropic_messages.unnamed_start", "message_start has no event: line")
+        elif etype == "message_stop":  # Python ends there anyway, Node never sees the end
+            self.conform("anthropic_messages.no_message_stop", "message_stop has no event: line")
         else:
             self.conform(_UNNAMED, f"{etype} has no event: line")
+        if etype == "content_block_start":  # both skip it: its deltas find no block
+            self.conform("anthropic_messages." + ("block_index" if self.blocks else "no_block"), "unnamed")
 
     def _ended_early(self) -> None:
         self.acc.event_index = self.events
         if self.state is not State.WAITING:
             self.conform("anthropic_messages.no_message_stop", "the stream ended before message_stop")
-        elif self.acc.received and (
-            self.broken is None or "anthropic_messages.unnamed_start" not in self.broken
-        ):
+        elif self.acc.received and "anthropic_messages.unnamed_start" not in (self.broken or ()):
             self.conform("anthropic_messages.no_message_start", "the stream ended without message_start")
 
     def _after_end(self, payloads: Payloads, base: int) -> None:
@@ -543,6 +542,8 @@ class AnthropicGrammar(GrammarBase):
                     out.block_start(idx, "tool", id=tid, name=name)
             return blk
         blk = self.blocks[idx] = _Block(family, None, opaque)
+        if family in ("text", "thinking") and type(block.get(family)) is not str:  # Python adds to it
+            self.conform(f"anthropic_messages.{family}_start", f"a {btype} block without its {family}")
         if opaque:
             self._opaque_start(idx, btype, block)
         elif family == "text":
@@ -641,8 +642,9 @@ class AnthropicGrammar(GrammarBase):
         if blk is None:
             if self.normalize and want in ("text", "thinking"):
                 blk = self._open_normalized(idx, want)
-            else:  # Python raises IndexError (or counts a negative index from the end), Node drops it
-                rule = "anthropic_messages.negative_index" if idx < 0 else "anthropic_messages.block_index"
+            else:  # Python IndexError (negative: from the end); Node drops it, or raises on no block
+                rule = "negative_index" if idx < 0 else "block_index"
+                rule = "anthropic_messages." + ("no_block" if want and not self.blocks else rule)
                 self.conform(rule, f"a delta for block {idx}, never started")
                 return
         family = blk.family

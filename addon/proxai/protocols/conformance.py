@@ -220,6 +220,36 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "anthropic_messages.event_type",
+        A,
+        "a named event's payload carries its `type` (the SDKs read an event by it: one without is "
+        "skipped, and what follows is judged as if it never came)",
+        Reaction("loses", loses="the event (a block, a delta, a stop reason and usage)"),
+        Reaction("loses", loses="the event (a block, a delta, a stop reason and usage)"),
+    ),
+    Rule(
+        "anthropic_messages.no_block",
+        A,
+        "no text, citations, tool input, thinking or signature delta comes before the first block "
+        "(Node reads the type of its last block)",
+        Reaction("raises", "IndexError", "list index out of range"),
+        Reaction("raises", "AnthropicError", "Cannot read properties of undefined (reading 'type')"),
+    ),
+    Rule(
+        "anthropic_messages.text_start",
+        A,
+        "a text block's start carries its `text` string (Python adds each delta to it)",
+        Reaction("raises", "TypeError", "unsupported operand type(s) for +="),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "anthropic_messages.thinking_start",
+        A,
+        "a thinking block's start carries its `thinking` string (the SDKs add each delta to it)",
+        Reaction("raises", "TypeError", "unsupported operand type(s) for +="),
+        Reaction("loses", loses="the thinking's start (a missing one reads `undefined`)"),
+    ),
+    Rule(
         "openai_chat.choice_index",
         C,
         "choice indexes first appear in order 0, 1, ...",
