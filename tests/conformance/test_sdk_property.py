@@ -30,7 +30,7 @@ from proxai.pipeline.observe import StreamObserver
 from proxai.protocols.conformance import RULES
 
 from . import sdks
-from .mutations import FIXTURES, FOLDER, REAL, mutated, sources, split_events
+from .mutations import FIXTURES, FOLDER, mutated, sources, split_events
 
 # Examples per protocol: about 15 s each on CI's 2 cores (Python SDK, Node SDK and ProxAI per example).
 EXAMPLES = {Protocol.ANTHROPIC_MESSAGES: 100, Protocol.OPENAI_CHAT: 100, Protocol.OPENAI_RESPONSES: 100}
@@ -126,18 +126,6 @@ def _r_mistyped(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.React
     return any(n is not None and isinstance(o, dict) and o.get("type") != n for n, o in evs)
 
 
-def _r_delta_item_none(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
-    return violation(s) and s.error is not None and "for item None that was never added" in s.error.message
-
-
-def _r_args_after_done(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
-    return (
-        violation(s)
-        and s.error is not None
-        and "function_call_arguments.delta after the arguments of" in s.error.message
-    )
-
-
 def _sse(*events: tuple[str | None, dict[str, Any]]) -> bytes:
     return b"".join(
         (f"event: {n}\n".encode() if n else b"") + b"data: " + json.dumps(o).encode() + b"\n\n"
@@ -173,26 +161,12 @@ def _c(choice: dict[str, Any], obj: bool = True) -> tuple[None, dict[str, Any]]:
     return None, {**_C_CHUNK, **({"object": "chat.completion.chunk"} if obj else {}), "choices": [choice]}
 
 
-def _responses_text_delta_item_none() -> bytes:
-    evs = split_events((FIXTURES / "openai_responses" / "text.sse").read_bytes())
-    i = next(k for k, e in enumerate(evs) if b"response.output_text.delta" in e)
-    head, _, data = evs[i].partition(b"data: ")
-    evs[i] = head + b"data: " + json.dumps({**json.loads(data), "item_id": None}).encode()
-    return b"".join(e + b"\n\n" for e in evs)
-
-
 def _responses_untyped_created() -> bytes:
     evs = split_events((FIXTURES / "openai_responses" / "text.sse").read_bytes())
     head, _, data = evs[0].partition(b"data: ")
     evs[0] = (
         head + b"data: " + json.dumps({k: v for k, v in json.loads(data).items() if k != "type"}).encode()
     )
-    return b"".join(e + b"\n\n" for e in evs)
-
-
-def _responses_arguments_done_first() -> bytes:
-    evs = split_events((REAL / "responses" / "openai--chatlas--chat-tool-request-reject.sse").read_bytes())
-    evs[3], evs[4] = evs[4], evs[3]  # function_call_arguments.done, then its delta
     return b"".join(e + b"\n\n" for e in evs)
 
 
@@ -240,23 +214,6 @@ KNOWN: list[Gap] = [
             ),
             _A_MSTOP,
         ),
-    ),
-    Gap(
-        "responses_delta_item_id_none",
-        Protocol.OPENAI_RESPONSES,
-        "an output_text.delta whose item_id is null: both SDKs place it by output_index (openai "
-        "ResponseStreamState.accumulate_event, openai-node accumulateResponse) and read it, the grammar "
-        "refuses the stream (delta for item None that was never added)",
-        _r_delta_item_none,
-        _responses_text_delta_item_none(),
-    ),
-    Gap(
-        "responses_arguments_delta_after_done",
-        Protocol.OPENAI_RESPONSES,
-        "a function_call_arguments.delta after its .done (a real recording with the two swapped): both "
-        "SDKs read it, the grammar refuses the stream (delta after the arguments were done)",
-        _r_args_after_done,
-        _responses_arguments_done_first(),
     ),
     Gap(
         "responses_data_type",

@@ -478,9 +478,16 @@ class ResponsesGrammar(GrammarBase):
             acc.model = model
 
     def _item(self, obj: dict[str, Any], etype: str) -> tuple[str, _Item]:
-        """The item an event names by ``item_id``: it must have been added."""
+        """The item an event names by ``item_id``: it must have been added. With ``item_id`` null,
+        the item added at its ``output_index``, as both SDKs read every item event (noted)."""
         iid = obj.get("item_id")
         item = self.items.get(iid) if type(iid) is str else None
+        if item is None and iid is None and type(oi := obj.get("output_index")) is int:
+            item = next((i for i in self.items.values() if i.sdk.key == oi), None)
+            if item is not None:
+                msg = f"{etype} with item_id null: read as item {item.id!r}, the one at its output_index"
+                self.acc.finding_once("openai_responses.item_id_null", "quirk", msg)
+                return item.id, item
         if item is None:
             raise SemanticStreamError(f"openai_responses: {etype} for item {iid!r} that was never added")
         assert type(iid) is str
@@ -851,8 +858,10 @@ class ResponsesGrammar(GrammarBase):
         tb = self.acc.tools.get(iid)
         if tb is None or not tb.has_args:
             raise SemanticStreamError(f"openai_responses: {etype} for a {item.type} item")
-        if tb.finished:
-            raise SemanticStreamError(f"openai_responses: {etype} after the arguments of {iid!r} were done")
+        if tb.finished:  # both SDKs read it; their final object is response.completed's: not read, noted
+            msg = f"{etype} after the arguments of {iid!r} were done: not read (the done's arguments stand)"
+            self.acc.finding_once("openai_responses.delta_after_done", "quirk", msg)
+            return
         delta = obj.get("delta")
         if type(delta) is not str:
             raise UpstreamProtocolError(f"openai_responses: {etype} delta is not a string")
