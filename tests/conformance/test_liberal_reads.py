@@ -44,7 +44,7 @@ def _finals(data: bytes) -> list[dict[str, Any]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         py = sdks.python("responses", data)
-    (nd,) = sdks.node([("responses", data, None)])
+    (nd,) = sdks.node([("responses", data)])
     assert py.ok and nd.ok, (py, nd)
     assert py.final is not None and nd.final is not None
     return [py.final, nd.final]
