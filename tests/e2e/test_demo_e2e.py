@@ -59,5 +59,7 @@ def test_demo_runs_and_reports_every_flow(tmp_path: Path) -> None:
     # mitmdump's log: one line per flow, and a clean shutdown (no tracebacks).
     log = (tmp_path / "demo-mitmdump.log").read_text()
     assert "Traceback" not in log, log[-3000:]
-    assert log.count("proxai chat max_tokens · TRUNCATED (length) · 25 in/8 out · ttft ") == 1
+    # the line names the SDK reaction too: openai-python's final Chat completion refuses length
+    sdk = "SDK: openai-python raises LengthFinishReasonError (openai_chat.finish_length)"
+    assert log.count(f"proxai chat max_tokens · TRUNCATED (length) · {sdk} · 25 in/8 out · ttft ") == 1
     assert sum(1 for line in log.splitlines() if line.lstrip().startswith("proxai ")) == 33

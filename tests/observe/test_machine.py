@@ -79,5 +79,7 @@ def test_findings_carry_rule_severity_and_event_index() -> None:
             "ignored an empty or unparsable JSON tail after valid data",
         ),
         Finding("openai_chat.no_done", "quirk", 4, "the stream ended after finish_reason without [DONE]"),
+        # and since no chunk has it, openai-python keeps none and its final completion fails
+        Finding("openai_chat.no_valid_chunk", "quirk", 4, "no chunk has object chat.completion.chunk"),
     ]
     assert s.extra["notes"] == [f.detail for f in obs.findings]  # the notes come from the findings

@@ -90,7 +90,10 @@ def test_console_shows_the_proxai_view_of_a_streamed_flow(console: tuple[Tmux, i
         "The answer was cut by the token limit (length): the client got a partial answer.",
         "── answer ──",
         "Paris is sunny today with a high of",
-        "── usage and timing ──",
-        "tokens: input 25 · output 8 · total 33 · cache read 0",
+        # openai-python's final Chat completion refuses a choice that ended with length
+        "── official SDKs ──",
+        "openai_chat.finish_length at event 12: choice 0 ended with finish_reason 'length'",
     ]
+    usage = lines.index("── usage and timing ──")
+    assert usage > at + 6 and lines[usage + 1] == "tokens: input 25 · output 8 · total 33 · cache read 0"
     assert "No content" not in screen

@@ -119,7 +119,9 @@ def test_translated_flow_shows_both_sides_in_the_web_ui(
         final = stream.get_final_message()
     assert final.stop_reason == "max_tokens"
     # What the client received: Anthropic's max_tokens (the upstream said length), marked truncated.
-    flow = _flow(web, "truncated (max_tokens) · anthropic<-chat max_tokens")
+    # (the comment names the upstream stream's SDK reaction: openai-python refuses its length)
+    sdk = "SDK: openai-python raises LengthFinishReasonError (openai_chat.finish_length)"
+    flow = _flow(web, f"truncated (max_tokens) · {sdk} · anthropic<-chat max_tokens")
     assert flow["marked"] == "✂"
     text = _open(browser, web, flow["id"], "response")
     lines = text.splitlines()
