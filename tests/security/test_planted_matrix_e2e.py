@@ -229,6 +229,9 @@ def phoenix() -> Iterator[Any]:
         yield phx
 
 
+# Phoenix starts (a whole server) and its spans are read back: the OTLP end-to-end tests' budget,
+# not the default 120 s (a busy runner takes longer than that to start it)
+@pytest.mark.timeout(600)
 def test_no_planted_secret_in_telemetry(
     route_host: Any, origin_plain: Any, phoenix: Any, tmp_path: Path
 ) -> None:
