@@ -33,7 +33,7 @@ client alike (docs/design/translation.md).
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 import orjson
 
@@ -58,7 +58,6 @@ from proxai.stream.sink import (
     Phase,
     Sink,
     Stop,
-    TokenUsage,
 )
 from proxai.stream.textparts import ENCODED
 
@@ -70,6 +69,7 @@ from .responses_items import (
     CLIENT_ITEMS,
     CLIENT_KINDS,
     MUST_REACH,
+    cannot_reach,
     client_item_call,
     hosted_call,
     server_tool,
@@ -77,6 +77,7 @@ from .responses_items import (
     web_search_call,
 )
 from .responses_sdk import NO_OUT, SdkView
+from .responses_usage import USAGE_FIELDS, usage_in
 
 
 class State(StateEnum):
@@ -98,23 +99,6 @@ _ACTIVE = State.ACTIVE  # the fast path's state (docs/performance.md, "Why the h
 
 _START = frozenset({"response.created", "response.in_progress", "response.queued"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-
-
-# the usage fields ``usage_in`` reads (any other is normalize mode's ``TokenUsage.extra``)
-_USAGE_FIELDS = frozenset(
-    {"input_tokens", "input_tokens_details", "output_tokens", "output_tokens_details", "total_tokens"}
-)
-
-
-def usage_in(u: dict[str, Any]) -> TokenUsage:
-    """Responses usage -> the writers' neutral usage."""
-    return TokenUsage(
-        input=as_int(u.get("input_tokens")),
-        output=as_int(u.get("output_tokens")),
-        cache_read=as_int(as_dict(u.get("input_tokens_details")).get("cached_tokens")),
-        cache_write=as_int(as_dict(u.get("input_tokens_details")).get("cache_write_tokens")),
-        reasoning=as_int(as_dict(u.get("output_tokens_details")).get("reasoning_tokens")),
-    )
 
 
 _R = Protocol.OPENAI_RESPONSES
@@ -547,7 +531,7 @@ class ResponsesGrammar(GrammarBase):
                 itype = as_str(it.get("type")) or ""
                 hosted = hosted_call(itype, as_str(it.get("name")), self._custom)
                 if itype in MUST_REACH and as_str(it.get("id")) not in self.items and not hosted:
-                    _cannot_reach(itype)
+                    cannot_reach(itype)
             if self._unanswered:
                 raise unanswered_hosted()
         # items the upstream never finished: close them (their content is what was streamed)
@@ -563,7 +547,7 @@ class ResponsesGrammar(GrammarBase):
         raw = as_dict(resp.get("usage"))
         usage = usage_in(raw)
         if self.normalize:  # (a gateway's cost, ...: written as it came)
-            usage.extra = {k: v for k, v in raw.items() if k not in _USAGE_FIELDS} or None
+            usage.extra = {k: v for k, v in raw.items() if k not in USAGE_FIELDS} or None
         self._stopped = True
         cls = stop_reasons.from_responses(
             status, reason, has_tool_calls=self._tools, has_refusal=self._refusal
@@ -609,7 +593,7 @@ class ResponsesGrammar(GrammarBase):
         elif kind in {"opaque", "web_search"}:
             if itype in MUST_REACH and not self.normalize:
                 if not hosted_call(itype, as_str(item.get("name")), self._custom):
-                    _cannot_reach(itype)
+                    cannot_reach(itype)
                 self._unanswered = True  # left out with a note if an answer follows
             out.opaque_start(iid, _R, itype, item, neutral=kind == "web_search")
 
@@ -1034,12 +1018,3 @@ def _before(items: dict[str, _Item], obj: dict[str, Any], etype: str) -> bool:
     """A resumed stream's event of an item added before the stream began."""
     iid = obj.get("item_id", as_dict(obj.get("item")).get("id"))
     return etype != "response.output_item.added" and type(iid) is str and iid not in items
-
-
-def _cannot_reach(itype: str) -> NoReturn:
-    """A ``MUST_REACH`` item in a translation to another protocol: the typed end of the stream."""
-    raise TranslationError(
-        f"the upstream answered with a {itype!r} item, which the client must act on and its"
-        " protocol has no counterpart for",
-        "output[].type",
-    )

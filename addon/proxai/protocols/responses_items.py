@@ -8,7 +8,7 @@ docs/design/protocol-grammars.md, "OpenAI Responses".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -109,3 +109,12 @@ def web_search_call(item_id: str, item: dict[str, Any]) -> WebSearchCall:
         if (url := as_str(s.get("url")))
     )
     return WebSearchCall(as_str(item.get("id")) or item_id, query, sources, Protocol.OPENAI_RESPONSES)
+
+
+def cannot_reach(itype: str) -> NoReturn:
+    """A ``MUST_REACH`` item in a translation to another protocol: the typed end of the stream."""
+    raise TranslationError(
+        f"the upstream answered with a {itype!r} item, which the client must act on and its"
+        " protocol has no counterpart for",
+        "output[].type",
+    )
