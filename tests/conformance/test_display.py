@@ -52,11 +52,15 @@ def test_a_verdict_marker_wins_and_more_findings_are_counted() -> None:
     assert [f["rule"] for f in meta["extra"]["conformance"]] == [
         "anthropic_messages.unnamed_start",
         "anthropic_messages.unnamed_event",
+        # both SDKs skip the unnamed block start, so its delta finds no block (both raise), and
+        # Node never sees the unnamed message_stop (it raises)
+        "anthropic_messages.no_block",
+        "anthropic_messages.no_message_stop",
     ]
     assert verdict.marker_for(meta) == ":boom:"
     assert verdict.sdk_label(meta) == (
         "SDK: anthropic-python raises AssertionError, anthropic-node raises AnthropicError "
-        "(anthropic_messages.unnamed_start)"
+        "(anthropic_messages.unnamed_start) +2 more"
     )
     closed = meta_of("responses no terminal event")
     assert verdict.marker_for(closed) == ":warning:"  # closed keeps its own marker
@@ -79,5 +83,5 @@ def test_the_report_lists_each_flows_findings() -> None:
         "    openai-node 6.49.0: tolerates it",
         "    openai-python 3.57.0: raises JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
     ]
-    assert "flow 3 (anthropic): 2 conformance findings, an official SDK raises on 1" in lines
+    assert "flow 3 (anthropic): 4 conformance findings, an official SDK raises on 3" in lines
     assert not any(line.startswith("flow 1 ") for line in lines)

@@ -34,7 +34,20 @@ def _strings(node: ast.expr) -> list[str] | None:
     if isinstance(node, ast.IfExp):
         a, b = _strings(node.body), _strings(node.orelse)
         return None if a is None or b is None else a + b
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # "prefix." + ("a" if x else "b")
+        a, b = _strings(node.left), _strings(node.right)
+        return None if a is None or b is None else [x + y for x in a for y in b]
     return None
+
+
+def _catalogued(arg: ast.JoinedStr) -> set[str]:
+    """An f-string whose computed part is a name (``f"anthropic_messages.{family}_start"``): the
+    catalogue's rules it can be, its literal parts in place and a rule-name word for each computed
+    part (none: the call is listed as computed)."""
+    parts = [re.escape(v.value) if isinstance(v, ast.Constant) else "[a-z_]+" for v in arg.values]
+    if not isinstance(arg.values[0], ast.Constant):
+        return set()
+    return {r for r in RULES if re.fullmatch("".join(parts), r)}
 
 
 def _locals(func: ast.AST) -> dict[str, list[str]]:
@@ -66,8 +79,8 @@ def _conform_names() -> tuple[set[str], list[str]]:
                 if node.func.attr not in ("conform", "_conform") or not node.args:
                     continue
                 arg = node.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    names.add(arg.value)
+                if (literal := _strings(arg)) is not None:
+                    names.update(literal)
                 elif isinstance(arg, ast.Name) and arg.id in consts:
                     names.add(consts[arg.id])
                 elif isinstance(arg, ast.Name) and arg.id in local:
@@ -81,6 +94,8 @@ def _conform_names() -> tuple[set[str], list[str]]:
                     and arg.values[1].value.id in local
                 ):
                     names.update(f"{arg.values[0].value}{v}" for v in local[arg.values[1].value.id])
+                elif isinstance(arg, ast.JoinedStr) and (found := _catalogued(arg)):
+                    names.update(found)
                 else:
                     other.append(f"{path.name}: {ast.unparse(arg)}")
     return names, other

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,21 @@ def _check(up: Protocol, pieces: list[bytes], status: int = 200) -> None:
             assert ending(client, b"".join(reads)) == ("success" if completed else "error")
             assert summary["metadata"]["extra"]["notes"]
         elif error is None:  # a failed translation aborts the observer (the summary says so)
-            assert summary == passthrough, f"{up} -> {client}"
+            assert _route_free(summary) == _route_free(passthrough), f"{up} -> {client}"
+
+
+_UNMODELLED = re.compile(r"(event .* is not modelled): (?:not read|left out|carried as it came)")
+
+
+def _route_free(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary without what differs by route on purpose: the note on an event the grammar
+    does not model says what the client's route did with it (not read when observed only, left
+    out or carried as it came when written; docs/design/protocol-grammars.md)."""
+    extra = summary["metadata"].get("extra") or {}
+    if not extra.get("notes"):
+        return summary
+    notes = [_UNMODELLED.sub(r"\1", n) for n in extra["notes"]]
+    return {**summary, "metadata": {**summary["metadata"], "extra": {**extra, "notes": notes}}}
 
 
 def _modes(raw: bytes) -> list[list[bytes]]:

@@ -334,7 +334,7 @@ class AnthropicGrammar(GrammarBase):
             self.acc.finding_once(
                 "anthropic.event_name", "quirk", f"event {name!r} carries a {etype!r}: read by its type"
             )
-        if etype == "ping":
+        if etype == "ping" or (name == "message" and etype not in KNOWN_EVENTS):  # (both SDKs skip it)
             return
         if etype == "error" and name in ("error", "message"):
             self._error(obj)
@@ -643,9 +643,9 @@ class AnthropicGrammar(GrammarBase):
             if self.normalize and want in ("text", "thinking"):
                 blk = self._open_normalized(idx, want)
             else:  # Python IndexError (negative: from the end); Node drops it, or raises on no block
-                rule = "negative_index" if idx < 0 else "block_index"
-                rule = "anthropic_messages." + ("no_block" if want and not self.blocks else rule)
-                self.conform(rule, f"a delta for block {idx}, never started")
+                no_block = want and not self.blocks
+                rule = "no_block" if no_block else "negative_index" if idx < 0 else "block_index"
+                self.conform(f"anthropic_messages.{rule}", f"a delta for block {idx}, never started")
                 return
         family = blk.family
         if want is not None and want != family:
