@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -135,3 +136,19 @@ def test_chunking_never_changes_the_output(
     whole, _ = translate(up, client, raw)
     t = make_stream_translator(up, client, normalize=up is client, created=1_767_225_600)
     assert carry(t, pieces) == whole
+
+
+@pytest.mark.parametrize("scenario", ["parallel_tools", "args_in_done"])
+def test_a_tool_block_started_twice_is_a_typed_error_for_a_responses_client(scenario: str) -> None:
+    """Both Anthropic SDKs append a second block when a tool_use start comes again (same index,
+    same id); a Responses client's SDK refuses two output items of one identity, so the client
+    gets a typed error that names the call instead of a second item with the same id."""
+    events = list(_EVENTS[Protocol.ANTHROPIC_MESSAGES][scenario])
+    at = next(i for i, ev in enumerate(events) if '"tool_use"' in ev.data)
+    call_id = orjson.loads(events[at].data)["content_block"]["id"]
+    events.insert(at, events[at])
+    out = run(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES, events)
+    VALIDATORS["openai_responses"](out)
+    validate_typed("openai_responses", out)
+    assert f"the upstream started the call {call_id!r} twice".encode() in out
+    assert out.count(f'"call_id":"{call_id}"'.encode()) >= 1  # the first one was delivered

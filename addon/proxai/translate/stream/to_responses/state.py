@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from proxai.core.errors import TranslationError
 from proxai.stream.sink import BlockKey, BlockKind, Citation, TokenUsage
 from proxai.stream.textparts import encoded_json
 from proxai.translate.ir import CallShape
@@ -93,6 +94,14 @@ class ResponsesState:
             # a source tool id is passed through as the item id; an opaque item keeps
             # its own id (a client answer may quote it: mcp_approval_request)
             item_id = call_id
+            if any(i.item_id == call_id for i in self.items):
+                # (an upstream that started one call twice: openai-python refuses a response whose
+                # output holds two items of one identity, so the client gets a typed error instead)
+                raise TranslationError(
+                    f"the upstream started the call {call_id!r} twice: a Responses client cannot"
+                    " take two output items with one id",
+                    "id",
+                )
         elif kind in {"thinking", "redacted_thinking"}:
             item_id = self.ids.next("rs")
         else:
