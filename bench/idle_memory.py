@@ -8,8 +8,9 @@ import adds in a fresh interpreter.
   has priced a flow of each of its protocols: its price table is loaded), a pause for the start-up
   threads, then VmRSS. The rounds' spread is printed beside the median.
 - the import ladder: one fresh interpreter imports ``mitmproxy.tools.dump`` and then each of
-  ``LADDER`` in turn, VmRSS after each step (the last steps load the price table and price a flow of
-  each protocol), so a module's share is the growth at its step.
+  ``LADDER`` in turn, VmRSS after each step (an observe-only proxy's imports, the price table and a
+  flow of each protocol priced; then what a routes file adds), so a module's share is the growth at
+  its step.
 """
 
 from __future__ import annotations
@@ -24,26 +25,31 @@ from typing import Any
 
 from . import client, procs, streams
 
-# (label, statement run at that step); each step's modules are imported by those before it too
+_PRICED = (
+    "import proxai.outputs.cost as c\n"
+    "for p, m in (('anthropic_messages', 'claude-sonnet-4-5'), ('openai_chat', 'gpt-4o-2024-08-06'),"
+    " ('openai_responses', 'gpt-4.1-2025-04-14')):\n"
+    "    u = {'input_tokens': 9, 'output_tokens': 9}\n"
+    "    assert c.price_flow({'protocol': p, 'model': m, 'usage': u}, api_url='http://127.0.0.1:9/v1').cost\n"
+)
+
+# (label, statement run at that step); each step's modules are imported by those before it too. The
+# steps up to ``OBSERVED`` are what an observe-only proxy (default options) imports, in its order;
+# the later ones what a routes file (``proxai_routes``) adds: pydantic and the translation.
 LADDER: list[tuple[str, str]] = [
     ("mitmproxy.tools.dump", "import mitmproxy.tools.dump"),
-    ("orjson, opentelemetry.trace", "import orjson, opentelemetry.trace"),
-    ("pydantic", "import pydantic"),
+    ("orjson", "import orjson"),
     ("proxai.safety.redact", "import proxai.safety.redact"),
     ("proxai.pipeline.observe", "import proxai.pipeline.observe"),
-    ("proxai.translate.request", "import proxai.translate.request"),
     ("proxai.outputs.cost", "import proxai.outputs.cost"),
     ("proxai.mitm.addon", "import proxai.mitm.addon"),
     ("the price table (cost.warm)", "import proxai.outputs.cost as c; c.warm()"),
-    (
-        "a flow of each protocol priced",
-        "import proxai.outputs.cost as c\n"
-        "for p, m in (('anthropic_messages', 'claude-sonnet-4-5'), ('openai_chat', 'gpt-4o-2024-08-06'),"
-        " ('openai_responses', 'gpt-4.1-2025-04-14')):\n"
-        "    u = {'input_tokens': 9, 'output_tokens': 9}\n"
-        "    assert c.price_flow({'protocol': p, 'model': m, 'usage': u}, api_url='http://127.0.0.1:9/v1').cost\n",
-    ),
+    ("a flow of each protocol priced", _PRICED),
+    ("+ a routes file: pydantic", "import pydantic"),
+    ("+ a routes file: proxai.translate.request", "import proxai.translate.request"),
+    ("+ a routes file: proxai.mitm.routed (routes, stream writers)", "import proxai.mitm.routed"),
 ]
+OBSERVED = 8  # LADDER[:OBSERVED]: an observe-only proxy's imports
 
 _CHILD = """
 import json, sys
@@ -125,9 +131,11 @@ def report(idle: dict[str, list[int]], steps: list[list[tuple[str, int]]]) -> li
         lines.append(
             f"| {labels[i]} | {mb(statistics.median(growth))} | {', '.join(mb(g) for g in growth)} |"
         )
-    total = [run[-1][1] - run[1][1] for run in steps]
-    lines.append(f"| **after mitmproxy.tools.dump, total** | **{mb(statistics.median(total))}** | "
-                 f"{', '.join(mb(t) for t in total)} |")  # fmt: skip
+    # run[i] is the RSS after LADDER[i - 1] (run[0]: the interpreter's start)
+    for label, last in (("observe-only", OBSERVED), ("with a routes file", len(LADDER))):
+        total = [run[last][1] - run[1][1] for run in steps]
+        lines.append(f"| **after mitmproxy.tools.dump, {label}** | **{mb(statistics.median(total))}** | "
+                     f"{', '.join(mb(t) for t in total)} |")  # fmt: skip
     return lines
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from proxai.core.errors import ConfigError
-from proxai.faults.rules import FaultPlan, FaultRule, parse_file, parse_inline, parse_option
+from proxai.faults.plan import FaultPlan
+from proxai.faults.rules import FaultRule, parse_file, parse_inline, parse_option
 
 
 def test_inline_rules() -> None:

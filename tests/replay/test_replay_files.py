@@ -14,7 +14,8 @@ from mitmproxy.test import tflow
 
 from proxai.core.model import Protocol
 from proxai.mitm.flowrows import write_flows
-from proxai.mitm.replay import ReplayFileError, load, parse_speed
+from proxai.mitm.replay import parse_speed
+from proxai.mitm.replay_load import ReplayFileError, load
 from proxai.replay.match import conversation
 
 SSE = b"event: message_stop\ndata: {}\n\n"

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxai.core.model import Outcome, Protocol, StreamSummary, ToolCallInfo, Usage
-from proxai.outputs import cost, report, verdict, view_text
+from proxai.outputs import cost, report, verdict, view_request, view_text
 
 
 def test_comment_completed() -> None:
@@ -158,7 +158,7 @@ def test_wrap_keeps_every_character() -> None:
 
 
 def test_request_lines_odd_bodies() -> None:
-    assert view_text.request_lines("openai_chat", [1, 2]) == [
+    assert view_request.request_lines("openai_chat", [1, 2]) == [
         "ProxAI request · openai_chat",
         "(the body is not a JSON object)",
     ]
@@ -168,7 +168,7 @@ def test_request_lines_odd_bodies() -> None:
         "max_output_tokens": 50,
         "tools": [{"type": "web_search"}],
     }
-    assert view_text.request_lines("openai_responses", body) == [
+    assert view_request.request_lines("openai_responses", body) == [
         "ProxAI request · openai_responses",
         "model: m · stream: false",
         "params: max_output_tokens 50",
@@ -194,7 +194,7 @@ def test_chat_parts_and_images() -> None:
             }
         ],
     }
-    lines = view_text.request_lines("openai_chat", body)
+    lines = view_request.request_lines("openai_chat", body)
     assert lines[-3:] == ["[1] user:", "  what is this?", "  [image_url]"]
 
 
@@ -261,7 +261,7 @@ def test_rendering_never_raises_on_odd_metadata_or_bodies(meta: dict[str, Any], 
         lines = view_text.flow_response_lines(meta, None, proto, body=body)
         assert all(isinstance(line, str) and len(line) <= view_text.WIDTH for line in lines)
     assert all(isinstance(line, str) for line in view_text.flow_request_lines(meta, proto, meta))
-    assert all(isinstance(line, str) for line in view_text.request_lines(proto, meta))
+    assert all(isinstance(line, str) for line in view_request.request_lines(proto, meta))
     diag = report.diagnostics_from(meta, None, b"tail")
     row = report.make_row(
         meta, index=1, flow_id="f", method="POST", url="http://h/v1/x?key=k", status=200, diagnostics=diag
@@ -338,7 +338,7 @@ def test_a_request_the_translator_refuses_is_shown_with_its_unread_parts() -> No
             {"role": "assistant", "content": [{"type": "thinking", "thinking": "plan", "signature": "s"}]},
         ],
     }
-    assert view_text.request_lines("anthropic_messages", body) == [
+    assert view_request.request_lines("anthropic_messages", body) == [
         "ProxAI request · anthropic_messages",
         "model: claude · stream: false",
         "── messages (2) ──",

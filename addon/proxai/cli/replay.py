@@ -1,7 +1,7 @@
 """``python -m proxai replay RUN.flow [RUN.flow ...]``: answer LLM clients from recorded runs
 (docs/replay.md, "Replay offline").
 
-Reads the files first (the same reader the addon uses, ``proxai.mitm.replay.load``: a bad file is
+Reads the files first (the same reader the addon uses, ``proxai.mitm.replay_load.load``: a bad file is
 one line and exit 2, never a traceback), then starts mitmdump with the package's script
 (``proxai.mitm.launch``) in reverse mode with ``proxai_replay`` set, prints the environment each
 client needs (docs/recipes.md's variables), and runs until Ctrl-C, which stops mitmdump and exits 0.
@@ -98,7 +98,8 @@ def _listening(host: str, port: int) -> bool:
 def run(args: argparse.Namespace) -> int:
     from proxai.cli.demo_run import stop_mitmdump
     from proxai.mitm.launch import ToolNotFound, tool_argv
-    from proxai.mitm.replay import ReplayFileError, load, parse_speed
+    from proxai.mitm.replay import parse_speed
+    from proxai.mitm.replay_load import ReplayFileError, load
     from proxai.safety.termsafe import escape
 
     try:

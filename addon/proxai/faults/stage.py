@@ -26,13 +26,16 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proxai.core.errors.providers import ProviderError, stream_error_message
 from proxai.core.model import ErrorKind, Outcome, Protocol, StreamSummary
 from proxai.pipeline.observe import Limits, StreamObserver
 
-from .rules import FaultError, FaultRule
+if TYPE_CHECKING:
+    from proxai.faults.plan import FaultError
+    from proxai.faults.rules import FaultRule
+
 
 DEFAULT_MAX_HELD = 64 * 1024 * 1024
 # a timer may fire up to the event loop's clock resolution early: bytes due that close are due

@@ -32,7 +32,7 @@ from mitmproxy.addonmanager import Loader
 from proxai.core.errors import ConfigError
 from proxai.core.errors.providers import http_error
 from proxai.core.model import ErrorInfo, ErrorKind, Outcome, StreamSummary
-from proxai.faults.rules import STREAM_FAULTS, FaultPlan, FaultRule, parse_inline, parse_option
+from proxai.faults.plan import STREAM_FAULTS, FaultPlan
 from proxai.faults.stage import ERRORS, Act, FaultStage
 from proxai.mitm import injection
 from proxai.mitm.carrier import Carrier
@@ -43,6 +43,7 @@ from proxai.pipeline.scrub import ScrubbingStream
 from proxai.safety.termsafe import log_safe
 
 if TYPE_CHECKING:
+    from proxai.faults.rules import FaultRule
     from proxai.mitm.addon import FlowState
 
 logger = logging.getLogger(__name__)
@@ -157,6 +158,17 @@ class FaultedStream:
             logger.debug("proxai: %s: held bytes wait for the next upstream chunk", self.flow.id)
 
 
+def read_rules(spec: str, *, inline: bool) -> list[FaultRule]:
+    """The rules of the ``proxai_faults`` option (a file or inline rules), or of the command
+    (``inline``). Their reader (pydantic models) is imported with the first rule, so a proxy
+    without faults never imports it (docs/design/footprint.md)."""
+    if not spec.strip():
+        return []
+    from proxai.faults import rules
+
+    return rules.parse_inline(spec) if inline else rules.parse_option(spec)
+
+
 class FaultAddon:
     """mitmproxy addon part of fault injection (a child addon of ``ProxAI``)."""
 
@@ -183,7 +195,7 @@ class FaultAddon:
         if "proxai_faults" not in updated:
             return
         try:
-            rules = parse_option(ctx.options.proxai_faults)
+            rules = read_rules(ctx.options.proxai_faults, inline=False)
             self._compile(rules)
         except ConfigError as exc:
             raise exceptions.OptionsError(f"proxai_faults: {exc}") from exc  # type: ignore[no-untyped-call]
@@ -214,7 +226,7 @@ class FaultAddon:
                 "proxai: no fault rules"
             )
         try:
-            rules = parse_inline(spec)
+            rules = read_rules(spec, inline=True)
             self._compile(rules)
         except ConfigError as exc:
             raise exceptions.CommandError(f"proxai.fault: {exc}") from exc

@@ -205,3 +205,19 @@ def report_rows(
             )
         )
     return rows
+
+
+def missing_body(f: http.HTTPFlow, meta: Mapping[str, Any]) -> str | None:
+    """Why a recorded LLM flow holds too little to compare, or None: its request body was not
+    recorded (an LLM request always has one), or its response body was not (the addon dropped it past
+    a ``proxai_keep_body`` cap, mitmproxy streamed it without storing it, or a tool saved the flow
+    without it: a successful answer is never empty). A response that never came is an outcome, not a
+    missing body."""
+    if not f.request.raw_content:
+        return "the request body was not recorded"
+    if isinstance(meta.get("body_not_kept"), str):
+        return str(meta["body_not_kept"])  # "the response body was not kept: it passed ..."
+    resp = f.response
+    if resp is not None and (resp.raw_content is None or (not resp.raw_content and resp.status_code < 300)):
+        return "the response body was not recorded"
+    return None

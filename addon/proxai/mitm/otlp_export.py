@@ -5,9 +5,10 @@ The addon half: the options, and one span per recorded LLM flow, built by ``prox
 and pure) from the flow's summary and its own times, and handed to a ``proxai.mitm.otel_sdk``
 ``SpanSink`` (the OpenTelemetry SDK's batch processor and OTLP/HTTP exporter). The settings come
 from the options and the standard ``OTEL_*`` variables through ``proxai.outputs.otlp.export_settings``.
-Nothing
-of the export runs on a stream's path or blocks the event loop; a receiver that is down costs one
-warning.
+The SDK is imported with the first export setting and ``proxai.outputs.otel`` (which reads the
+request with translate's reader) with the first span: a proxy that exports nothing imports neither
+(docs/design/footprint.md). Nothing of the export runs on a stream's path or blocks the event
+loop; a receiver that is down costs one warning.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from mitmproxy import ctx, exceptions, http
 from proxai.core.model import StreamSummary
 from proxai.mitm.export import live_redactor
 from proxai.mitm.option_errors import checked_options
-from proxai.outputs.otel import FlowFacts, build_span
 from proxai.outputs.otlp import export_settings
 
 if TYPE_CHECKING:
     from proxai.mitm.otel_sdk import SpanSink
+    from proxai.outputs.otel import FlowFacts
 
 CLOSE_S = 3.0  # how long shutdown waits for the queue to be sent
 
@@ -54,7 +55,9 @@ def _body_json(req: http.Request) -> Any:
 
 
 def flow_facts(flow: http.HTTPFlow, meta: Mapping[str, Any], now: float) -> FlowFacts:
-    """The plain facts ``proxai.outputs.otel`` needs, read from a mitmproxy flow."""
+    """The plain facts ``proxai.outputs.otel`` needs, read from a mitmproxy flow the export records."""
+    from proxai.outputs.otel import FlowFacts
+
     start = flow.request.timestamp_start
     timing = meta.get("timing")
     total = timing.get("total_s") if isinstance(timing, Mapping) else None
@@ -158,6 +161,8 @@ class OtlpExport:
         sink = self.sink
         if sink is None or flow in self.exported:
             return
+        from proxai.outputs.otel import build_span  # once per exported flow (otel_sdk imported it)
+
         self.exported.add(flow)
         red = live_redactor(flow)
         if self.content:  # the exported conversation: its secret-named fields are echoes too

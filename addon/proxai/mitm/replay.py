@@ -1,12 +1,11 @@
-"""Replay in the mitmproxy shell: the ``proxai_replay`` options, reading the recorded flows, and
+"""Replay in the mitmproxy shell: the ``proxai_replay`` options, and
 sending each matched request to the loopback player (docs/replay.md).
 
 - ``configure``: ``proxai_replay`` (one or more ``.flow`` files) is read into a ``Cassette``
-  (``proxai.replay.cassette``): every LLM flow with a stored response body is an entry, its
-  request the CLIENT's request (on a translated route, the copy of the client's body the router
-  kept) and its answer what the client received (``proxai.replay.plan.Answer``). A file that
-  cannot be read, holds no LLM flow, or none with a body, is an option error of one line; a flow
-  without a body is skipped with a note in the log.
+  (``proxai.mitm.replay_load``, imported with the first file: a proxy that replays nothing
+  imports no request reader, docs/design/footprint.md). A file that cannot be read, holds no
+  LLM flow, or none with a body, is an option error of one line; a flow without a body is
+  skipped with a note in the log.
 - ``answer`` (called by ``ProxAI.request`` after detection, before routing): the request's
   conversation (``proxai.replay.match``) takes its recorded answer; the flow is sent to the
   ``PlayServer`` (``proxai.mitm.replay_server``) with the plan at ``proxai_replay_speed``, so the
@@ -27,27 +26,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 from typing import Protocol as TypingProtocol
 
 import orjson
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.addonmanager import Loader
 
-from proxai.core.detect import detect_protocol
-from proxai.core.errors import ProxaiError
 from proxai.core.errors.shapes import error_body
 from proxai.core.model import ErrorKind, Protocol
-from proxai.mitm.flowrows import FlowFileError, read_flows
 from proxai.mitm.option_errors import checked_options
 from proxai.mitm.replay_server import PATH_PREFIX, PlayServer
-from proxai.mitm.runflows import missing_body
-from proxai.replay.cassette import Cassette, Entry, Hit, Source
-from proxai.replay.match import conversation
-from proxai.replay.plan import Answer, kept_header, plan
-from proxai.safety.redact import redact_url
+from proxai.replay.plan import plan
 from proxai.safety.termsafe import log_safe
+
+if TYPE_CHECKING:
+    from proxai.replay.cassette import Cassette, Source
 
 logger = logging.getLogger(__name__)
 
@@ -56,155 +51,12 @@ MISS_STATUS = 400
 JSON = "application/json"
 
 
-class ReplayFileError(ProxaiError):
-    """A recorded run cannot be replayed (not a flow file, truncated, no LLM flow with a body)."""
-
-
 class ReplayState(TypingProtocol):
     """The part of the addon's per-flow state replay reads and writes."""
 
     protocol: Protocol
     start: float  # when the request reached the proxy (the addon's clock, time.monotonic)
     extra: dict[str, Any]
-
-
-# ---- reading the recorded runs ----------------------------------------------------------------------
-
-
-def load(paths: Sequence[str]) -> tuple[Cassette, list[str]]:
-    """The cassette of the recorded runs in ``paths`` and the notes on the flows skipped."""
-    entries: list[Entry] = []
-    notes: list[str] = []
-    for path in paths:
-        try:
-            flows = read_flows(path)
-        except FlowFileError as exc:
-            raise ReplayFileError(str(exc)) from exc
-        llm = 0
-        before = len(entries)
-        for index, f in enumerate(flows, 1):
-            if not isinstance(f, http.HTTPFlow):
-                continue
-            source = Source(path, index, f.id, _client_url(f))
-            found = _entry(f, source)
-            if found is None:
-                continue
-            llm += 1
-            if isinstance(found, str):
-                notes.append(f"{source.describe()} ({f.request.method} {f.request.path}) skipped: {found}")
-            else:
-                entries.append(found)
-        if llm == 0:
-            raise ReplayFileError(f"{path}: holds no LLM flow (a run saved with mitmdump -w)")
-        if len(entries) == before:
-            raise ReplayFileError(f"{path}: none of its {llm} LLM flows can be replayed ({notes[-1]})")
-    return Cassette(entries), notes
-
-
-def _entry(f: http.HTTPFlow, source: Source) -> Entry | str | None:
-    """The entry of one recorded flow, why it is skipped, or None for a flow that is not an LLM flow."""
-    raw_meta = f.metadata.get("proxai")
-    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
-    protocol = _protocol(f, meta)
-    if protocol is None:
-        return None
-    replay = meta.get("replay")
-    if isinstance(replay, Mapping) and replay.get("miss") == "error":
-        return "it is a replay miss (its answer is the divergence error, not a recorded one)"
-    body = _client_body(f, meta)
-    if isinstance(body, str):
-        return body
-    missing = missing_body(f, meta)
-    if missing is not None:
-        return missing
-    resp = f.response
-    if resp is None:
-        return "no response was recorded (the request failed)"
-    return Entry(source, conversation(protocol, body), _answer(f, resp, resp.raw_content or b"", meta))
-
-
-def _client_url(f: http.HTTPFlow) -> str:
-    meta = f.metadata.get("proxai")
-    url = meta.get("original_url") if isinstance(meta, Mapping) else None
-    return url if isinstance(url, str) else redact_url(f.request.pretty_url)
-
-
-def _protocol(f: http.HTTPFlow, meta: Mapping[str, Any]) -> Protocol | None:
-    for name in (meta.get("client_protocol"), meta.get("protocol")):
-        if isinstance(name, str):
-            try:
-                return Protocol(name)
-            except ValueError:
-                continue
-    return detect_protocol(f.request.method, f.request.path)
-
-
-def _client_body(f: http.HTTPFlow, meta: Mapping[str, Any]) -> dict[str, Any] | str:
-    """The client's own request body (a translated flow's request is the one sent upstream)."""
-    client = meta.get("client_request")
-    raw: bytes | str | None = None
-    if isinstance(client, Mapping) and isinstance(client.get("body"), str):
-        raw = client["body"]
-    else:
-        raw = f.request.get_content(strict=False)
-    try:
-        body = orjson.loads(raw or b"")
-    except orjson.JSONDecodeError:
-        return "its request body is not JSON"
-    return body if isinstance(body, dict) else "its request body is not a JSON object"
-
-
-def _seconds(timing: Mapping[str, Any], *names: str) -> float | None:
-    for name in names:
-        v = timing.get(name)
-        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
-            return float(v)
-    return None
-
-
-def _answer(f: http.HTTPFlow, resp: http.Response, data: bytes, meta: Mapping[str, Any]) -> Answer:
-    raw_timing = meta.get("timing")
-    timing: Mapping[str, Any] = raw_timing if isinstance(raw_timing, Mapping) else {}
-    start = f.request.timestamp_start
-    stamped_headers = max(0.0, (resp.timestamp_start or start) - start)
-    stamped_end = max(stamped_headers, (resp.timestamp_end or resp.timestamp_start or start) - start)
-    headers_s = _seconds(timing, "headers_s")
-    headers_s = stamped_headers if headers_s is None else headers_s
-    first_s = _seconds(timing, "first_token_s", "first_event_s")
-    first_s = headers_s if first_s is None else first_s
-    total_s = _seconds(timing, "total_s")
-    total_s = stamped_end if total_s is None else total_s
-    counts = meta.get("counts")
-    events = counts.get("events") if isinstance(counts, Mapping) else None
-    return Answer(
-        status=resp.status_code,
-        headers=tuple((k, v) for k, v in resp.headers.items(multi=True) if kept_header(k)),  # type: ignore[no-untyped-call]
-        body=data,
-        streaming="text/event-stream" in resp.headers.get("content-type", "").lower(),
-        headers_s=headers_s,
-        first_s=max(first_s, headers_s),
-        total_s=max(total_s, first_s, headers_s),
-        reads=_reads(meta.get("reads")),
-        events=events if isinstance(events, int) else 0,
-        reset=f.error is not None and meta.get("outcome") != "completed",
-    )
-
-
-def _reads(raw: object) -> tuple[tuple[int, float], ...]:
-    if not isinstance(raw, list):
-        return ()
-    out: list[tuple[int, float]] = []
-    for item in raw:
-        if not (isinstance(item, list) and len(item) == 2):
-            return ()
-        offset, at = item
-        if not isinstance(offset, int) or not isinstance(at, int | float) or not math.isfinite(at):
-            return ()
-        out.append((offset, float(at)))
-    return tuple(out)
-
-
-# ---- the addon --------------------------------------------------------------------------------------
 
 
 def _options_error(message: str) -> exceptions.OptionsError:
@@ -272,6 +124,8 @@ class Replay:
             if not paths:
                 self.cassette = None
                 return
+            from proxai.mitm.replay_load import ReplayFileError, load  # with the first recording
+
             try:
                 cassette, notes = load(paths)
             except ReplayFileError as exc:
@@ -316,6 +170,10 @@ class Replay:
             body = None
         if not isinstance(body, dict):
             return self._miss(flow, state, "proxai replay: the request body is not a JSON object", None)
+        # the cassette's modules (the request reader) came with it (``replay_load``): once per flow
+        from proxai.replay.cassette import Hit
+        from proxai.replay.match import conversation
+
         found = cassette.take(conversation(client, body))
         if not isinstance(found, Hit):
             return self._miss(flow, state, found.message, found.closest)

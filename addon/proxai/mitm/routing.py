@@ -1,53 +1,38 @@
-"""The mitmproxy side of routing and non-streamed translation (docs/translation.md).
+"""Routing in the mitmproxy shell: the routes option's holder, and the scrub of an operator's key
+(docs/translation.md).
 
-The addon calls ``Routing.request`` from its ``request`` hook (after detection) and
-``Routing.translate_body`` from its ``response`` hook (after the upstream body was observed):
+``Routing`` holds what the options say about translation (``proxai_max_translate_buffer``,
+``proxai_strict_translation``, the tool-argument cap) and, once ``proxai_routes`` names a file,
+that file's ``RoutedFlows`` (``proxai.mitm.routed``: route matching, the request's rewrite, the
+translation of a buffered reply). The addon calls its four hooks on every LLM flow; without a
+routes file each returns at once, and neither the translation nor pydantic is imported
+(docs/design/footprint.md).
 
-- request: match a route (``proxai.translate.routes``); rewrite the URL to the route's upstream (works in
-  reverse mode and in regular/CONNECT mode: mitmproxy opens a new server connection when the
-  host changes), the headers (``translate.headers``: auth from the client or from the route's
-  environment variable), and the body (``translate.request``). A request the target cannot
-  express is answered here with a 400 in the CLIENT's protocol error shape naming the field;
-  nothing goes upstream. The route name and the original URL go into
-  ``flow.metadata["proxai"]`` - never a key.
-- response: a buffered JSON reply is translated back (``translate.response``); an upstream
-  error body becomes the client protocol's error (``translate.errors``); a buffered SSE body
-  (not streamed by mitmproxy) goes whole through the stream translator.
+``client_stream`` / ``scrub_operator_key``: a route that injects the operator's key from its
+environment variable must not hand that key to the client when the upstream quotes it.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from typing import Protocol as TypingProtocol
 
-import orjson
 from mitmproxy import http
-from mitmproxy.net.http import status_codes
 
 from proxai.core.decode import Decoder, make_decoder
-from proxai.core.errors import DecodeError, ProxaiError, TranslationError, UpstreamProtocolError
-from proxai.core.errors.shapes import error_body, http_status_for
-from proxai.core.model import ErrorKind, Protocol
-from proxai.core.sse import SseScanner
-from proxai.pipeline.flow import ClientSide, Translation, build_flow
-from proxai.pipeline.observe import Limits
+from proxai.core.errors import DecodeError
+from proxai.core.model import Protocol
 from proxai.pipeline.scrub import ScrubbingStream, StreamFn
-from proxai.safety.redact import REDACTED_B, Redactor, redact_json_value, register_secret
+from proxai.safety.redact import REDACTED_B
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
-from proxai.translate import ir
-from proxai.translate.errors import is_error_body, is_failed_body, translate_error
-from proxai.translate.headers import credential_free_query, env_key, plan_headers
-from proxai.translate.request import parse_body, translate_request
-from proxai.translate.response import load_json, translate_response
-from proxai.translate.routes import Route, RouteTable, load_routes
 
-logger = logging.getLogger(__name__)
-
-JSON = "application/json"
+if TYPE_CHECKING:
+    from proxai.mitm.routed import RoutedFlows
+    from proxai.pipeline.flow import ClientSide
+    from proxai.translate.routes import RouteTable
 
 
 class RoutedState(TypingProtocol):
@@ -59,29 +44,15 @@ class RoutedState(TypingProtocol):
     extra: dict[str, Any]
 
 
-def _headers(req: http.Request) -> dict[str, str]:
-    return {name: req.headers[name] for name in req.headers}
-
-
-def _as_it_came(state: RoutedState, route: Route) -> bool:
-    """A same-protocol route gives the client the upstream's bytes: not normalizing, or a resumed
-    background stream (``Routing._resume``)."""
-    return not route.normalize or bool(state.extra.get("resume"))
-
-
-def _redact(url: str) -> str:
-    return Redactor().url(url.split("?", 1)[0])
-
-
 class Routing:
-    """Route matching + request rewrite + JSON response translation for one addon."""
+    """The addon's routing: the translation settings and, with a routes file, its ``RoutedFlows``."""
 
     def __init__(
         self,
         env: Mapping[str, str] | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        self.table: RouteTable | None = None
+        self.routed: RoutedFlows | None = None
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.wall_clock = wall_clock
         # Stream translation limits (options proxai_max_translate_buffer, proxai_max_tool_args).
@@ -90,300 +61,37 @@ class Routing:
         # Option proxai_strict_translation: what a route without its own strict_translation gets.
         self.strict_translation = False
 
+    @property
+    def table(self) -> RouteTable | None:
+        return None if self.routed is None else self.routed.table
+
     def configure(self, path: str) -> None:
         """Load the routes file named by ``proxai_routes`` (empty: no routing). ``ConfigError``."""
-        self.table = load_routes(path) if path else None
+        if not path:
+            self.routed = None
+            return
+        from proxai.mitm.routed import RoutedFlows  # the translation, with the first routes file
 
-    def strict(self, route: Route) -> bool:
-        """Strict translation on ``route``: its own ``strict_translation``, else the option's."""
-        return self.strict_translation if route.strict_translation is None else route.strict_translation
-
-    # -- request --------------------------------------------------------------------------------
+        self.routed = RoutedFlows(path, self)
 
     def request(self, flow: http.HTTPFlow, state: RoutedState) -> None:
-        if not self.table:
-            return
-        req = flow.request
-        client = state.protocol
-        raw = req.get_content(strict=False) or b""
-        body: dict[str, Any] | None
-        try:
-            body = parse_body(raw)
-        except TranslationError:
-            body = None
-        model = body.get("model") if body is not None and isinstance(body.get("model"), str) else None
-        route = self.table.match(req.pretty_host, req.path, model)
-        if route is None:
-            return
-        meta = flow.metadata.setdefault("proxai", {})
-        info: dict[str, Any] = {
-            "name": route.name,
-            "client_protocol": str(client),
-            "upstream_protocol": str(route.protocol),
-            "original_url": _redact(req.pretty_url),
-            "target_url": _redact(route.target_url()),
-            "normalize": route.normalize,
-        }
-        meta["route"] = info
-        if req.method.upper() == "GET":  # a background response's stream (detect.is_resume)
-            self._resume(flow, state, route, info)
-            return
-        try:
-            if body is None:
-                body = parse_body(raw)  # raises the body error
-            key = self._key(state, route)
-            opts = ir.RequestOptions(
-                model=route.map_model(model) if route.model is not None else None,
-                default_max_tokens=route.default_max_tokens,
-                max_tokens_limit=route.max_tokens_limit,
-                chat_max_tokens_field=route.chat_max_tokens_field,
-                strict=self.strict(route),
-            )
-            translated = translate_request(body, client, route.protocol, opts)
-        except TranslationError as exc:
-            self._reject(flow, state, client, exc, info)
-            return
-        info["stream"] = translated.stream
-        if translated.dropped:
-            info["dropped"] = dict(translated.dropped)
-        if translated.ignored:
-            info["ignored"] = list(translated.ignored)
-        if translated.notes:
-            info["notes"] = list(translated.notes)
-        if route.model is not None:
-            info["model"] = {"client": model, "upstream": translated.body.get("model")}
-        options = body.get("stream_options")
-        state.extra["client_include_usage"] = isinstance(options, dict) and bool(options.get("include_usage"))
-        state.extra["created"] = int(self.wall_clock())
-        state.extra["call_shapes"] = translated.call_shapes
-        state.extra["custom_tools"] = translated.custom_tools
-
-        self._headers(req, client, route, key)
-        query = req.url.split("?", 1)[1] if "?" in req.url and client is route.protocol else ""
-        req.url = route.target_url(credential_free_query(query))
-        if translated.body is not body or opts.model is not None:
-            # a new body (translated, or the model mapped); a plain reroute keeps the client's bytes
-            if "content-encoding" in req.headers:
-                del req.headers["content-encoding"]
-            # the client's own request stays visible beside the one sent upstream (secrets masked:
-            # metadata never holds one)
-            client_body = orjson.dumps(redact_json_value(body)).decode()
-            meta["client_request"] = {"url": info["original_url"], "body": client_body}
-            req.content = orjson.dumps(translated.body)
-        if "content-type" not in req.headers:
-            req.headers["content-type"] = JSON
-
-        state.client_protocol = client
-        state.protocol = route.protocol
-        state.route = route
-
-    def _key(self, state: RoutedState, route: Route) -> str | None:
-        """The operator's key the route injects (from its environment variable), or None."""
-        key = env_key(self.env, route.auth_env) if route.auth_env else None
-        if key is not None:
-            register_secret(key)  # redacted from every output, never returned to the client
-            state.extra["operator_key"] = key
-        return key
-
-    @staticmethod
-    def _headers(req: http.Request, client: Protocol, route: Route, key: str | None) -> None:
-        plan = plan_headers(
-            _headers(req),
-            client=client,
-            target=route.protocol,
-            key=key,
-            anthropic_version=route.anthropic_version,
-        )
-        for name in plan.remove:
-            if name in req.headers:
-                del req.headers[name]
-        for name, value in plan.set:
-            req.headers[name] = value
-        if key is not None:
-            # an uncompressed reply: the operator's key is scrubbed from its bytes as they stream
-            req.headers["accept-encoding"] = "identity"
-
-    def _resume(self, flow: http.HTTPFlow, state: RoutedState, route: Route, info: dict[str, Any]) -> None:
-        """``GET .../responses/{id}?stream=true`` (docs/design/protocol-grammars.md, "Background
-        mode"): no body to translate, and only a Responses upstream holds the response. On a route
-        to one the request goes to the route's upstream with its query, and the stream comes back
-        as it is, in normalize mode too: the client asked for the events after ``starting_after``
-        by their sequence numbers, which a rewritten stream would renumber. A route to another
-        protocol answers a 400 in the Responses error shape."""
-        req = flow.request
-        client = state.protocol
-        if route.protocol is not client:
-            reason = f"a background response's stream is only on a Responses upstream, not {route.protocol}"
-            self._reject(flow, state, client, TranslationError(reason, "response_id"), info)
-            return
-        self._headers(req, client, route, self._key(state, route))
-        path, _, query = req.path.partition("?")
-        rid = path.rstrip("/").rsplit("/", 1)[-1]
-        req.url = f"{route.target_url()}/{rid}?{credential_free_query(query)}"
-        info["resume"] = True
-        state.extra["resume"] = True  # the client gets the upstream's bytes (``client_side``)
-        state.client_protocol = client
-        state.route = route
-
-    def _reject(
-        self,
-        flow: http.HTTPFlow,
-        state: RoutedState,
-        client: Protocol,
-        exc: TranslationError,
-        info: dict[str, Any],
-    ) -> None:
-        kind = ErrorKind.TRANSLATION
-        message = f"proxai cannot translate this request for {info['upstream_protocol']}: {exc}"
-        if exc.field == "auth":
-            kind = ErrorKind.AUTHENTICATION
-            message = f"proxai: {exc.reason}"
-        info["rejected"] = {"field": exc.field, "message": exc.reason}
-        state.extra["rejected"] = True
-        flow.response = http.Response.make(
-            http_status_for(kind, client),
-            error_body(client, kind, message, param=exc.field),
-            {"content-type": JSON},
-        )
-
-    # -- response -------------------------------------------------------------------------------
+        if self.routed is not None:
+            self.routed.request(flow, state)
 
     def client_side(self, state: RoutedState) -> ClientSide | None:
         """The client's side of a routed SSE response, for its pipeline (None: pass the bytes
         through)."""
-        route = state.route
-        client = state.client_protocol
-        if not isinstance(route, Route) or client is None or state.extra.get("rejected"):
+        if self.routed is None or state.route is None:
             return None
-        upstream = state.protocol
-        if client is upstream and _as_it_came(state, route):
-            return None
-        return ClientSide(
-            client,
-            created=int(state.extra.get("created") or 0),
-            include_usage=bool(state.extra.get("client_include_usage", True)),
-            call_shapes=state.extra.get("call_shapes") or {},
-            max_buffer=self.max_buffer,
-            strict=self.strict(route),
-            custom_tools=state.extra.get("custom_tools") or frozenset(),
-        )
+        return self.routed.client_side(state)
 
     def body_too_large(self, flow: http.HTTPFlow, state: RoutedState, message: str) -> None:
-        """A buffered reply past ``proxai_max_body`` was not parsed: a translated route cannot give
-        it to the client in the upstream's protocol, so the client gets a ``stream_limit`` error in
-        its own; an observe-only route passes it through."""
-        route = state.route
-        client = state.client_protocol
-        resp = flow.response
-        if not isinstance(route, Route) or client is None or resp is None or state.extra.get("rejected"):
-            return
-        if client is state.protocol and _as_it_came(state, route):
-            return
-        info = flow.metadata.setdefault("proxai", {}).setdefault("route", {})
-        info["response_error"] = message
-        kind = ErrorKind.STREAM_LIMIT
-        self._replace(resp, http_status_for(kind, client), error_body(client, kind, message))
+        if self.routed is not None and state.route is not None:
+            self.routed.body_too_large(flow, state, message)
 
     def translate_body(self, flow: http.HTTPFlow, state: RoutedState) -> None:
-        """Rewrite a buffered upstream reply for the client (the addon observed it already)."""
-        route = state.route
-        client = state.client_protocol
-        resp = flow.response
-        if not isinstance(route, Route) or client is None or resp is None or state.extra.get("rejected"):
-            return
-        scrub_operator_key(resp, state.extra.get("operator_key"))
-        upstream = state.protocol
-        if client is upstream and _as_it_came(state, route):
-            return
-        raw = resp.get_content(strict=False) or b""
-        info = flow.metadata.setdefault("proxai", {}).setdefault("route", {})
-        try:
-            if "text/event-stream" in resp.headers.get("content-type", "").lower():
-                self._translate_sse(resp, raw, state)
-                return
-            if client is upstream:
-                return  # JSON normalize: nothing to repair in a whole JSON body
-            if resp.status_code >= 400:
-                self._error(resp, raw, resp.status_code, client, info)
-                return
-            body = load_json(raw)
-            if is_failed_body(upstream, body):
-                err = body.get("error")
-                self._error(resp, orjson.dumps({"error": err}), 502, client, info)
-                return
-            if is_error_body(body):  # an error object sent with 200 (some compatible servers)
-                self._error(resp, raw, 502, client, info)
-                return
-            out = translate_response(
-                body,
-                upstream,
-                client,
-                created=int(state.extra.get("created") or 0),
-                call_shapes=state.extra.get("call_shapes") or {},
-                custom_tools=state.extra.get("custom_tools") or frozenset(),
-            )
-        except (TranslationError, UpstreamProtocolError) as exc:
-            message = f"proxai cannot translate the upstream {upstream} response: {exc}"
-            info["response_error"] = message
-            self._replace(resp, 502, error_body(client, ErrorKind.UPSTREAM_PROTOCOL, message))
-            return
-        if out.dropped:
-            info["response_dropped"] = dict(out.dropped)
-        if out.left_out:
-            kinds = ", ".join(f"{k} x{n}" for k, n in sorted(out.left_out.items()))
-            if self.strict(route):  # strict translation: content without counterpart is an error
-                message = (
-                    f"proxai strict translation: the upstream's answer holds {kinds}, which {client} "
-                    "cannot carry"
-                )
-                info["response_error"] = message
-                self._replace(resp, 502, error_body(client, ErrorKind.UPSTREAM_PROTOCOL, message))
-                return
-            meta = flow.metadata["proxai"]
-            extra = dict(meta.get("extra") or {})
-            extra["left_out"] = {**extra.get("left_out", {}), **out.left_out}
-            extra["notes"] = [
-                *extra.get("notes", ()),
-                f"left out (no counterpart in the client protocol): {kinds}",
-            ]
-            meta["extra"] = extra
-        self._replace(resp, resp.status_code, out.to_bytes())
-
-    def _error(
-        self, resp: http.Response, raw: bytes, status: int, client: Protocol, info: dict[str, Any]
-    ) -> None:
-        te = translate_error(raw, status, client)
-        info["upstream_error"] = {"status": status, "kind": str(te.kind), "type": te.upstream_type}
-        self._replace(resp, te.status, te.body)
-
-    def _translate_sse(self, resp: http.Response, raw: bytes, state: RoutedState) -> None:
-        side = self.client_side(state)
-        if side is None:
-            return
-        translator = Translation(
-            build_flow(state.protocol, side, limits=Limits(max_tool_args=self.max_tool_args))
-        )
-        scanner = SseScanner()
-        try:
-            out = translator.feed(scanner.feed(raw) + scanner.close()) + translator.finish()
-        except ProxaiError as exc:
-            out = translator.fail(ErrorKind.UPSTREAM_PROTOCOL, str(exc))
-        for name in ("content-encoding", "content-md5", "etag"):
-            if name in resp.headers:
-                del resp.headers[name]
-        resp.headers["content-type"] = "text/event-stream; charset=utf-8"
-        resp.content = out
-
-    @staticmethod
-    def _replace(resp: http.Response, status: int, body: bytes) -> None:
-        if resp.status_code != status:
-            resp.status_code = status
-            resp.reason = status_codes.RESPONSES.get(status, "")
-        for name in ("content-encoding", "content-md5", "etag"):
-            if name in resp.headers:
-                del resp.headers[name]
-        resp.headers["content-type"] = JSON
-        resp.content = body
+        if self.routed is not None and state.route is not None:
+            self.routed.translate_body(flow, state)
 
 
 def scrub_operator_key(resp: http.Response, key: object) -> None:

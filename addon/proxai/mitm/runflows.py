@@ -21,7 +21,7 @@ from mitmproxy import flowfilter, http
 from proxai.core.errors import ProxaiError
 from proxai.core.model import Protocol
 from proxai.mitm.export import flow_redactor
-from proxai.mitm.flowrows import flow_metadata, read_flows
+from proxai.mitm.flowrows import flow_metadata, missing_body, read_flows
 from proxai.outputs.run import FlowInput
 from proxai.outputs.view_text import client_request_body
 from proxai.pipeline.observe import observe_body
@@ -86,22 +86,6 @@ def _answer(f: http.HTTPFlow, meta: Mapping[str, Any]) -> tuple[str | None, str 
     except ProxaiError:
         return None, None, []
     return s.text, s.reasoning, [t.arguments for t in s.tool_calls]
-
-
-def missing_body(f: http.HTTPFlow, meta: Mapping[str, Any]) -> str | None:
-    """Why a recorded LLM flow holds too little to compare, or None: its request body was not
-    recorded (an LLM request always has one), or its response body was not (the addon dropped it past
-    a ``proxai_keep_body`` cap, mitmproxy streamed it without storing it, or a tool saved the flow
-    without it: a successful answer is never empty). A response that never came is an outcome, not a
-    missing body."""
-    if not f.request.raw_content:
-        return "the request body was not recorded"
-    if isinstance(meta.get("body_not_kept"), str):
-        return str(meta["body_not_kept"])  # "the response body was not kept: it passed ..."
-    resp = f.response
-    if resp is not None and (resp.raw_content is None or (not resp.raw_content and resp.status_code < 300)):
-        return "the response body was not recorded"
-    return None
 
 
 def run_redactor(flows: Sequence[http.HTTPFlow]) -> Redactor:

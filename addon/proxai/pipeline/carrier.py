@@ -68,11 +68,11 @@ from proxai.core.errors.shapes import error_event
 from proxai.core.model import ErrorKind, Protocol, StreamSummary
 from proxai.core.sse import Payloads
 from proxai.protocols.machine import Machine
-from proxai.translate.stream import StreamTranslator
 
 if TYPE_CHECKING:
     from proxai.pipeline.flow import FlowPipeline
     from proxai.pipeline.keep import KeptBody
+    from proxai.translate.stream import StreamTranslator
 
 
 _JOIN_HELD = 64 * 1024  # held pieces smaller than this go out joined

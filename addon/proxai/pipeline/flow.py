@@ -15,11 +15,16 @@ plus the end of the client's stream; it reads the grammar's state and no event. 
 
 ``Translation`` is the same pipeline without a carrier, for a body that is not carried read by
 read (a buffered SSE reply) and for tests: ``feed`` its events, then ``finish``.
+
+An observed-only flow needs nothing of ``proxai.translate``: its writers and request readers are
+imported by the first flow that translates or whose request asks something of the SDKs' parse
+helpers (docs/design/footprint.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -30,9 +35,10 @@ from proxai.pipeline.observe import Limits, StreamObserver
 from proxai.protocols.conformance import NOTHING_ASKED, Asked
 from proxai.stream.limits import DEFAULT_MAX_BUFFER, DEFAULT_MAX_TOOL_ARGS
 from proxai.stream.sink import Output, Phase
-from proxai.translate.call_shapes import CallShapes
-from proxai.translate.request import read_request
-from proxai.translate.stream import StreamTranslatorImpl, make_writer
+
+if TYPE_CHECKING:
+    from proxai.translate.call_shapes import CallShapes
+    from proxai.translate.stream import StreamTranslatorImpl
 
 DEFAULT_LIMITS = Limits()
 
@@ -98,6 +104,8 @@ def build_flow(
         return FlowPipeline(
             StreamObserver(upstream, start=start, limits=limits, capture=capture, asked=asked)
         )
+    from proxai.translate.stream import StreamTranslatorImpl, make_writer  # once per translated flow
+
     normalize = client.protocol is upstream
     if not normalize:  # the client's custom tools, read from its request (the translation's)
         asked = replace(asked, custom_tools=client.custom_tools)
@@ -131,6 +139,8 @@ def request_asks(body: bytes | None, protocol: Protocol) -> Asked:
         return NOTHING_ASKED
     if not isinstance(value, dict):
         return NOTHING_ASKED
+    from proxai.translate.request import read_request  # once per flow that may ask
+
     req = read_request(value, protocol, strict=False)
     strict = frozenset(t.name for t in req.tools if t.kind == "function" and t.strict)
     json_format = req.json_schema is not None
