@@ -1054,6 +1054,49 @@ CASES = [
         _text_is(r_items, [("function_call", "fc_1"), ("function_call", "fc_2")]),
     ),
     Case(
+        "responses a later lifecycle snapshot with two items of one identity",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + _r("response.in_progress", 6, response=_resp("in_progress", [_MSG, _MSG]))
+        + _completed(_MSG, seq=7),
+        [("openai_responses.snapshot_identity", 6)],
+        None,
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a later lifecycle snapshot that gives a done call another id",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _FC)
+        + _done(2, 0, _FC_DONE)
+        + _r("response.in_progress", 3, response=_resp("in_progress", [{**_FC_DONE, "id": "fc_9"}]))
+        + _completed(_FC_DONE, seq=4),
+        [("openai_responses.snapshot_identity", 3)],
+        None,
+        _text_is(r_items, [("function_call", "fc_1")]),
+    ),
+    Case(
+        "responses a later lifecycle snapshot with the items done (nothing to say)",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _FC)
+        + _done(2, 0, _FC_DONE)
+        + _r("response.in_progress", 3, response=_resp("in_progress", [_FC_DONE]))
+        + _completed(_FC_DONE, seq=4),
+        [],
+        _text_is(r_items, [("function_call", "fc_1")]),
+        _text_is(r_items, [("function_call", "fc_1")]),
+    ),
+    Case(
+        "responses response.completed gives a done call another id",
+        "responses",
+        R_CREATED + _added(1, 0, _FC) + _done(2, 0, _FC_DONE) + _completed({**_FC_DONE, "id": "fc_9"}, seq=3),
+        [("openai_responses.completed_identity", 3)],
+        None,
+        _text_is(r_items, [("function_call", "fc_9")]),
+    ),
+    Case(
         "responses an item added, never done, absent from response.completed",
         "responses",
         R_CREATED + b"".join(R_ITEM) + _added(6, 1, _FC) + _completed(_MSG),

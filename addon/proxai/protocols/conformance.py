@@ -557,6 +557,21 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "openai_responses.snapshot_identity",
+        R,
+        "a later lifecycle event's `response.output` (`response.in_progress`, `response.queued`) "
+        "holds one item per identity, and a done item's identity only with that item's id",
+        Reaction("raises", "RuntimeError", "Response snapshot has conflicting output identities."),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_responses.completed_identity",
+        R,
+        "`response.completed`'s output gives a done item's identity only with that item's id",
+        Reaction("raises", "RuntimeError", "Completed response output identity changed."),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_responses.unfinished_item",
         R,
         "every output item gets its `output_item.done` or is in `response.completed`'s output",

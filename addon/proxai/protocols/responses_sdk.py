@@ -36,6 +36,8 @@ _LIFECYCLE = frozenset(
         "response.incomplete",
     }
 )
+# the lifecycle events whose output openai-python matches with its done items (not the first created)
+_REPLACING = frozenset({_CREATED, "response.queued", "response.in_progress"})
 _TERMINAL = frozenset({_COMPLETED, "response.failed", "response.incomplete"})
 _ADDED = "response.output_item.added"
 _DONE = "response.output_item.done"
@@ -102,6 +104,8 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     ("arguments", None): "openai_responses.call_arguments",
     ("identity", None): "openai_responses.item_identity",
     ("conflict", None): "openai_responses.identity_conflict",
+    ("snapshot", None): "openai_responses.snapshot_identity",
+    ("final", None): "openai_responses.completed_identity",
     ("lifecycle", "lifecycle"): "openai_responses.lifecycle_response",
     ("lifecycle", None): "openai_responses.lifecycle_id",
     (None, "output"): "openai_responses.lifecycle_output",
@@ -308,9 +312,44 @@ class SdkView:
             self._report(py, node, f"{etype} {what}")
         else:
             self._report(py, node, f"{etype} has no response.output")
+        if py is None and type(output) is list and etype in _REPLACING:
+            self._replaced(etype, output)
         if etype == _COMPLETED and py is None:
-            self._unfinished(output if type(output) is list else [])
+            if not self._final_identity(output if type(output) is list else []):
+                self._unfinished(output if type(output) is list else [])
             self.texts = _final_texts(output if type(output) is list else [])
+
+    def _replaced(self, etype: str, output: list[Any]) -> None:
+        """openai-python's ``accumulate_event`` at a ``response.created`` / ``queued`` /
+        ``in_progress`` after the first: the snapshot's items by identity, which must be one item
+        each; a done item of that identity takes the snapshot's item, whose id must be its own."""
+        seen: dict[object, Out] = {}
+        for rec in (Out(i) for i in output if type(i) is dict):
+            if rec.identity in seen:
+                what = f"{etype}'s output has two {rec.type} items of one identity"
+                self._report("snapshot", None, what)
+                return
+            seen[rec.identity] = rec
+        for identity, rec in seen.items():
+            oi = self._py_at.get(identity)
+            if oi is None:
+                continue
+            if not self._py_done[oi].compatible(rec):
+                self._report("snapshot", None, f"{etype}'s output gives done item {oi} another id")
+                return
+            self._py_done[oi] = rec
+
+    def _final_identity(self, output: list[Any]) -> bool:
+        """openai-python at ``response.completed``: each done item of an identity the final output
+        has must keep its id there (True: one did not). A done item whose identity a later one
+        took is left out: openai-python raised there (``identity_conflict``)."""
+        final = {r.identity: r for r in (Out(i) for i in output if type(i) is dict)}
+        for oi, rec in self._py_done.items():
+            got = final.get(rec.identity)
+            if got is not None and not rec.compatible(got) and self._py_at.get(rec.identity) == oi:
+                self._report("final", None, f"response.completed gives done item {oi} another id")
+                return True
+        return False
 
     def _unfinished(self, output: list[Any]) -> None:
         """openai-python completes a response only when every item it has got its
