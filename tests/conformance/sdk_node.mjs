@@ -23,7 +23,7 @@ async function run(kind, body, request) {
   if (kind === "anthropic") {
     const client = new Anthropic({ apiKey: "x", fetch, maxRetries: 0 });
     return client.messages
-      .stream({ model: "m", max_tokens: 16, messages: [{ role: "user", content: "hi" }] })
+      .stream({ model: "m", max_tokens: 16, messages: [{ role: "user", content: "hi" }], ...request })
       .finalMessage();
   }
   const client = new OpenAI({ apiKey: "x", fetch, maxRetries: 0 });

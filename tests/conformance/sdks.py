@@ -53,8 +53,9 @@ ANSWER_SCHEMA = {
 def python(kind: str, data: bytes | list[bytes], request: dict[str, Any] | None = None) -> Reaction:
     """``data``: the stream, or the pieces the body delivers it in. ``request``: the fields the
     client's request adds (as they go on the wire): ``tools`` are
-    given to the helper as they are, a ``json_schema`` ``response_format`` (Chat) or ``text.format``
-    (Responses) as the model class ``Answer`` (the parse helpers' input)."""
+    given to the helper as they are, a ``json_schema`` ``response_format`` (Chat), ``text.format``
+    (Responses) or ``output_config`` (Anthropic) as the model class ``Answer`` (the parse helpers'
+    input)."""
     extra: dict[str, Any] = {}
     if request and "tools" in request:
         extra["tools"] = request["tools"]
@@ -69,8 +70,10 @@ def python(kind: str, data: bytes | list[bytes], request: dict[str, Any] | None 
             import anthropic
 
             ac = anthropic.Anthropic(api_key="x", http_client=http, max_retries=0)
+            if request and "output_config" in request:
+                extra["output_format"] = Answer
             with ac.messages.stream(
-                model="m", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+                model="m", max_tokens=16, messages=[{"role": "user", "content": "hi"}], **extra
             ) as s:
                 return Reaction(True, s.get_final_message().model_dump(mode="json"))
         import openai

@@ -105,8 +105,14 @@ def test_every_name_given_to_conform_is_a_rule() -> None:
     names, other = _conform_names()
     assert names, "no conform call found: the scan is broken"
     assert names - set(RULES) == set()
-    # the calls with a computed name: the data-less rules (common.py) and the SDK view's table
-    assert sorted(other) == ["common.py: rules[0]", "common.py: rules[1]", "responses_sdk.py: rule"]
+    # the calls with a computed name: the data-less rules (common.py), the SDK view's table and the
+    # structured answer's rule (json_answer.py: ``conformance.judge_answer``, ANSWER_RULES)
+    assert sorted(other) == [
+        "common.py: rules[0]",
+        "common.py: rules[1]",
+        "json_answer.py: *judged",
+        "responses_sdk.py: rule",
+    ]
 
 
 def test_the_rule_tables_name_rules() -> None:
@@ -114,7 +120,9 @@ def test_the_rule_tables_name_rules() -> None:
     assert set(responses_sdk._PAIRS.values()).issubset(responses_sdk.RULES)
     # and each rule of the catalogue is given by some grammar
     assert conformance.AT_END_RULES.issubset(RULES)
-    assert _conform_names()[0] | dataless | responses_sdk.RULES | conformance.AT_END_RULES == set(RULES)
+    assert conformance.ANSWER_RULES.issubset(RULES)
+    given = _conform_names()[0] | dataless | responses_sdk.RULES | conformance.AT_END_RULES
+    assert given | conformance.ANSWER_RULES == set(RULES)
 
 
 def _finding_names() -> dict[str, str]:

@@ -176,6 +176,32 @@ def c_message(final: dict[str, Any]) -> tuple[str | None, str | None]:
     return choice["message"]["content"], choice["finish_reason"]
 
 
+# a json_schema format in the request (the Python SDKs get the model class sdks.Answer for it)
+C_JSON = {
+    "response_format": {
+        "type": "json_schema",
+        "json_schema": {"name": "Answer", "schema": sdks.ANSWER_SCHEMA, "strict": True},
+    }
+}
+A_JSON = {"output_config": {"format": {"type": "json_schema", "schema": sdks.ANSWER_SCHEMA}}}
+
+
+def c_answer(text: str) -> bytes:
+    """A Chat stream whose content is ``text`` (events 0..3)."""
+    return C_ROLE + _c({"content": text}) + C_STOP + C_DONE
+
+
+def a_answer(text: str) -> bytes:
+    """An Anthropic stream of one text block ``text`` (its stop is event 3)."""
+    return (
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _dl(0, {"type": "text_delta", "text": text})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E
+    )
+
+
 # -- OpenAI Responses -------------------------------------------------------------------------------
 
 
@@ -538,6 +564,33 @@ CASES = [
         _text_is(lambda f: f["content"][0]["thinking"], "undefinedhm"),
     ),
     Case(
+        "anthropic a json_schema output format, the text not JSON",
+        "anthropic",
+        a_answer("Hi"),
+        [("anthropic_messages.json_text", 3)],
+        None,
+        _text_is(a_text, "Hi"),
+        request=A_JSON,
+    ),
+    Case(
+        "anthropic a json_schema output format, the JSON does not fit the schema",
+        "anthropic",
+        a_answer('{"a": "x"}'),
+        [("anthropic_messages.json_schema", 3)],
+        None,
+        _text_is(a_text, '{"a": "x"}'),
+        request=A_JSON,
+    ),
+    Case(
+        "anthropic a json_schema output format, the text JSON that fits (nothing to say)",
+        "anthropic",
+        a_answer('{"a": 1}'),
+        [],
+        _text_is(a_text, '{"a": 1}'),
+        _text_is(a_text, '{"a": 1}'),
+        request=A_JSON,
+    ),
+    Case(
         "anthropic message_start without usage",
         "anthropic",
         _a("message_start", {"message": {k: v for k, v in _A_START["message"].items() if k != "usage"}})
@@ -785,6 +838,65 @@ CASES = [
         _text_is(c_tools, [("function", "g", "abc")]),
         _text_is(c_tools, [("function", "g", "abc")]),
         request=C_STRICT,
+    ),
+    Case(
+        "chat a json_schema response_format, the content not JSON",
+        "chat",
+        c_answer("Hi"),
+        [("openai_chat.json_content", 4)],
+        None,
+        _text_is(c_message, ("Hi", "stop")),
+        request=C_JSON,
+    ),
+    Case(
+        "chat a json_schema response_format and a strict tool, the content not JSON",
+        "chat",
+        c_answer("Hi"),
+        [("openai_chat.json_content_strict", 4)],
+        request={**C_JSON, **C_STRICT},
+    ),
+    Case(
+        "chat a json_schema response_format, the content JSON cut short",
+        "chat",
+        c_answer('{"a": '),
+        [("openai_chat.json_content_whole", 4)],
+        None,
+        _text_is(c_message, ('{"a": ', "stop")),
+        request=C_JSON,
+    ),
+    Case(
+        "chat a json_schema response_format, the content JSON and text after it",
+        "chat",
+        c_answer('{"a": 1} ok'),
+        [("openai_chat.json_content_whole", 4)],
+        None,
+        _text_is(c_message, ('{"a": 1} ok', "stop")),
+        request=C_JSON,
+    ),
+    Case(
+        "chat a json_schema response_format and a strict tool, the content JSON cut short",
+        "chat",
+        c_answer('{"a": '),
+        [("openai_chat.json_content_whole_strict", 4)],
+        request={**C_JSON, **C_STRICT},
+    ),
+    Case(
+        "chat a json_schema response_format, the JSON does not fit the schema",
+        "chat",
+        c_answer('{"a": "x"}'),
+        [("openai_chat.json_schema", 4)],
+        None,
+        _text_is(c_message, ('{"a": "x"}', "stop")),
+        request={**C_JSON, **C_STRICT},
+    ),
+    Case(
+        "chat a json_schema response_format, the content JSON that fits (nothing to say)",
+        "chat",
+        C_ROLE + _c({"content": '{"a"'}) + _c({"content": ": 1}"}) + C_STOP + C_DONE,
+        [],
+        _text_is(c_message, ('{"a": 1}', "stop")),
+        _text_is(c_message, ('{"a": 1}', "stop")),
+        request={**C_JSON, **C_STRICT},
     ),
     Case(
         "chat a custom tool call",
@@ -1183,6 +1295,17 @@ CASES = [
         "responses",
         R_CREATED + b"".join(R_ITEM) + R_COMPLETED,
         [("openai_responses.json_text_strict", 7)],
+        request={**R_JSON, **R_STRICT},
+    ),
+    Case(
+        "responses a json_schema text format, the JSON does not fit the schema",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM).replace(b'"Hi"', b'"{\\"a\\": \\"x\\"}"')
+        + R_COMPLETED.replace(b'"Hi"', b'"{\\"a\\": \\"x\\"}"'),
+        [("openai_responses.json_schema", 7)],
+        None,
+        _text_is(r_text, '{"a": "x"}'),
         request={**R_JSON, **R_STRICT},
     ),
     Case(

@@ -147,7 +147,8 @@ def request_asks(body: bytes | None, protocol: Protocol) -> Asked:
     custom = frozenset(t.name for t in req.tools if t.kind == "custom")
     if not (strict or json_format or custom):
         return NOTHING_ASKED
-    return Asked(strict, json_format, custom)
+    schema = req.json_schema.get("schema") if req.json_schema is not None else None
+    return Asked(strict, json_format, custom, schema if isinstance(schema, dict) else None)
 
 
 class Translation:

@@ -17,13 +17,15 @@ Sans-IO, no state.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
 from proxai.core.model import Protocol
+from proxai.protocols.json_fit import misfit
 from proxai.protocols.machine import Finding
 
 if TYPE_CHECKING:
@@ -250,6 +252,24 @@ _RULES = (
         Reaction("loses", loses="the thinking's start (a missing one reads `undefined`)"),
     ),
     Rule(
+        "anthropic_messages.json_text",
+        A,
+        "with a `json_schema` output format (`output_config.format`) in the request: a text block "
+        "that stops holds JSON (anthropic-python parses it at `content_block_stop` when the client "
+        "passes `output_format=Model`)",
+        Reaction("raises", "ValidationError", "1 validation error for"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "anthropic_messages.json_schema",
+        A,
+        "with a `json_schema` output format in the request: a stopped text block's JSON fits the "
+        "schema (the part judged: proxai/protocols/json_fit.py; anthropic-python validates it with "
+        "the client's model)",
+        Reaction("raises", "ValidationError", "1 validation error for"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_chat.choice_index",
         C,
         "choice indexes first appear in order 0, 1, ...",
@@ -391,6 +411,47 @@ _RULES = (
         "a call of a tool the request declares `strict` ends with whole JSON arguments",
         Reaction("raises", "JSONDecodeError"),
         Reaction("raises", "OpenAIError", "Unexpected end of JSON input"),
+    ),
+    Rule(
+        "openai_chat.json_content",
+        C,
+        "with a `json_schema` `response_format` in the request: a choice's content starts as JSON "
+        "(openai-python parses it as it streams when the client passes `response_format=Model`)",
+        Reaction("raises", "ValueError"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.json_content_strict",
+        C,
+        "with a `json_schema` `response_format` and a `strict` function tool in the request: a "
+        "choice's content starts as JSON (openai-node parses the final content too)",
+        Reaction("raises", "ValueError"),
+        Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
+        "openai_chat.json_content_whole",
+        C,
+        "with a `json_schema` `response_format` in the request: a choice's content is whole JSON, "
+        "not cut short and nothing after it (openai-python parses the final content)",
+        Reaction("raises", "ValidationError", "1 validation error for"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.json_content_whole_strict",
+        C,
+        "with a `json_schema` `response_format` and a `strict` function tool in the request: a "
+        "choice's content is whole JSON (openai-node parses the final content too)",
+        Reaction("raises", "ValidationError", "1 validation error for"),
+        Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
+        "openai_chat.json_schema",
+        C,
+        "with a `json_schema` `response_format` in the request: a choice's JSON content fits the "
+        "schema (the part judged: proxai/protocols/json_fit.py; openai-python validates it with the "
+        "client's model)",
+        Reaction("raises", "ValidationError", "1 validation error for"),
+        Reaction("tolerates"),
     ),
     Rule(
         "openai_chat.custom_tool_call",
@@ -631,6 +692,15 @@ _RULES = (
         Reaction("raises", "OpenAIError", "Unexpected token"),
     ),
     Rule(
+        "openai_responses.json_schema",
+        R,
+        "with a `json_schema` `text.format` in the request: the final answer's JSON text fits the "
+        "schema (the part judged: proxai/protocols/json_fit.py; openai-python validates it with the "
+        "client's model)",
+        Reaction("raises", "ValidationError", "1 validation error for"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_responses.dataless_event",
         R,
         "every block with an `event:` line has data (the SDKs parse it as JSON)",
@@ -734,6 +804,8 @@ class Asked:
     # parses with a model class (``text_format=Model``) has the answer's text parsed
     json_format: bool = False
     custom_tools: frozenset[str] = frozenset()
+    # that format's JSON schema (``json_fit.misfit`` judges the answer with it), when it has one
+    schema: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 NOTHING_ASKED = Asked()
@@ -755,8 +827,29 @@ _STRICT_ARGS = {
 }
 _CUSTOM_CALL = "openai_chat.custom_tool_call"
 _JSON_TEXT = ("openai_responses.json_text", "openai_responses.json_text_strict")  # (no strict tool, one)
+# (the content starts as JSON, a strict tool in the request) -> the rule of Chat content not JSON
+_JSON_CONTENT = {
+    (False, False): "openai_chat.json_content",
+    (False, True): "openai_chat.json_content_strict",
+    (True, False): "openai_chat.json_content_whole",
+    (True, True): "openai_chat.json_content_whole_strict",
+}
+_ANTHROPIC_JSON = "anthropic_messages.json_text"
+# the rule of JSON that does not fit the request's schema
+_JSON_SCHEMA = {
+    A: "anthropic_messages.json_schema",
+    C: "openai_chat.json_schema",
+    R: "openai_responses.json_schema",
+}
+#: the rules ``judge_answer`` gives (at the end, and at an Anthropic text block's stop)
+ANSWER_RULES = frozenset(_JSON_CONTENT.values()) | {*_JSON_TEXT, _ANTHROPIC_JSON, *_JSON_SCHEMA.values()}
 #: the rules ``at_end`` gives
-AT_END_RULES = frozenset(_FINISH.values()) | frozenset(_STRICT_ARGS.values()) | {_CUSTOM_CALL, *_JSON_TEXT}
+AT_END_RULES = (
+    frozenset(_FINISH.values())
+    | frozenset(_STRICT_ARGS.values())
+    | frozenset(_JSON_CONTENT.values())
+    | {_CUSTOM_CALL, *_JSON_TEXT, _JSON_SCHEMA[C], _JSON_SCHEMA[R]}
+)
 
 
 def at_end(
@@ -780,10 +873,13 @@ def at_end(
     finish = _FINISH.get((stop_reason or "", bool(strict))) if protocol is C else None
     if finish is not None:
         found.append((finish, f"choice 0 ended with finish_reason {stop_reason!r}"))
-    if protocol is R and asked.json_format and stop_reason == "completed":
+    # the answers a parse helper parses: Responses in a completed response; Chat unless the
+    # finish_reason refused the completion first
+    if asked.json_format and (stop_reason == "completed" if protocol is R else finish is None):
         for text in texts:
-            if not _is_json(text):
-                found.append((_JSON_TEXT[bool(strict)], "a final answer's output_text is not JSON"))
+            judged = judge_answer(protocol, asked, text)
+            if judged is not None:
+                found.append(judged)
                 break
     if not strict or (protocol is R and stop_reason != "completed"):
         return found
@@ -798,21 +894,57 @@ def at_end(
     return found
 
 
-def _is_json(text: str) -> bool:
+def judge_answer(protocol: Protocol, asked: Asked, text: str) -> tuple[str, str] | None:
+    """The rule (and what broke it) a structured answer's text breaks, on a flow whose request asks
+    for a ``json_schema`` format: a Chat choice's content, a Responses final answer's
+    ``output_text``, an Anthropic text block's text. Not JSON: the protocol's rule (Chat: whether
+    the content starts as JSON, which openai-python parses as it streams); JSON that does not fit
+    the request's schema (``json_fit.misfit``): ``*.json_schema``. None: nothing to say."""
+    value = _json(text)
+    if value is _NOT_JSON:
+        if protocol is C:
+            starts = text.lstrip()[:1] in ("{", "[", "") and json_prefix(text, trailing=True)
+            rule = _JSON_CONTENT[(starts, bool(asked.strict_tools))]
+            return rule, "a choice's content is not JSON" + (" (it starts as JSON)" if starts else "")
+        if protocol is R:
+            return _JSON_TEXT[bool(asked.strict_tools)], "a final answer's output_text is not JSON"
+        return _ANTHROPIC_JSON, "a text block's text is not JSON"
+    if asked.schema is None:
+        return None
+    bad = misfit(value, asked.schema)
+    if bad is None:
+        return None
+    return _JSON_SCHEMA[protocol], f"the answer's JSON does not fit the request's schema: {bad}"
+
+
+_NOT_JSON: Any = object()
+
+
+def _json(text: str) -> Any:
+    """The JSON value of ``text``, or ``_NOT_JSON``; integers past 64 bits (which orjson refuses)
+    are read by the standard parser, NaN and Infinity are not JSON."""
     try:
-        orjson.loads(text)
+        return orjson.loads(text)
     except orjson.JSONDecodeError:
-        return False
-    return True
+        pass
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except ValueError:
+        return _NOT_JSON
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
 
 
 _WS = " \t\n\r"
 _LITERALS = ("true", "false", "null")
 
 
-def json_prefix(text: str) -> bool:
+def json_prefix(text: str, *, trailing: bool = False) -> bool:
     """``text`` is JSON or the start of a JSON document cut short (what the SDKs' partial JSON
-    parsers read): one value, whitespace around it, nothing after it."""
+    parsers read): one value, whitespace around it, nothing after it (``trailing``: anything after
+    a whole value)."""
     stack: list[str] = []  # "{" / "[" of the open containers
     expect = "value"  # value, key, colon, after (a value ended), end (the document's value ended)
     i, n = 0, len(text)
@@ -822,7 +954,7 @@ def json_prefix(text: str) -> bool:
             i += 1
             continue
         if expect == "end":
-            return False
+            return trailing
         if expect in ("value", "key", "value_or_close", "key_or_close"):
             if (
                 ch in "]}"
