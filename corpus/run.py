@@ -112,7 +112,12 @@ def summary_disagreements(stream: Stream, ref: sdk.Reading, s: StreamSummary) ->
     # Where the SDK lost what the stream carried (a chunk it drops for its ``object``, usage a
     # later ``null`` overwrote, content parts it cannot merge), the summary may know more: a value
     # is compared only where the SDK kept one.
-    if ref.stop is not None and s.stop_reason != ref.stop:
+    want_stop = ref.stop
+    if stream.protocol is R and want_stop is not None and want_stop.startswith("incomplete"):
+        # the reading is ``status:reason``; the summary's stop reason for an incomplete response
+        # is its reason alone (``max_output_tokens``), the status where none is given
+        want_stop = want_stop.partition(":")[2] or "incomplete"
+    if want_stop is not None and s.stop_reason != want_stop:
         out.append(f"stop {s.stop_reason!r}, SDK {ref.stop!r}")
     u = s.usage
     mine = (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)

@@ -65,12 +65,41 @@ FOUND: dict[str, list[tuple[str, int]]] = {
     "chat/perplexity--vercel-ai--perplexity-text.rebuilt.sse": [("openai_chat.chunk_object", 7)],
     "chat/snowflake--pydantic-ai--snowflake-model-streaming.sse": [("openai_chat.no_finish_reason", 3)],
     "chat/snowflake--pydantic-ai--snowflake-thinking-streaming.sse": [("openai_chat.no_finish_reason", 16)],
+    "chat/azure--req-llm--deepseek-r1-0528-streaming.sse": [("openai_chat.finish_length", 51)],
+    "chat/cerebras--req-llm--qwen-3-235b-a22b-thinking-2507-streaming.sse": [
+        ("openai_chat.finish_length", 37)
+    ],
+    "chat/zai--req-llm--coding-glm-4-5-streaming.sse": [
+        ("openai_chat.chunk_object", 0),
+        ("openai_chat.no_valid_chunk", 153),
+    ],
+    "chat/zai--req-llm--coding-glm-4-6-object-streaming.sse": [
+        ("openai_chat.chunk_object", 0),
+        ("openai_chat.no_valid_chunk", 144),
+    ],
+    "chat/zai--req-llm--glm-4-5-object-streaming.sse": [
+        ("openai_chat.chunk_object", 0),
+        ("openai_chat.no_valid_chunk", 185),
+    ],
+    "chat/zai--req-llm--glm-4-5-reasoning-streaming.sse": [
+        ("openai_chat.chunk_object", 0),
+        ("openai_chat.no_valid_chunk", 226),
+    ],
+    "chat/zai--req-llm--glm-4-5-streaming.sse": [
+        ("openai_chat.chunk_object", 0),
+        ("openai_chat.no_valid_chunk", 154),
+    ],
+    "chat/zai--req-llm--glm-4-6-object-streaming.sse": [
+        ("openai_chat.chunk_object", 0),
+        ("openai_chat.no_valid_chunk", 131),
+    ],
     "responses/github--vercel-ai--github-copilot-id-rotation-1.rebuilt.sse": [
         ("openai_responses.lifecycle_id", 1)
     ],
     "responses/openai--pydantic-ai--background-mode-streaming-starting-after-vcr-2.sse": [
         ("openai_responses.created_first", 0)
     ],
+    "responses/openai--req-llm--codex-mini-latest-streaming.sse": [("openai_responses.not_completed", 4)],
     "responses/openai--vercel-ai--openai-apply-patch-tool-1.rebuilt.sse": [
         ("openai_responses.unknown_event", 3)
     ],
@@ -84,12 +113,13 @@ FOUND: dict[str, list[tuple[str, int]]] = {
 }
 
 
-# GitHub Copilot sends no "object" on any chunk: the Python helper skips every chunk and has no
-# completion to finish (``ChatCompletionStreamState.current_completion_snapshot`` asserts one): rule
-# openai_chat.no_valid_chunk, after chunk_object.
+# GitHub Copilot and Z.ai send no "object" on any chunk: the Python helper skips every chunk and has
+# no completion to finish (``ChatCompletionStreamState.current_completion_snapshot`` asserts one):
+# rule openai_chat.no_valid_chunk, after chunk_object.
 NO_CHUNK_KEPT = {
     "chat/github-copilot--codecompanion--copilot-streaming.rebuilt.sse",
     "chat/github-copilot--codecompanion--copilot-tools-streaming.rebuilt.sse",
+    *(n for n in FOUND if n.startswith("chat/zai--req-llm--")),
 }
 
 

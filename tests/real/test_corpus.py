@@ -26,13 +26,12 @@ STREAMS = streams.load()
 
 
 def test_corpus_size_and_provenance() -> None:
-    """At least 300 streams, half of them verbatim, from at least 30 providers and 5 repositories
-    (the target is 6: the recordings of a repository kept for independent checks were taken out),
+    """At least 300 streams, half of them verbatim, from at least 30 providers and 7 repositories,
     every protocol present, every file with a provenance row (``load`` raises otherwise)."""
     assert len(STREAMS) >= 300
     assert 2 * sum(1 for s in STREAMS if not s.rebuilt) >= len(STREAMS)
     assert len({s.provider for s in STREAMS}) >= 30
-    assert len({s.repository for s in STREAMS}) >= 5
+    assert len({s.repository for s in STREAMS}) >= 7
     assert {s.protocol for s in STREAMS} == set(corpus_run.PROTOCOLS)
     assert len({s.name for s in STREAMS}) == len(STREAMS)
     assert set(KNOWN) <= {s.name for s in STREAMS}
