@@ -1,21 +1,27 @@
 """``json_fit.misfit`` against the schemas the SDKs derive from pydantic models (openai-python's
 ``to_strict_json_schema``, anthropic-python's ``transform_schema``) and against pydantic itself: what
 it calls a misfit the model refuses (never a finding the SDK would not raise on, for these models),
-and the plain violations are found. The structured-answer grammars (``json_answer``) are built only
+and the plain violations are found. The request a client that parses with a model class sends
+(openai-python ``response_format=`` / ``text_format=``, anthropic-python ``output_format=``, beta
+too) gives the proxy that schema. The structured-answer grammars (``json_answer``) are built only
 for a request with a ``json_schema`` format, and keep a bounded answer."""
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
+import httpx2
 import pydantic
 import pytest
 from anthropic.lib._parse._transform import transform_schema
 from openai.lib._pydantic import to_strict_json_schema
 
 from proxai.core.model import Protocol
+from proxai.pipeline.flow import request_asks
 from proxai.pipeline.observe import Limits, StreamObserver, make_grammar
 from proxai.protocols.anthropic import AnthropicGrammar
 from proxai.protocols.chat import ChatGrammar
@@ -156,3 +162,78 @@ def test_the_kept_answer_is_bounded() -> None:
     assert _rules(stream, Limits()) == ["openai_chat.json_content"]
     # past the bound nothing is kept, and the answer is not judged
     assert _rules(stream, Limits(max_tool_args=4)) == []
+
+
+def _sent(call: Callable[[Any], object]) -> bytes:
+    """The body an SDK sends for ``call(http_client)`` (answered with a 400: the SDK raises)."""
+    bodies: list[bytes] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(request.content)
+        return httpx2.Response(400, json={"error": {"type": "invalid_request_error", "message": "x"}})
+
+    http = httpx2.Client(transport=httpx2.MockTransport(answer))
+    with contextlib.suppress(Exception):
+        call(http)
+    http.close()
+    assert bodies
+    return bodies[0]
+
+
+def _openai(http: Any) -> Any:
+    import openai
+
+    return openai.OpenAI(api_key="x", http_client=http, max_retries=0)
+
+
+def _anthropic(http: Any) -> Any:
+    import anthropic
+
+    return anthropic.Anthropic(api_key="x", http_client=http, max_retries=0)
+
+
+_HI = [{"role": "user", "content": "hi"}]
+
+
+def _chat(http: Any) -> None:
+    with _openai(http).chat.completions.stream(model="m", messages=_HI, response_format=Model) as s:
+        s.get_final_completion()
+
+
+def _responses(http: Any) -> None:
+    with _openai(http).responses.stream(model="m", input="hi", text_format=Model) as s:
+        s.get_final_response()
+
+
+def _messages(http: Any) -> None:
+    with _anthropic(http).messages.stream(model="m", max_tokens=16, messages=_HI, output_format=Model) as s:
+        s.get_final_message()
+
+
+def _beta_messages(http: Any) -> None:
+    with _anthropic(http).beta.messages.stream(
+        model="m", max_tokens=16, messages=_HI, output_format=Model
+    ) as s:
+        s.get_final_message()
+
+
+@pytest.mark.parametrize(
+    ("call", "protocol", "schema"),
+    [
+        (_chat, Protocol.OPENAI_CHAT, SCHEMAS["openai to_strict_json_schema"]),
+        (_responses, Protocol.OPENAI_RESPONSES, SCHEMAS["openai to_strict_json_schema"]),
+        (_messages, Protocol.ANTHROPIC_MESSAGES, SCHEMAS["anthropic transform_schema"]),
+        (_beta_messages, Protocol.ANTHROPIC_MESSAGES, SCHEMAS["anthropic transform_schema"]),
+    ],
+    ids=["chat response_format", "responses text_format", "messages output_format", "beta output_format"],
+)
+def test_the_proxy_reads_the_schema_the_sdk_sends(
+    call: Callable[[Any], object], protocol: Protocol, schema: dict[str, Any]
+) -> None:
+    """A client that parses with a model class sends its schema: the request asks for a json_schema
+    format, and the schema ``misfit`` judges with is the one the SDK derived from the class."""
+    asked = request_asks(_sent(call), protocol)
+    assert asked.json_format
+    assert asked.schema == schema
+    assert misfit({**GOOD, "a": "x"}, asked.schema) is not None
+    assert misfit(GOOD, asked.schema) is None
