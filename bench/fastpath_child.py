@@ -9,7 +9,9 @@ timer, the body keeper) is given a flow per path: observe-only for each protocol
 six translated pairs through a route. Its response hooks install the stream callable mitmproxy
 would call (``flow.response.stream``: keeper, carrier, guard hook); the counted region is that
 callable called once per SSE event, each read one whole event, the clock stepping 20 ms per read
-as in the paced run. Each region runs inside one ``functools.reduce`` call, which nothing else in
+as in the paced run, then with ``b""`` (the end of the message) and the flow's ``response`` hook,
+so that the end's work that grows with the reads (the kept body's read marks) is counted too.
+Each region runs inside one ``functools.reduce`` call, which nothing else in
 the process calls: callgrind, started with ``--collect-atstart=no
 --toggle-collect=functools_reduce --dump-after=functools_reduce``, counts only inside it and
 writes one dump per region. Every path runs a stream of ``EVENTS`` events and one of twice as many;
@@ -222,10 +224,18 @@ class _Time:
         self.now = 1000.0
 
 
-def _read(state: tuple[Callable[[bytes], Any], _Time], block: bytes) -> tuple[Callable[[bytes], Any], _Time]:
-    stream, t = state
+_State = tuple[Callable[[bytes], Any], _Time, Callable[[], Any]]
+
+
+def _read(state: _State, block: bytes) -> _State:
+    """One read at the next tick of the clock; ``b""``: the end of the message, then the flow's
+    response hook (``end``): the end's work per read (the kept body's marks, the summary) is counted
+    with the reads."""
+    stream, t, end = state
     t.now += PACE
     stream(block)
+    if not block:
+        end()
     return state
 
 
@@ -268,9 +278,7 @@ def run(events: int, names: list[str]) -> list[tuple[str, str, int]]:
         async def stream_once(path: str, model: str, bl: tuple[bytes, ...], label: str) -> None:
             t.now = float(int(time.monotonic())) + 100.0  # the guard's timers stay in the future
             f, stream = _flow(addon, path, model)
-            functools.reduce(_read, bl, (stream, t))
-            stream(b"")
-            addon.response(f)
+            functools.reduce(_read, (*bl, b""), (stream, t, functools.partial(addon.response, f)))
             meta = f.metadata["proxai"]
             assert meta["outcome"] == "completed", (label, meta["outcome"])
             assert ("translation" in meta) == (model != "observe"), label
@@ -283,7 +291,7 @@ def run(events: int, names: list[str]) -> list[tuple[str, str, int]]:
             gc.collect()
             gc.disable()
             for n in (events, 2 * events):  # the harness alone: ``_read`` around a stream that does nothing
-                functools.reduce(_read, blocks("openai_chat", n), (len, t))
+                functools.reduce(_read, (*blocks("openai_chat", n), b""), (len, t, list))
                 regions.append(("harness", "harness", len(blocks("openai_chat", n))))
             for name in names:
                 switch = (

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import e2e_bench, fastpath_child, procs, streams, upstream
+from . import fastpath_child, paced_bench, procs, streams, upstream
 
 
 @dataclass
@@ -42,8 +43,64 @@ class Count:
     events: int
 
 
-def _events(n: int, events: int) -> int:
-    return sum(len(upstream.blocks(streams.PROTOCOLS[i % 3], events)) for i in range(n))
+# Under callgrind mitmdump runs about 50x slower: the streams are paced so that it keeps up.
+INTERVAL_MS = 20.0  # generated streams: one event per read, this far apart
+PIECE = 256  # the real corpus: 256-byte pieces (cut anywhere in an event), as the paced section
+PIECE_INTERVAL_MS = 30.0  # ... this far apart, 6 streams at once
+
+
+def sets(quick: bool) -> list[paced_bench.Set]:
+    """The four sets of the ``paced`` section, paced for callgrind: the generated streams (three at
+    once, one event per read, each event stamped as the latency run does) and every recording of
+    tests/fixtures/real (a few per protocol when ``quick``) in 256-byte pieces, each observe-only
+    and with an Anthropic Messages client routed to a Chat upstream (plain mitmdump carries the
+    same Chat stream)."""
+    events = 60 if quick else 300
+    gen = {"x-bench-events": str(events), "x-bench-interval-ms": f"{INTERVAL_MS:g}", "x-bench-stamp": "1"}
+    n = 3
+
+    def blocks(p: str) -> int:
+        return len(upstream.blocks(p, events))
+
+    def piece(f: str) -> dict[str, str]:
+        return {
+            "x-bench-file": f,
+            "x-bench-piece": str(PIECE),
+            "x-bench-interval-ms": f"{PIECE_INTERVAL_MS:g}",
+        }
+
+    def rec(files: list[tuple[str, str]]) -> tuple[int, int]:
+        datas = [upstream.recorded(f) for _, f in files]
+        return sum(map(len, datas)), sum(d.count(b"\n\n") for d in datas)
+
+    real, real_chat = paced_bench.corpus(quick), paced_bench.corpus(quick, "openai_chat")
+    protos = [streams.PROTOCOLS[i % 3] for i in range(n)]
+    chat = upstream.blocks("openai_chat", events)
+    return [
+        paced_bench.Set(
+            "bench, observe-only",
+            False,
+            [paced_bench.Job(p, gen) for p in protos],
+            sum(sum(map(len, upstream.blocks(p, events))) for p in protos),
+            sum(blocks(p) for p in protos),
+        ),
+        paced_bench.Set(
+            "bench, anthropic client on chat upstream",
+            True,
+            [paced_bench.Job("anthropic_messages", gen, paced_bench.ROUTED_MODEL) for _ in range(n)],
+            sum(map(len, chat)) * n,
+            len(chat) * n,
+        ),
+        paced_bench.Set(
+            "real, observe-only", False, [paced_bench.Job(p, piece(f)) for p, f in real], *rec(real)
+        ),
+        paced_bench.Set(
+            "real, anthropic client on chat upstream",
+            True,
+            [paced_bench.Job("anthropic_messages", piece(f), paced_bench.ROUTED_MODEL) for _, f in real_chat],
+            *rec(real_chat),
+        ),
+    ]
 
 
 def _total(f: Path) -> int:
@@ -55,24 +112,29 @@ def _total(f: Path) -> int:
     return 0
 
 
-def _totals(out: Path) -> int:
-    """The sum of the ``totals:`` lines of every dump callgrind wrote for ``out``."""
-    return sum(_total(f) for f in out.parent.glob(out.name + "*"))
-
-
-def _count(upstream_url: str, *, addon: bool, n: int, events: int, interval: float) -> int:
+def _count(upstream_url: str, the_sets: list[paced_bench.Set], *, addon: bool, routes: Path) -> list[int]:
+    """mitmdump under callgrind: the instructions while each set runs (counting switched on for the
+    set and off after it, then dumped: one dump per set, in order)."""
     out = Path(tempfile.mkdtemp(prefix="proxai-bench-cg-")) / "callgrind.out"
     wrapper = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
-    md = procs.start_mitmdump(upstream_url, addon=addon, wrapper=wrapper)
+    extra = ["--set", f"proxai_routes={routes}"] if addon else []
+    md = procs.start_mitmdump(upstream_url, addon=addon, extra=extra, wrapper=wrapper)
+    ctl = ["callgrind_control"]
     try:
-        asyncio.run(e2e_bench._latency(md.url, 3, 30, 20.0))  # warm-up: imports, first flows
-        subprocess.run(["callgrind_control", "-i", "on", str(md.pid)], check=True, capture_output=True)
-        asyncio.run(e2e_bench._latency(md.url, n, events, interval))
-        subprocess.run(["callgrind_control", "-i", "off", str(md.pid)], check=True, capture_output=True)
-        subprocess.run(["callgrind_control", "-d", str(md.pid)], check=True, capture_output=True)
+        warm = {"x-bench-events": "30", "x-bench-interval-ms": f"{INTERVAL_MS:g}", "x-bench-stamp": "1"}
+        jobs = [paced_bench.Job(p, warm) for p in streams.PROTOCOLS]
+        jobs.append(paced_bench.Job("anthropic_messages", warm, paced_bench.ROUTED_MODEL))
+        asyncio.run(paced_bench._run_jobs(md.url, jobs, addon))  # warm-up: imports, first flows
+        for s in the_sets:
+            subprocess.run([*ctl, "-i", "on", str(md.pid)], check=True, capture_output=True)
+            _, errors = asyncio.run(paced_bench._run_jobs(md.url, s.jobs, addon))
+            subprocess.run([*ctl, "-i", "off", str(md.pid)], check=True, capture_output=True)
+            subprocess.run([*ctl, "-d", str(md.pid)], check=True, capture_output=True)
+            if errors:
+                raise RuntimeError(f"{s.name}: {len(errors)} failed streams, e.g. {errors[:3]}")
     finally:
         md.stop()
-    return _totals(out)
+    return [_total(out.with_name(f"{out.name}.{i}")) for i in range(1, len(the_sets) + 1)]
 
 
 MISSING = "valgrind is not installed (Debian: apt-get install valgrind)"
@@ -138,23 +200,20 @@ def fast_paths(events: int, names: list[str] | None = None, *, valgrind: bool = 
 def run(quick: bool) -> dict[str, Any]:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         return {"missing": MISSING}
-    # Under valgrind mitmdump runs about 50x slower: few streams, 20 ms apart, so that it keeps
-    # up and every read still carries one event.
-    n, events, interval = (3, 60, 20.0) if quick else (3, 300, 20.0)
+    the_sets = sets(quick)
     up = procs.start_upstream()
+    routes = Path(tempfile.mkdtemp(prefix="proxai-bench-cg-routes-")) / "routes.toml"
+    routes.write_text(paced_bench.routes_toml(up.url))
     try:
-        total = _events(n, events)
-        counts = [
-            Count(name, _count(up.url, addon=addon, n=n, events=events, interval=interval), total)
-            for name, addon in (("plain", False), ("addon", True))
-        ]
+        counts = {
+            name: _count(up.url, the_sets, addon=name == "addon", routes=routes)
+            for name in ("plain", "addon")
+        }
     finally:
         up.stop()
     return {
+        "sets": the_sets,
         "counts": counts,
-        "n": n,
-        "events": events,
-        "interval": interval,
         "fast_paths": fast_paths(40 if quick else 150),
     }
 
@@ -162,28 +221,33 @@ def run(quick: bool) -> dict[str, Any]:
 def report(result: dict[str, Any]) -> list[str]:
     if "missing" in result:
         return [f"skipped: {result['missing']}"]
-    plain, addon = result["counts"]
-    per = {c.name: c.instructions / c.events for c in (plain, addon)}
+    the_sets, counts = result["sets"], result["counts"]
+    plain = counts["plain"][0] / the_sets[0].events  # the generated streams, observe-only
     return [
-        *_report_e2e(result, per),
+        *report_e2e(the_sets, counts),
         "",
-        *report_fast_paths(result["fast_paths"], per["plain"]),
+        *report_fast_paths(result["fast_paths"], plain),
     ]
 
 
-def _report_e2e(result: dict[str, Any], per: dict[str, float]) -> list[str]:
-    return [
-        f"{result['n']} concurrent paced streams x {result['events']} events, one every "
-        f"{result['interval']:g} ms, one event per read; mitmdump under callgrind, counting only "
-        "while the streams run.",
+def report_e2e(the_sets: list[paced_bench.Set], counts: dict[str, list[int]]) -> list[str]:
+    lines = [
+        f"mitmdump under callgrind, counting only while each set runs. Generated streams: three at once, "
+        f"one event per read, {INTERVAL_MS:g} ms apart; the real corpus: six at once, {PIECE}-byte pieces "
+        f"{PIECE_INTERVAL_MS:g} ms apart. ProxAI with default options (body kept, guard on); plain "
+        "mitmdump streams every body (stream_large_bodies=1) and carries the Chat stream of a routed set.",
         "",
-        "| variant | instructions per event | vs plain |",
-        "|---|---|---|",
-        f"| plain mitmdump (stream_large_bodies=1) | {per['plain']:,.0f} | 1.000 |",
-        "| mitmdump -s addon/proxai.py (default options: body kept, guard on) "
-        f"| {per['addon']:,.0f} | {per['addon'] / per['plain']:.3f} "
-        f"({(per['addon'] / per['plain'] - 1) * 100:+.1f}%) |",
+        "| set | streams | events | plain: instructions per event | addon: instructions per event "
+        "| addon / plain |",
+        "|---|---|---|---|---|---|",
     ]
+    for i, s in enumerate(the_sets):
+        p, a = counts["plain"][i] / s.events, counts["addon"][i] / s.events
+        lines.append(
+            f"| {s.name} | {len(s.jobs)} | {s.events:,} | {p:,.0f} | {a:,.0f} | **{a / p:.3f}** "
+            f"({(a / p - 1) * 100:+.1f}%) |"
+        )
+    return lines
 
 
 # The issue's criterion: a fast path stays where it saves at least this share of the addon's
@@ -264,4 +328,41 @@ def report_options(fp: dict[str, Any], plain: float | None) -> list[str]:
             off = per[(v, p)]
             cells.append(f"{off:,.0f} | {(on - off) / on * 100 if on else 0.0:.1f}%")
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def kept_body(events: int, repeats: int) -> dict[str, Any]:
+    """The kept body's cost with the resolution it needs: default options and
+    ``proxai_keep_body=false`` counted in alternation ``repeats`` times each (``fast_paths``, streams
+    of ``events`` and twice as many events per path, the end of each stream counted with it)."""
+    return fast_paths(events, ["keep body off", "all on"] * repeats)
+
+
+def _counts_of(per: dict[tuple[str, str], float], variant: str, path: str) -> list[float]:
+    """Every count of ``variant`` on ``path`` (a variant counted again carries a ``'`` per repeat)."""
+    return [v for (name, p), v in per.items() if p == path and name.rstrip("'") == variant]
+
+
+def report_kept_body(fp: dict[str, Any]) -> list[str]:
+    """Per path: the median of the counts with the body kept and not kept, their spread, and the
+    kept body's share of the addon's per-event count (the medians' difference over the kept one)."""
+    if "missing" in fp:
+        return [f"kept body: skipped: {fp['missing']}"]
+    per = fp["per"]
+    lines = [
+        f"Default options against proxai_keep_body=false, counted in alternation, streams of {fp['events']} "
+        f"and {2 * fp['events']} events per path (the end of the message and the response hook counted with "
+        "them), instructions per event:",
+        "",
+        "| path | kept: median (min-max) | not kept: median (min-max) | the kept body: per event "
+        "| % of the addon's |",
+        "|---|---|---|---|---|",
+    ]
+    for p in fp["paths"]:
+        on, off = sorted(_counts_of(per, "all on", p)), sorted(_counts_of(per, "keep body off", p))
+        m_on, m_off = statistics.median(on), statistics.median(off)
+        lines.append(
+            f"| {p} | {m_on:,.0f} ({on[0]:,.0f}-{on[-1]:,.0f}) | {m_off:,.0f} ({off[0]:,.0f}-{off[-1]:,.0f}) "
+            f"| {m_on - m_off:,.0f} | {(m_on - m_off) / m_on * 100:.1f}% |"
+        )
     return lines

@@ -148,3 +148,42 @@ def test_the_kept_body_variant_runs_and_is_reported() -> None:
     table = instructions_bench.report_options(fp, 340_000.0)
     assert len([line for line in table if line.startswith("| ")]) == 1 + len(paths)
     assert "keep body off" not in "".join(instructions_bench.report_fast_paths(fp, None)[: -len(table)])
+
+
+def test_the_kept_body_is_counted_in_alternation_and_reported() -> None:
+    """``kept_body``: default options and the body not kept, each counted ``repeats`` times; the
+    report takes the medians (a synthetic count per path: kept 1,100 / 1,000 / 1,300, not kept
+    1,000 / 990 / 1,010 gives a median difference of 110, 10% of the kept median)."""
+    fp = instructions_bench.fast_paths(5, ["keep body off", "all on"] * 2, valgrind=False)
+    paths = [p[0] for p in fastpath_child.PATHS]
+    assert {(k[0].rstrip("'"), k[1]) for k in fp["per"]} == {
+        (v, p) for v in ("all on", "keep body off") for p in paths
+    }
+    on, off = [1_100.0, 1_000.0, 1_300.0], [1_000.0, 990.0, 1_010.0]
+    fp["per"] = {
+        **{("all on" + "'" * i, p): v for p in paths for i, v in enumerate(on)},
+        **{("keep body off" + "'" * i, p): v for p in paths for i, v in enumerate(off)},
+    }
+    rows = [line for line in instructions_bench.report_kept_body(fp) if line.startswith("| observe")]
+    assert len(rows) == 3
+    assert rows[0].endswith("| 1,100 (1,000-1,300) | 1,000 (990-1,010) | 100 | 9.1% |")
+
+
+def test_the_paced_instruction_sets_cover_the_real_corpus() -> None:
+    """``bench --only instructions`` counts the generated streams and the real recordings, each
+    observe-only and routed (an Anthropic client on a Chat upstream), and reports each set."""
+    sets = instructions_bench.sets(quick=True)
+    assert [s.name for s in sets] == [
+        "bench, observe-only",
+        "bench, anthropic client on chat upstream",
+        "real, observe-only",
+        "real, anthropic client on chat upstream",
+    ]
+    real = [j.headers for s in sets[2:] for j in s.jobs]
+    assert real and all("x-bench-file" in h and h["x-bench-piece"] == "256" for h in real)
+    counts = {"plain": [100 * s.events for s in sets], "addon": [112 * s.events for s in sets]}
+    table = instructions_bench.report_e2e(sets, counts)
+    assert [line.split("|")[-2].strip() for line in table if line.startswith("| real")] == [
+        "**1.120** (+12.0%)",
+        "**1.120** (+12.0%)",
+    ]

@@ -138,7 +138,7 @@ class ReferenceMarks:
         marks = list(self.marks)
         if self.last is not None and (not marks or marks[-1] != self.last):
             marks.append(self.last)
-        return [[offset, round(at, 4)] for offset, at in marks]
+        return [[offset, round(at * 10_000) / 10_000] for offset, at in marks]
 
 
 @pytest.mark.parametrize("most", [2, 3, 8, 1024])
