@@ -986,6 +986,25 @@ CASES = [
         _text_is(r_text, "Hi"),
     ),
     Case(
+        "responses an event whose payload has no type: Python passes over it, Node raises",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:3])
+        + b'event: response.output_text.delta\ndata: {"sequence_number":4,"item_id":"msg_1",'
+        + b'"output_index":0,"content_index":0,"delta":" there"}\n\n'
+        + b"".join(R_ITEM[3:])
+        + R_COMPLETED,
+        [("openai_responses.unknown_event", 4)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a response.created whose payload has no type: both raise (no snapshot)",
+        "responses",
+        R_CREATED.replace(b'"type":"response.created",', b"") + b"".join(R_ITEM) + R_COMPLETED,
+        [("openai_responses.unknown_event", 0), ("openai_responses.created_first", 0)],
+        rule="openai_responses.created_first",
+    ),
+    Case(
         "responses response.completed without output",
         "responses",
         R_CREATED + b"".join(R_ITEM) + _r("response.completed", 6, response=_resp("completed", None)),

@@ -105,6 +105,9 @@ class Case:
     outcome: Outcome = Outcome.COMPLETED
 
 
+# a tool block that stopped with its start's input, then a fragment (both SDKs read it alone)
+LATE_INPUT = START + bs(0, TOOL) + st(0) + jd(0, '{"a":1}') + md("tool_use") + MS
+
 CASES = [
     Case(
         "a: two content_block_start with one index: a second block; the deltas go to the first",
@@ -166,6 +169,34 @@ CASES = [
         ("Hi there", []),
         [],
         ["text_delta after its block 0 stopped: read", "content block 0 stopped again"],
+    ),
+    Case(
+        "c: an empty input_json_delta after its tool block stopped: the input is the same",
+        START + bs(0, TOOL) + jd(0, '{"a":1}') + st(0) + jd(0, "") + md("tool_use") + MS,
+        ("accepted", "tool_use", "", [("t1", "f", '{"a":1}')], ""),
+        ("", [("t1", "f", {"a": 1})]),
+        [],
+        ["input_json_delta after its tool block 0 stopped: read"],
+    ),
+    Case(
+        "c: a tool block stopped with its start's input, then a fragment: the SDKs read it alone",
+        LATE_INPUT,
+        ("accepted", "tool_use", "", [("t1", "f", '{"a":1}')], ""),
+        ("", [("t1", "f", {"a": 1})]),
+        [],
+        ["input_json_delta after its tool block 0 stopped: read"],
+        # every client has the call whole at its stop: the late input is an error naming it
+        clients={"anthropic": ("rejected",), "chat": ("rejected",), "responses": ("rejected",)},
+    ),
+    Case(
+        "c: a tool block stopped with its JSON cut short, the rest after the stop: the SDKs join them",
+        START + bs(0, TOOL) + jd(0, '{"a":') + st(0) + jd(0, "1}") + md("tool_use") + MS,
+        ("accepted", "tool_use", "", [("t1", "f", '{"a":1}')], ""),
+        ("", [("t1", "f", {"a": 1})]),
+        [],
+        ["input_json_delta after its tool block 0 stopped: read"],
+        # a client's call ends at its stop, where its arguments are not JSON
+        clients={"anthropic": ("rejected",), "chat": ("rejected",), "responses": ("rejected",)},
     ),
     Case(
         "c: a content_block_stop for a block that never started (Python raises IndexError)",
@@ -440,3 +471,48 @@ def test_the_sdks_reading_in_every_mode(case: Case, tmp_path: Path, node_reads: 
                     if o["type"] == "function_call"
                 ]
                 assert (text, calls) == (want[2], want[3]), mode
+
+
+LATE = "input_json_delta for tool block 0 after its content_block_stop changes the input"
+
+
+def test_a_late_fragment_that_changes_a_finished_call_ends_every_client_with_an_error(
+    tmp_path: Path, node_reads: dict[str, Reads]
+) -> None:
+    """The client was told the call ended at its content_block_stop (docs/design/protocol-grammars.md,
+    "A tool input after its block stopped"): what we emit never gives it more arguments. Each
+    client's stream ends with its protocol's error naming the late delta, which both its SDKs
+    raise; an empty or blank late fragment changes nothing and is left out, with a note."""
+    case = next(c for c in CASES if c.body == LATE_INPUT)
+    original, *clients = node_reads[case.name]
+    assert original.ok and original.final["content"][0]["input"] == {"a": 1}
+    # observe-only: the upstream's bytes, the summary has the SDKs' input
+    seen = _carry(tmp_path, case.body, None)
+    assert seen.out == case.body and seen.summary.outcome is Outcome.COMPLETED
+    assert [(t.arguments, t.arguments_valid_json) for t in seen.summary.tool_calls] == [('{"a":1}', True)]
+    last = {
+        A: b'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"' + LATE.encode(),
+        C: b'data: {"error":{"message":"' + LATE.encode(),
+        R: b'event: response.failed\ndata: {"type":"response.failed"',
+    }
+    for (client, prefix), node in zip(last.items(), clients, strict=True):
+        got = _carry(tmp_path, case.body, client)
+        assert got.summary.error is not None and got.summary.error.message.startswith(LATE)
+        tail = got.out.rstrip(b"\n").rsplit(b"\n\n", 1)[-1]
+        assert tail.startswith(prefix), tail
+        assert LATE.encode() in tail
+        back = sdk.read(client, got.out)
+        assert back.verdict == "error_event" and LATE in back.detail, back
+        assert not node.ok and LATE in node.message, node
+
+
+def test_a_blank_late_fragment_is_left_out_for_every_client(tmp_path: Path) -> None:
+    body = START + bs(0, TOOL) + jd(0, '{"a":1}') + st(0) + jd(0, " \n") + md("tool_use") + MS
+    for client in (A, C, R):
+        got = _carry(tmp_path, body, client)
+        notes = got.summary.extra["notes"]
+        assert "input_json_delta after its tool block 0 stopped: left out (the input is unchanged)" in notes
+        assert got.summary.outcome is Outcome.COMPLETED
+        assert b'" \\n"' not in got.out
+        back = sdk.read(client, got.out)
+        assert (back.verdict, back.calls) == ("accepted", [("t1", "f", '{"a":1}')]), back

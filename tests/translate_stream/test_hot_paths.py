@@ -109,7 +109,15 @@ def _run(up: Protocol, body: bytes) -> tuple[bytes, str | None]:
             + _a("content_block_start", index=1, content_block={"type": "tool_use", "id": "t", "name": "f"})
             + _a("content_block_stop", index=1)
             + _a("content_block_delta", index=1, delta={"type": "input_json_delta", "partial_json": "{}"}),
-            "SemanticStreamError: input_json_delta for stopped tool block 1",
+            None,  # the input it had ({}): left out
+        ),
+        (
+            A_OPEN
+            + _a("content_block_start", index=1, content_block={"type": "tool_use", "id": "t", "name": "f"})
+            + _a("content_block_stop", index=1)
+            + _a("content_block_delta", index=1, delta={"type": "input_json_delta", "partial_json": "[1]"}),
+            "SemanticStreamError: input_json_delta for tool block 1 after its content_block_stop changes the "
+            "input of a call the client already has whole",
         ),
         (A_OPEN + _a("content_block_delta", index=0, delta={"type": "text_delta", "text": ""}), None),
     ],

@@ -20,9 +20,9 @@ def test_translator_after_error_emits_nothing_more() -> None:
     sc = SseScanner()
     tool = b.a("content_block_start", index=0, content_block={"type": "tool_use", "id": "t", "name": "f"})
     with pytest.raises(SemanticStreamError):
-        t.feed(sc.feed(b.a_start() + tool + b.a("content_block_stop", index=0) + b.a_args(0, "{}")))
+        t.feed(sc.feed(b.a_start() + tool + b.a("content_block_stop", index=0) + b.a_args(0, "[1]")))
     first = t.finish()  # a carrier that calls finish() instead of fail() still sends the error
-    assert b'"error"' in first and b"input_json_delta for stopped tool block 0" in first
+    assert b'"error"' in first and b"input_json_delta for tool block 0 after its" in first
     assert t.fail(ErrorKind.UNKNOWN, "x") == b"" and t.finish() == b"" and t.feed(sc.feed(b.a_end())) == b""
 
 

@@ -85,17 +85,19 @@ def test_last_argument_fragment_in_the_finish_chunk(client: Protocol) -> None:
     assert fin.tools[0][2] == {"city": "Paris", "unit": "celsius", "days": 2}
 
 
-def test_arguments_after_a_tool_blocks_stop_are_refused() -> None:
-    """The one Anthropic inconsistency still refused: the SDKs append the fragment to the tool's
-    input, but the call was finished for the client. The accepted ones:
-    tests/translate_stream/test_anthropic_quirks.py."""
+def test_arguments_after_a_tool_blocks_stop_that_change_its_input_are_refused() -> None:
+    """The SDKs append the fragment to the tool's input, but the call was finished for the client:
+    one that changes the input ends the translation (one that does not is left out:
+    tests/translate_stream/test_anthropic_quirks.py)."""
     body = (
         b.a_start()
         + b.a("content_block_start", index=0, content_block={"type": "tool_use", "id": "t", "name": "f"})
         + b.a("content_block_stop", index=0)
-        + b.a_args(0, "{}")
+        + b.a_args(0, '{"a":1}')
     )
-    run_raises(A, C, body, SemanticStreamError, "input_json_delta for stopped tool block 0")
+    run_raises(
+        A, C, body, SemanticStreamError, "input_json_delta for tool block 0 after its content_block_stop"
+    )
 
 
 @pytest.mark.parametrize("client", [A, C, R])

@@ -197,3 +197,51 @@ def test_translated_the_answer_arrives_and_the_rest_is_noted() -> None:
     assert ([(b.type, b.text) for b in msg.content], msg.stop_reason) == ([("text", "Hi")], "end_turn")
     chat = sdk_chat(_carry(C).out)
     assert (chat.choices[0].message.content, chat.choices[0].finish_reason) == ("Hi", "stop")
+
+
+# An event whose payload has no ``type``: both SDKs read an event by its payload's type alone, so
+# neither reads this one as the text delta its ``event:`` line names (openai-python passes over it,
+# openai-node raises "Unhandled response stream event").
+UNTYPED = (
+    b'event: response.output_text.delta\ndata: {"sequence_number":18,"item_id":"msg_1",'
+    b'"output_index":2,"content_index":0,"delta":"!","logprobs":[]}\n\n'
+)
+UNTYPED_BODY = BODY.replace(
+    b"event: response.output_text.done", UNTYPED + b"event: response.output_text.done"
+)
+
+
+def test_an_event_without_a_type_is_read_as_the_sdks_read_it_in_every_mode() -> None:
+    from tests.conformance import sdks
+
+    assert UNTYPED_BODY.count(UNTYPED) == 1
+    py = sdk_responses(UNTYPED_BODY)
+    assert py.output_text == "Hi"  # passed over; the final response is response.completed's
+    (node,) = sdks.node([("responses", UNTYPED_BODY)])
+    assert not node.ok and node.message.startswith("Unhandled response stream event")
+    path = Path(f"/tmp/proxai-untyped-{id(UNTYPED_BODY)}.sse")
+    path.write_bytes(UNTYPED_BODY)
+    try:
+        for client in (None, R, A, C):
+            got = corpus_run.carry(streams.Stream("responses/u.sse", path, R, "t", "t", False), client)
+            assert got.bugs == []
+            s = got.summary
+            assert (s.outcome, s.text_bytes) == (Outcome.COMPLETED, 2), client
+            how = "not read" if client is None else "left out"
+            assert f"an event whose payload has no type is not modelled: {how}" in s.extra["notes"]
+            assert [c["rule"] for c in s.extra["conformance"]] == ["openai_responses.unknown_event"]
+            if client is None:
+                assert got.out == UNTYPED_BODY
+                continue
+            assert b'"delta":"!"' not in got.out  # no client gets it
+            if client is R:
+                final = sdk_responses(got.out)
+                assert final.output_text == "Hi"
+                (back,) = sdks.node([("responses", got.out)])
+                assert back.ok, back
+            elif client is A:
+                assert [b.text for b in sdk_anthropic(got.out).content] == ["Hi"]
+            else:
+                assert sdk_chat(got.out).choices[0].message.content == "Hi"
+    finally:
+        path.unlink()

@@ -10,7 +10,7 @@ Liberal where the official SDKs are ("Anthropic Messages: liberal where the SDKs
 both SDKs read is read their way with a note (sparse block indexes, deltas after their block
 stopped, blocks after ``message_delta``, an event read by its payload's type); what one SDK
 raises on or loses is read as they read it where they agree, and named by a conformance rule
-(``conformance.RULES``). Only arguments after their tool block stopped are a violation.
+(``conformance.RULES``). Deltas after their block stopped: ``anthropic_quirks``.
 
 One reading, several consumers: every event updates the summary's accumulator and, when a stream
 translator is attached (``out``), drives its writer through the neutral ``Sink`` calls. What only a
@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from proxai.core.errors import SemanticStreamError, TruncatedStreamError, UpstreamProtocolError
+from proxai.core.errors import TruncatedStreamError, UpstreamProtocolError
 from proxai.core.errors.kinds import classify_error
 from proxai.core.model import Protocol
 from proxai.core.sse import Payloads, RawName, event_name
@@ -41,6 +41,7 @@ from proxai.protocols.conformance import json_prefix
 from proxai.stream import stop_reasons
 from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
+from .anthropic_quirks import late_args, late_text
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, FAMILIES, KINDS, KNOWN_EVENTS, TOOL_KINDS
 from .anthropic_usage import usage_into, usage_summary
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
@@ -113,7 +114,7 @@ Key = int | tuple[str, int]  # a block's index, or a repeated start's place ("du
 
 
 class _Block:
-    __slots__ = ("family", "initial", "opaque", "open", "tool")
+    __slots__ = ("family", "fragments", "initial", "opaque", "open", "tool")
 
     def __init__(self, family: str, tool: ToolBuffer | None, opaque: bool = False) -> None:
         self.family = family
@@ -123,6 +124,7 @@ class _Block:
         # A tool block's input given in its start, as JSON: its arguments unless a fragment
         # comes (the SDKs then read the fragments alone), taken when the block stops.
         self.initial = ""
+        self.fragments = False  # it stopped with input_json_delta text (the SDKs' buffer)
 
 
 class AnthropicGrammar(GrammarBase):
@@ -654,16 +656,16 @@ class AnthropicGrammar(GrammarBase):
                 f"{dtype} in a {family} block (index {idx}): dropped",
             )
             return
-        if not blk.open:
-            if want == "tool" or want is None:
-                if want is None:
-                    return  # nothing the SDKs read, for a block the writer closed
-                raise SemanticStreamError(f"input_json_delta for stopped tool block {idx}")
+        if not blk.open:  # the SDKs append it: anthropic_quirks
+            if want is None:
+                return  # nothing the SDKs read, for a block the writer closed
+            if want == "tool" and type(value := delta.get("partial_json")) is str:
+                return late_args(self, blk, idx, value, now)
             self.acc.finding_once(
                 "anthropic.delta_after_stop", "quirk", f"{dtype} after its block {idx} stopped: read"
             )
             if out is not None:  # the writer's block is closed: the rest goes in a block of its own
-                self._late(idx, family, delta, dtype)
+                late_text(self, family, delta, dtype)
                 out = None
         if blk.opaque or want is None:
             # A delta of an opaque block, or one the neutral calls do not model in a modelled
@@ -734,24 +736,12 @@ class AnthropicGrammar(GrammarBase):
         else:
             self._close(idx, blk, now)
 
-    def _late(self, idx: Key, family: str, delta: dict[str, Any], dtype: str) -> None:
-        """A text or thinking delta of a stopped block: the writer's block is closed, so it goes in
-        a block of its own (the client reads the same text; a signature or citation is left out)."""
-        carried = DELTA_FIELD.get(dtype)
-        value = delta.get(carried[0]) if carried is not None else None
-        if carried is None or carried[1] not in ("text", "thinking") or type(value) is not str or not value:
-            return
-        out, key = self.out, ("after_stop", self.acc.event_index)
-        assert out is not None
-        out.block_start(key, KINDS[family])
-        out.delta(key, carried[1], value)
-        out.block_stop(key)
-
     def _close(self, idx: Key, blk: _Block, now: float) -> None:
         blk.open = False
         tb = blk.tool
         if tb is not None:
             acc = self.acc
+            blk.fragments = tb.nbytes > 0
             if blk.initial:  # the input given in the start, and no fragment came
                 initial, blk.initial = blk.initial, ""
                 self._args(blk, idx, initial, now)

@@ -144,7 +144,10 @@ class ToolBuffer:
         self.finished = False
         self.valid = False
         self.json_prefix = False  # finished not valid: the arguments are JSON cut short (or empty)
-        self.final: str | None = None  # the assembled arguments once finished (None: not kept)
+        # The assembled arguments once finished (None: past the limit), kept for a fragment that
+        # comes after the call finished (an Anthropic tool block's, ``anthropic_quirks``); the
+        # summary shows them only when capturing.
+        self.final: str | None = None
 
     def set_arguments(self, s: str, now: float) -> None:
         """The authoritative whole argument string (a ``*.done`` event or a final snapshot)."""
@@ -158,20 +161,19 @@ class ToolBuffer:
             self.buf = io.StringIO(s)
             self.buf.seek(0, io.SEEK_END)
 
-    def finish(self, keep: bool) -> None:
+    def finish(self) -> None:
         if self.finished:
             return
         self.finished = True
         if self.buf is None:
-            self.valid = False
+            self.valid = self.json_prefix = False
+            self.final = None
             return
         text = self.buf.getvalue()
         self.buf = None
         self.valid = json_valid(text) if self.has_args else True
-        if not self.valid:
-            self.json_prefix = conformance.json_prefix(text)
-        if keep:
-            self.final = text
+        self.json_prefix = not self.valid and conformance.json_prefix(text)
+        self.final = text
 
 
 class Accum:
@@ -357,7 +359,14 @@ class Accum:
     def tool_finish(self, tb: ToolBuffer) -> None:
         if not tb.finished:
             self.finished_tools += 1
-        tb.finish(self.capture)
+        tb.finish()
+
+    def tool_reopen(self, tb: ToolBuffer) -> None:
+        """A finished call that takes more arguments (both Anthropic SDKs append a fragment that
+        comes after its block stopped): unfinished again, until ``tool_finish``."""
+        if tb.finished:
+            self.finished_tools -= 1
+            tb.finished = False
 
     def tool_complete(self, key: Any, id: str | None, name: str | None, kind: str, args: str | None) -> None:
         """A tool call seen only whole (a non-streamed body or a snapshot)."""

@@ -502,7 +502,10 @@ _RULES = (
     Rule(
         "openai_responses.unknown_event",
         R,
-        "every event type is one the Node SDK's accumulator knows",
+        (
+            "every event's payload has a `type` the Node SDK's accumulator knows (both SDKs read an "
+            "event by its payload's `type` alone, never by its `event:` name)"
+        ),
         Reaction("tolerates"),
         Reaction("raises", "OpenAIError", "Unhandled response stream event"),
     ),
@@ -726,6 +729,12 @@ DATALESS_RULES: dict[Protocol, tuple[str, str, bool]] = {
     C: ("openai_chat.dataless_event", "openai_chat.dataless_block", True),
     R: ("openai_responses.dataless_event", "openai_responses.dataless_block", False),
 }
+
+# The type a Responses event is read with when its payload has no ``type`` (absent, null, empty or
+# not a string): both SDKs read an event by its payload's type alone (openai-python's accumulator
+# has no branch for it, openai-node's raises "Unhandled response stream event"), never by its
+# ``event:`` name, so the grammar reads it as a type no SDK knows (protocol-grammars.md).
+UNTYPED = "(no type)"
 
 # The event types openai-node 6.49.0's ResponseStream accumulates; any other raises there.
 NODE_RESPONSES_EVENTS = frozenset(

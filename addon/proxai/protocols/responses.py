@@ -47,7 +47,7 @@ from proxai.core.errors import (
 from proxai.core.errors.kinds import classify
 from proxai.core.model import Protocol, StopClass
 from proxai.core.sse import RawName
-from proxai.protocols.conformance import NODE_RESPONSES_EVENTS
+from proxai.protocols.conformance import NODE_RESPONSES_EVENTS, UNTYPED
 from proxai.stream import stop_reasons
 from proxai.stream.sink import (
     NO_BLOCK,
@@ -366,7 +366,7 @@ class ResponsesGrammar(GrammarBase):
             self.next_seq = seq + 1
         etype = obj.get("type")
         if type(etype) is not str or not etype:
-            etype = name  # typed by its payload's ``type``, else by the SSE event name
+            etype = UNTYPED  # the SDKs read an event by its payload's ``type`` alone
         if etype not in NODE_RESPONSES_EVENTS:
             self.conform("openai_responses.unknown_event", f"event type {etype!r} is unknown to the Node SDK")
         out = self.out
@@ -406,7 +406,7 @@ class ResponsesGrammar(GrammarBase):
             self._transition("item", etype)
             if not self.resumed or not _before(self.items, obj, etype):
                 handler(self, obj, etype, now)
-        elif "item_id" not in obj and "item" not in obj:
+        elif etype == UNTYPED or ("item_id" not in obj and "item" not in obj):
             self._itemless(out, obj, etype)
         elif out is not None:
             # anything else: an event the grammar does not model, ignored (forward compatible),
@@ -415,15 +415,15 @@ class ResponsesGrammar(GrammarBase):
 
     def _itemless(self, out: Sink | None, obj: dict[str, Any], etype: str) -> None:
         """An event of no item that the grammar does not model (``keepalive``, a gateway's own
-        type): noted once per type, never a refusal. Normalize mode carries it as it came when
-        the Node SDK knows its type (the Python SDK reads none of it; Node raises on a type it
-        does not know); a translation leaves it out."""
+        type), or one whose payload has no type (``UNTYPED``, of an item or not): noted once per
+        type, never a refusal. Normalize mode carries it as it came when the Node SDK knows its
+        type (the Python SDK reads none of it; Node raises on a type it does not know); a
+        translation leaves it out."""
         keep = out is not None and self.normalize and etype in NODE_RESPONSES_EVENTS
         how = "carried as it came" if keep else "left out" if out is not None else "not read"
+        what = f"event {etype!r} of no item" if etype != UNTYPED else "an event whose payload has no type"
         self.acc.finding_once(
-            f"openai_responses.unmodelled.{etype}",
-            "quirk",
-            f"event {etype!r} of no item is not modelled: {how}",
+            f"openai_responses.unmodelled.{etype}", "quirk", f"{what} is not modelled: {how}"
         )
         if keep:
             assert out is not None
@@ -893,8 +893,6 @@ class ResponsesGrammar(GrammarBase):
         item = self.items.get(iid)
         if item is None or item.done:
             return
-        if obj.get("type") != etype:
-            obj = {**obj, "type": etype}  # typed by its event name
         if item.kind in {"opaque", "web_search"}:
             out.opaque_event(iid, _R, obj)
         elif etype == "response.output_text.annotation.added":

@@ -1,0 +1,88 @@
+"""Anthropic Messages: a delta that comes after its content block stopped, read as both official
+SDKs read it (docs/design/protocol-grammars.md, "Anthropic Messages: liberal where the SDKs are",
+and "A tool input after its block stopped").
+
+Both stream helpers (``accumulate_event`` in the Python SDK's ``lib/streaming/_messages.py``,
+``MessageStream#accumulateMessage`` in the Node SDK) look a delta's block up by its index whether it
+stopped or not, and append the delta to it: late text and thinking grow the block, a late
+``input_json_delta`` grows the tool block's buffer of fragments, whose parse is the block's input.
+A client of ours was told the block ended when it stopped, so what we emit never reopens it (every
+SDK must read what we emit as a finished call): late text or thinking goes in a block of its own; a
+late fragment that leaves the input as the client got it is left out, one that changes it ends the
+client's stream with an error naming it. The summary reads it as the SDKs do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from proxai.core.errors import SemanticStreamError
+
+from .anthropic_tables import DELTA_FIELD, KINDS
+from .common import json_valid
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicGrammar, Key, _Block
+
+
+def late_text(g: AnthropicGrammar, family: str, delta: dict[str, Any], dtype: str) -> None:
+    """A text or thinking delta of a stopped block, translating: the writer's block is closed, so
+    it goes in a block of its own (the client reads the same text; a signature or citation is left
+    out). The summary reads it as any delta (the caller)."""
+    carried = DELTA_FIELD.get(dtype)
+    value = delta.get(carried[0]) if carried is not None else None
+    if carried is None or carried[1] not in ("text", "thinking") or type(value) is not str or not value:
+        return
+    out, key = g.out, ("after_stop", g.acc.event_index)
+    assert out is not None
+    out.block_start(key, KINDS[family])
+    out.delta(key, carried[1], value)
+    out.block_stop(key)
+
+
+def late_args(g: AnthropicGrammar, blk: _Block, idx: Key, value: str, now: float) -> None:
+    """An ``input_json_delta`` fragment (``value``) of a tool block that stopped. The SDKs' input is
+    the parse of the block's fragments so far, this one appended (a block that stopped with the
+    input of its start, or with none, has no fragment: the late one is alone, and an empty one
+    changes nothing)."""
+    tb = blk.tool
+    assert tb is not None
+    before = tb.final if blk.fragments else ""  # the SDKs' buffer (None: past max_tool_args)
+    if g.out is not None:  # the client has the call whole: its input, JSON (the stop judged it)
+        if before is None or not _same_input(tb.final, before + value):
+            raise SemanticStreamError(
+                f"input_json_delta for tool block {idx} after its content_block_stop changes the "
+                "input of a call the client already has whole"
+            )
+        g.acc.finding_once(
+            "anthropic.args_after_stop",
+            "quirk",
+            f"input_json_delta after its tool block {idx} stopped: left out (the input is unchanged)",
+        )
+        return
+    g.acc.finding_once(
+        "anthropic.args_after_stop", "quirk", f"input_json_delta after its tool block {idx} stopped: read"
+    )
+    if not value:
+        return  # the SDKs' buffer is the same: the input too
+    acc = g.acc
+    acc.tool_reopen(tb)
+    if before is None:
+        acc.tool_args(tb, value, now)  # past the limit already: counted, not kept
+    else:
+        acc.tool_set(tb, before + value, now)
+    blk.fragments = True
+    g._tool_input_conforms(idx, tb)
+    acc.tool_finish(tb)
+
+
+def _same_input(got: str | None, buffer: str) -> bool:
+    """The SDKs' parse of ``buffer`` is the input ``got`` the client has (an empty or blank buffer
+    leaves the input the block stopped with)."""
+    if got is None:
+        return False
+    if not buffer.strip(" \t\r\n"):
+        return True
+    return json_valid(buffer) and orjson.loads(buffer) == orjson.loads(got)
