@@ -407,6 +407,16 @@ CASES = [
         [("anthropic_messages.tool_input_json", 3)],
     ),
     Case(
+        "anthropic tool input with a control character unescaped in a string",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _dl(0, {"type": "input_json_delta", "partial_json": '{"a": "x\n  y"}'})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.tool_input_json", 3)],
+    ),
+    Case(
         "anthropic tool input cut short (the partial parsers read it)",
         "anthropic",
         _A_S

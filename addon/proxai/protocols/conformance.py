@@ -979,8 +979,10 @@ def json_prefix(text: str, *, trailing: bool = False) -> bool:
                 return False
             if ch == '"':
                 i += 1
-                while i < n and text[i] != '"':
-                    if text[i] == "\\":
+                while i < n and (c := text[i]) != '"':
+                    if c < " ":  # a control character unescaped in a string: both parsers raise
+                        return False
+                    if c == "\\":
                         i += 1
                     i += 1
                 if i >= n:

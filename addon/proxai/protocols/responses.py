@@ -398,7 +398,7 @@ class ResponsesGrammar(GrammarBase):
                 else:
                     self._completed(out, obj, etype)
             self._transition("terminal", etype)
-            self._snapshot(as_dict(obj.get("response")), streamed=True, now=now)
+            self._snapshot(as_dict(obj.get("response")), streamed=True, now=now, etype=etype)
             acc.terminal = True
             if etype == "response.failed":
                 self.upstream_failed()
@@ -911,10 +911,11 @@ class ResponsesGrammar(GrammarBase):
 
     # -- snapshots (terminal events and non-streamed bodies) ------------------------------------
 
-    def _snapshot(self, resp: dict[str, Any], *, streamed: bool, now: float) -> None:
+    def _snapshot(self, resp: dict[str, Any], *, streamed: bool, now: float, etype: str = "") -> None:
         acc = self.acc
         self._identity(resp)
-        status = as_str(resp.get("status"))
+        # (a response.failed whose response lost its status failed all the same: both SDKs raise)
+        status = as_str(resp.get("status")) or ("failed" if etype == "response.failed" else None)
         output = as_list(resp.get("output"))
         client_tool = False
         for raw in output:
