@@ -828,6 +828,15 @@ CASES = [
         request=C_STRICT,
     ),
     Case(
+        "chat a strict tool's arguments with text after the JSON",
+        "chat",
+        C_ROLE
+        + _calls({"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": "{} x"}})
+        + C_TOOLS_END,
+        [("openai_chat.strict_tool_arguments_cut", 4)],
+        request=C_STRICT,
+    ),
+    Case(
         "chat a strict tool's JSON arguments (nothing to say)",
         "chat",
         C_ROLE

@@ -143,7 +143,9 @@ class ToolBuffer:
         self.overflow = False
         self.finished = False
         self.valid = False
-        self.json_prefix = False  # finished not valid: the arguments are JSON cut short (or empty)
+        # finished not valid: the arguments start as JSON (cut short, empty, or more after a whole
+        # value: openai-python's partial parser reads past nothing, its final json.loads raises)
+        self.json_prefix = False
         # The assembled arguments once finished (None: past the limit), kept for a fragment that
         # comes after the call finished (an Anthropic tool block's, ``anthropic_quirks``); the
         # summary shows them only when capturing.
@@ -172,7 +174,7 @@ class ToolBuffer:
         text = self.buf.getvalue()
         self.buf = None
         self.valid = json_valid(text) if self.has_args else True
-        self.json_prefix = not self.valid and conformance.json_prefix(text)
+        self.json_prefix = not self.valid and conformance.json_prefix(text, trailing=True)
         self.final = text
 
 
