@@ -30,7 +30,7 @@ from proxai.pipeline.observe import StreamObserver
 from proxai.protocols.conformance import RULES
 
 from . import sdks
-from .mutations import FIXTURES, FOLDER, mutated, sources, split_events
+from .mutations import FOLDER, mutated, sources, split_events
 
 # Examples per protocol: about 15 s each on CI's 2 cores (Python SDK, Node SDK and ProxAI per example).
 EXAMPLES = {Protocol.ANTHROPIC_MESSAGES: 100, Protocol.OPENAI_CHAT: 100, Protocol.OPENAI_RESPONSES: 100}
@@ -152,26 +152,6 @@ _A_BSTOP = ("content_block_stop", {"type": "content_block_stop", "index": 0})
 _A_MSTOP = ("message_stop", {"type": "message_stop"})
 
 
-def _r_added_without_id(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
-    return violation(s) and any(
-        isinstance(o, dict)
-        and o.get("type") == "response.output_item.added"
-        and isinstance(o.get("item"), dict)
-        and o["item"].get("id") is None
-        for _, o in evs
-    )
-
-
-def _responses_added_without_id() -> bytes:
-    evs = [
-        json.loads(e.partition(b"data: ")[2])
-        for e in split_events((FIXTURES / "openai_responses" / "parallel_tools.sse").read_bytes())
-    ]
-    added = next(e for e in evs if e["type"] == "response.output_item.added")
-    del added["item"]["id"]
-    return _sse(*((e["type"], e) for e in evs))
-
-
 # The gaps found and not closed yet (the late input_json_delta and the Responses event without a
 # type are closed: docs/design/protocol-grammars.md).
 KNOWN: list[Gap] = [
@@ -220,15 +200,6 @@ KNOWN: list[Gap] = [
             ),
             _A_MSTOP,
         ),
-    ),
-    Gap(
-        "responses_item_added_without_id",
-        Protocol.OPENAI_RESPONSES,
-        "an output_item.added whose item has no id, its later events naming the id: both SDKs find an "
-        "item event's item by its output_index and read the stream; the grammar keys the item as "
-        "output_N and refuses the events that name the id (never added)",
-        _r_added_without_id,
-        _responses_added_without_id(),
     ),
 ]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from proxai.core.model import ErrorKind, Outcome, Protocol
+from proxai.core.model import ErrorKind, Outcome, Protocol, StreamSummary
 from tests.observe.harness import FIXTURES, run_stream
 
 R = Protocol.OPENAI_RESPONSES
@@ -30,3 +30,32 @@ def test_a_failed_response_without_its_status_is_an_error() -> None:
     assert s.error is not None and s.error.kind is ErrorKind.SERVER
     assert s.error.message == "The model failed to generate a response."
     assert s.stop_reason == "failed"
+
+
+def _tools(s: StreamSummary) -> list[tuple[str | None, str | None, str | None]]:
+    return [(t.id, t.name, t.arguments) for t in s.tool_calls]
+
+
+def test_an_item_added_without_an_id_is_the_one_its_events_name() -> None:
+    whole, _ = run_stream(R, [(FIXTURES / "openai_responses" / "parallel_tools.sse").read_bytes()])
+    events = _events("parallel_tools.sse")
+    added = next(e for e in events if e["type"] == "response.output_item.added")
+    iid = added["item"].pop("id")
+    s, obs = run_stream(R, [_sse(events)])
+    assert s.outcome is Outcome.COMPLETED, s.error
+    assert len(whole.tool_calls) == 2 and _tools(s) == _tools(whole)
+    notes = [f.detail for f in obs.findings if f.rule == "openai_responses.item_id_null"]
+    assert len(notes) == 1 and f"item_id {iid!r}: read as item 'output_" in notes[0]
+
+
+def test_an_item_event_with_an_empty_item_id_is_the_one_at_its_output_index() -> None:
+    whole, _ = run_stream(R, [(FIXTURES / "openai_responses" / "parallel_tools.sse").read_bytes()])
+    events = _events("parallel_tools.sse")
+    delta = next(e for e in events if e["type"] == "response.function_call_arguments.delta")
+    iid = delta["item_id"]
+    delta["item_id"] = ""
+    s, obs = run_stream(R, [_sse(events)])
+    assert s.outcome is Outcome.COMPLETED, s.error
+    assert _tools(s) == _tools(whole)
+    notes = [f.detail for f in obs.findings if f.rule == "openai_responses.item_id_null"]
+    assert len(notes) == 1 and f"with item_id '': read as item {iid!r}" in notes[0]

@@ -462,16 +462,17 @@ class ResponsesGrammar(GrammarBase):
             acc.model = model
 
     def _item(self, obj: dict[str, Any], etype: str) -> tuple[str, _Item]:
-        """The item an event names by ``item_id``: it must have been added. With ``item_id`` null,
-        the item added at its ``output_index``, as both SDKs read every item event (noted)."""
+        """The item an event names by ``item_id``: it must have been added. With ``item_id`` null or
+        empty, or naming an item added without an id, the item added at its ``output_index``, as
+        both SDKs read every item event (noted)."""
         iid = obj.get("item_id")
         item = self.items.get(iid) if type(iid) is str else None
-        if item is None and iid is None and type(oi := obj.get("output_index")) is int:
-            item = next((i for i in self.items.values() if i.sdk.key == oi), None)
-            if item is not None:
-                msg = f"{etype} with item_id null: read as item {item.id!r}, the one at its output_index"
+        if item is None and type(oi := obj.get("output_index")) is int:
+            at = next((i for i in self.items.values() if i.sdk.key == oi), None)
+            if at is not None and (not iid or at.id == f"output_{oi}"):
+                msg = f"{etype} with item_id {iid!r}: read as item {at.id!r}, the one at its output_index"
                 self.acc.finding_once("openai_responses.item_id_null", "quirk", msg)
-                return item.id, item
+                return at.id, at
         if item is None:
             raise SemanticStreamError(f"openai_responses: {etype} for item {iid!r} that was never added")
         assert type(iid) is str
@@ -631,10 +632,9 @@ class ResponsesGrammar(GrammarBase):
         data = as_dict(obj["item"] if out is None else obj.get("item"))
         iid = as_str(data.get("id")) or f"output_{obj.get('output_index')}"
         item = self.items.get(iid)
-        if item is None:
-            raise SemanticStreamError(
-                f"openai_responses: output_item.done for item {iid!r} that was never added"
-            )
+        if item is None:  # (an item added without an id: the one at its output_index, else refused)
+            at = {"item_id": iid, "output_index": obj.get("output_index")}
+            iid, item = self._item(at, "output_item.done")
         if out is not None:
             if item.done:
                 raise SemanticStreamError(f"duplicate response.output_item.done for item {iid!r}")
@@ -918,10 +918,12 @@ class ResponsesGrammar(GrammarBase):
         status = as_str(resp.get("status")) or ("failed" if etype == "response.failed" else None)
         output = as_list(resp.get("output"))
         client_tool = False
-        for raw in output:
+        for pos, raw in enumerate(output):
             item = as_dict(raw)
             itype = as_str(item.get("type")) or ""
             iid = as_str(item.get("id"))
+            if streamed and iid not in self.items and f"output_{pos}" in self.items:
+                iid = f"output_{pos}"  # the item was added without its id
             if itype in ARG_TOOLS or itype in CLIENT_ITEMS:
                 hosted = itype == "mcp_call" or hosted_call(itype, as_str(item.get("name")), self._custom)
                 client_tool = client_tool or not hosted
