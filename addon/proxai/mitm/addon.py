@@ -603,8 +603,9 @@ class ProxAI:
             meta["client_protocol"] = str(state.client_protocol)
         if "body_not_kept" in state.extra:
             meta["body_not_kept"] = state.extra["body_not_kept"]
-        if "reads" in state.extra:
-            meta["reads"] = state.extra["reads"]
+        marks = state.extra.get("reads")
+        if marks is not None:
+            meta["reads"] = None  # its place in the summary: the marks go in after the redaction
         if "replay" in state.extra:
             meta["replay"] = state.extra["replay"]
         carrier = state.carrier
@@ -643,6 +644,10 @@ class ProxAI:
             if path is not None:
                 meta["diagnostics"] = path
         meta = red.metadata(meta)  # never a secret in the metadata (docs/security.md)
+        if marks is not None:
+            # [offset, seconds] pairs the keeper made from byte counts and the clock, one per read:
+            # the redaction returns numbers as they are, so its walk over them is left out
+            meta["reads"] = marks
         flow.metadata["proxai"] = meta
         flow.comment = verdict.comment_line(meta)
         marker = verdict.marker_for(meta)

@@ -40,6 +40,9 @@ class Visibility:
 
     def __init__(self) -> None:
         self.recent: collections.deque[http.HTTPFlow] = collections.deque(maxlen=RECENT_FLOWS)
+        # the ids of the flows in ``recent`` (each one alive there, so its id is its own): whether a
+        # flow is in it without a scan of up to RECENT_FLOWS entries per flow
+        self._recent_ids: set[int] = set()
 
     def load(self, loader: Loader) -> None:
         loader.add_option(
@@ -107,8 +110,13 @@ class Visibility:
             flow.response.raw_content = b""
 
     def _remember(self, flow: http.HTTPFlow) -> None:
-        if "proxai" in flow.metadata and flow not in self.recent:
-            self.recent.append(flow)
+        if "proxai" not in flow.metadata or id(flow) in self._recent_ids:
+            return
+        recent = self.recent
+        if len(recent) == recent.maxlen:
+            self._recent_ids.discard(id(recent[0]))  # the oldest, which the append drops
+        recent.append(flow)
+        self._recent_ids.add(id(flow))
 
     @command.command("proxai.export")  # type: ignore[untyped-decorator]
     def export(self, flows: Sequence[mflow.Flow], path: types.Path) -> str:

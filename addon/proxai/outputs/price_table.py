@@ -275,13 +275,23 @@ class Table:
         self._by_id = {p.id: p for p in self.providers}
         self._found: dict[tuple[str | None, str], tuple[Provider, Model] | None] = {}
         self._plans: dict[int, tuple[Mapping[str, Any], Plan]] = {}
+        # per flow the same upstream URL and the same reported units come again: the provider of
+        # an address and the inferred count of a unit (or its refusal) are remembered
+        self._by_url: dict[str, Provider | None] = {}
+        self._inferred: dict[tuple[str, tuple[str, ...]], str | None] = {}
         self._lock = threading.Lock()
 
     # lookups
 
     def provider_for(self, api_url: str) -> Provider | None:
         """The provider whose address pattern matches the start of ``api_url`` (the first one)."""
-        return next((p for p in self.providers if p.api_pattern.match(api_url)), None)
+        if api_url in self._by_url:
+            return self._by_url[api_url]
+        found = next((p for p in self.providers if p.api_pattern.match(api_url)), None)
+        if len(self._by_url) >= MAX_REMEMBERED:
+            self._by_url.clear()
+        self._by_url[api_url] = found
+        return found
 
     def provider_by_id(self, provider_id: str) -> Provider | None:
         pid = provider_id.lower().strip()
@@ -364,12 +374,29 @@ class Table:
 
     def inferred(self, key: str, units: Mapping[str, int]) -> int:
         """The count of a unit the usage does not report: 0, unless reported parts of it (or two
-        reported units that together make it) say it cannot be 0: then genai-prices' refusal."""
-        unit = self.units[key]
-        reported = [self.units[k] for k, v in units.items() if v > 0 and k in self.units]
+        reported units that together make it) say it cannot be 0: then genai-prices' refusal. The
+        answer depends only on ``key`` and which units are reported: remembered per both."""
+        known = self.units
+        names = tuple(k for k, v in units.items() if v > 0 and k in known)
+        memo = (key, names)
+        if memo in self._inferred:
+            refusal = self._inferred[memo]
+        else:
+            refusal = self._refusal(known[key], [known[k] for k in names])
+            if len(self._inferred) >= MAX_REMEMBERED:
+                self._inferred.clear()
+            self._inferred[memo] = refusal
+        if refusal is not None:
+            raise ValueError(refusal)
+        return 0
+
+    @staticmethod
+    def _refusal(unit: Unit, reported: list[Unit]) -> str | None:
+        """genai-prices' refusal of a usage that reports ``reported`` and not ``unit``, or None."""
+        key = unit.key
         parts = [u.key for u in reported if u is not unit and unit.inside(u)]
         if parts:
-            raise ValueError(
+            return (
                 f"Missing usage for {key}: reported descendant usage keys {', '.join(sorted(parts))} "
                 f"require explicit {key}"
             )
@@ -377,11 +404,11 @@ class Table:
         for i, a in enumerate(ordered):
             for b in ordered[i + 1 :]:
                 if a.compatible(b) and not a.inside(b) and not b.inside(a) and unit.dims == a.dims | b.dims:
-                    raise ValueError(
+                    return (
                         f"Missing usage for {key}: reported overlapping usage keys {a.key}, {b.key} "
                         f"require explicit {key}"
                     )
-        return 0
+        return None
 
 
 def _utc_time(iso: str) -> time:

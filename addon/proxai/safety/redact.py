@@ -449,6 +449,8 @@ def _redact_tree(
     ``MAX_DEPTH`` the whole subtree is replaced. ``memo``: ``text``'s answers so far (``_memo``)."""
     if depth > MAX_DEPTH:
         return REDACTED
+    if type(value) is list or type(value) is tuple:  # before the Mapping check, an ABC's (slower)
+        return _redact_items(value, depth, text, secret, memo)
     if isinstance(value, str):
         return memo[value] if value in memo else _remember(memo, value, text(value))
     if isinstance(value, bytes):
@@ -478,8 +480,32 @@ def _redact_tree(
             out[key] = _redact_tree(v, depth + 1, text, secret, memo)
         return out
     if isinstance(value, (list, tuple)):
-        return [_redact_tree(v, depth + 1, text, secret, memo) for v in value]
+        return _redact_items(value, depth, text, secret, memo)
     return value
+
+
+def _redact_items(
+    value: list[Any] | tuple[Any, ...],
+    depth: int,
+    text: Callable[[str], str],
+    secret: Callable[[Any], Any | None],
+    memo: dict[str, str],
+) -> list[Any]:
+    """``_redact_tree`` of a list or tuple: a string, a number, a flag or None one level down
+    (a summary's lists of names) without the recursive call, as in a mapping's values; anything
+    else through ``_redact_tree``."""
+    if depth >= MAX_DEPTH:  # one level down is past the limit: every item is replaced
+        return [_redact_tree(v, depth + 1, text, secret, memo) for v in value]
+    out: list[Any] = []
+    for v in value:
+        t = type(v)
+        if t is str:
+            out.append(memo[v] if v in memo else _remember(memo, v, text(v)))
+        elif t in _PLAIN:
+            out.append(v)
+        else:
+            out.append(_redact_tree(v, depth + 1, text, secret, memo))
+    return out
 
 
 # The exact types ``_redact_tree`` returns unchanged (no subclass: a subclass may be anything).
