@@ -3,7 +3,10 @@ per pair (``translate_bench``), counted under valgrind's callgrind instead of ti
 
 ``python -m bench.pair_instructions [EVENTS]`` (default 2000) runs itself under callgrind and
 prints, per protocol, the observer's and each translated pair's path as a multiple of the floor,
-in user-space machine instructions (valgrind's ``Ir``). The timed section scatters by up to
+in user-space machine instructions (valgrind's ``Ir``), on two sets of streams: the generated
+streams of ``bench.streams`` (EVENTS events each) and the real corpus (every recording of
+tests/fixtures/real of the protocol, each its own flow, in the same 512-byte reads: the recorded
+key orders, ``obfuscation`` fields, padding and event shapes, not only the generated ones). The timed section scatters by up to
 +-10% when the machine is busy; these counts move by about 1% (hash randomization is off:
 ``PYTHONHASHSEED=0``). They are not the timed ratios (a cache miss costs time, not instructions),
 but a change that lowers one lowers the other, and two commits can be compared at any load.
@@ -30,7 +33,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import instructions_bench, streams, translate_bench
+from . import instructions_bench, paced_bench, streams, translate_bench, upstream
 from .floor import floor
 
 
@@ -49,23 +52,45 @@ def _observe_only(protocol: str, chunks: list[bytes]) -> int:
     return n
 
 
-def regions(events: int) -> list[tuple[str, Callable[[], Any]]]:
-    """(name, call) per counted region: per protocol its floor, its observer, each pair's path."""
+def _each(call: Callable[[list[bytes]], Any], flows: list[list[bytes]]) -> int:
+    """``call`` on every flow's reads in turn. A translation the client's protocol cannot carry
+    (a typed refusal, a few of the real recordings per pair) ends its flow there, as the carrier
+    ends it."""
+    from proxai.core.errors import ProxaiError
+
+    n = 0
+    for chunks in flows:
+        try:
+            call(chunks)
+        except ProxaiError:
+            pass
+        n += 1
+    return n
+
+
+def _real(protocol: str) -> list[list[bytes]]:
+    """Every real recording of ``protocol``, in 512-byte reads."""
+    return [streams.chunks((upstream.REAL / f).read_bytes(), 512) for _, f in paced_bench.corpus(False, protocol)]
+
+
+def regions(events: int, *, real: bool = True) -> list[tuple[str, Callable[[], Any]]]:
+    """(name, call) per counted region: per protocol its floor, its observer, each pair's path, on
+    the generated streams (``events`` each), then (``real``) on the real corpus (names ``real: ``)."""
     from proxai.core.model import Protocol
 
+    sets = [("", lambda up: [streams.chunks(streams.generate(up, events), 512)])]
+    if real:
+        sets.append(("real: ", _real))
     out: list[tuple[str, Callable[[], Any]]] = []
-    for up in streams.PROTOCOLS:
-        chunks = streams.chunks(streams.generate(up, events), 512)
-        out.append((f"floor {up}", partial(floor, chunks)))
-        out.append((f"observe {up}", partial(_observe_only, up, chunks)))
-        for client in streams.PROTOCOLS:
-            if client != up:
-                out.append(
-                    (
-                        f"{up} -> {client}",
-                        partial(translate_bench._full_path, Protocol(up), Protocol(client), chunks),
-                    )
-                )
+    for prefix, flows_of in sets:
+        for up in streams.PROTOCOLS:
+            flows = flows_of(up)
+            out.append((f"{prefix}floor {up}", partial(_each, floor, flows)))
+            out.append((f"{prefix}observe {up}", partial(_each, partial(_observe_only, up), flows)))
+            for client in streams.PROTOCOLS:
+                if client != up:
+                    path = partial(translate_bench._full_path, Protocol(up), Protocol(client))
+                    out.append((f"{prefix}{up} -> {client}", partial(_each, path, flows)))
     return out
 
 
@@ -103,9 +128,10 @@ def run(events: int = 2000, *, dry: bool = False) -> list[tuple[str, float]]:
     counts = dict(zip(names, totals, strict=True))
     rows = []
     for name, total in counts.items():
-        if not name.startswith("floor "):
-            up = name.split()[-1] if name.startswith("observe ") else name.split(" -> ")[0]
-            rows.append((name, total / counts[f"floor {up}"]))
+        prefix, _, path = name.rpartition(": ")
+        if not path.startswith("floor "):
+            up = path.split()[-1] if path.startswith("observe ") else path.split(" -> ")[0]
+            rows.append((name, total / counts[f"{prefix}{': ' if prefix else ''}floor {up}"]))
     return rows
 
 
@@ -114,10 +140,12 @@ def main(argv: list[str]) -> int:
         _child(int(argv[1]), argv[2])
         return 0
     events = int(argv[0]) if argv else 2000
-    print(f"| path ({events} events, 512-byte chunks) | instructions x floor |")
-    print("|---|---|")
-    for name, ratio in run(events):
-        print(f"| {name} | {ratio:.2f} |")
+    rows = dict(run(events))
+    print(f"| path (512-byte reads), instructions x floor | bench streams ({events} events) | real corpus |")
+    print("|---|---|---|")
+    for name, ratio in rows.items():
+        if not name.startswith("real: "):
+            print(f"| {name} | {ratio:.2f} | {rows[f'real: {name}']:.2f} |")
     return 0
 
 

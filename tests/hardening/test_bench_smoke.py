@@ -100,9 +100,12 @@ def test_the_fast_path_counter_says_when_valgrind_is_missing(monkeypatch: pytest
 
 def test_pair_instructions_regions_run() -> None:
     """The callgrind-counted regions of ``bench.pair_instructions`` (a floor, the observer and
-    every pair per protocol) run and name every pair."""
+    every pair per protocol, on the generated streams and on the real corpus) run and name every
+    pair."""
     names = [name for name, _ in pair_instructions.regions(200)]
-    assert len(names) == 3 * 2 + 6 and sum(" -> " in n for n in names) == 6
+    assert len(names) == 2 * (3 * 2 + 6) and sum(" -> " in n for n in names) == 12
+    assert [n.removeprefix("real: ") for n in names[12:]] == names[:12]
+    assert [name for name, _ in pair_instructions.regions(200, real=False)] == names[:12]
     assert pair_instructions.run(200, dry=True) == []
 
 
