@@ -239,41 +239,22 @@ class SseScanner:
         rest = blocks.pop()
         # (near a limit, or a blank line after the last block: the general rules)
         if n <= self._lean_max and rest[:1] != b"\n":
-            # Each block is ``data: V`` or ``event: T`` + ``data: V``, no LF in T nor V. A stream
-            # sends one of the two shapes, so the read's first block picks which is tried first
-            # (a partition spared per Chat block, a removeprefix per named block). The tests are by
-            # identity: ``removeprefix`` returns the block itself when it lacks the prefix.
             out: Payloads = []
-            if blocks[0][:1] == b"d":
-                for b in blocks:
-                    v = b.removeprefix(b"data: ")
-                    if v is b:  # not a data line: an event line, then one data line
-                        head, sep, v = b.partition(b"\ndata: ")
-                        t = head.removeprefix(b"event: ")
-                        if t is head or not sep or _LF in t or _LF in v:
-                            break
-                        out.append((t, v))
-                    elif _LF in v:
-                        break
-                    else:
-                        out.append((None, v))
-                else:
-                    self._rest = rest
-                    return out
-            else:
-                for b in blocks:
+            for b in blocks:  # ``data: V`` or ``event: T`` + ``data: V``, no LF in T nor V
+                v = b.removeprefix(b"data: ")
+                if v == b:  # not a data line: an event line, then one data line
                     head, sep, v = b.partition(b"\ndata: ")
                     t = head.removeprefix(b"event: ")
-                    if t is not head and sep and _LF not in t and _LF not in v:
-                        out.append((t, v))
-                        continue
-                    v = b.removeprefix(b"data: ")  # not an event line: a data line alone
-                    if v is b or _LF in v:
+                    if not sep or t == head or _LF in t or _LF in v:
                         break
-                    out.append((None, v))
+                    out.append((t, v))
+                elif _LF in v:
+                    break
                 else:
-                    self._rest = rest
-                    return out
+                    out.append((None, v))
+            else:
+                self._rest = rest
+                return out
         # a block of another shape: the general rules for all of it
         self._rest = b""
         return self._general_payloads(b"\n\n".join([*blocks, rest]))
