@@ -6,10 +6,11 @@ prints, per protocol, the observer's and each translated pair's path as a multip
 in user-space machine instructions (valgrind's ``Ir``), on two sets of streams: the generated
 streams of ``bench.streams`` (EVENTS events each) and the real corpus (every recording of
 tests/fixtures/real of the protocol, each its own flow, in the same 512-byte reads: the recorded
-key orders, ``obfuscation`` fields, padding and event shapes, not only the generated ones). The timed section scatters by up to
-+-10% when the machine is busy; these counts move by about 1% (hash randomization is off:
-``PYTHONHASHSEED=0``). They are not the timed ratios (a cache miss costs time, not instructions),
-but a change that lowers one lowers the other, and two commits can be compared at any load.
+key orders, ``obfuscation`` fields, padding and event shapes, not only the generated ones). The
+timed section scatters by up to +-10% when the machine is busy; these counts move by about 1%
+(hash randomization is off: ``PYTHONHASHSEED=0``). They are not the timed ratios (a cache miss
+costs time, not instructions), but a change that lowers one lowers the other, and two commits
+can be compared at any load.
 
 Each region runs inside one ``functools.reduce`` call, which nothing else in the process calls:
 callgrind, started with ``--collect-atstart=no --toggle-collect=functools_reduce
@@ -20,6 +21,7 @@ counted process; ``--dry``: the regions run without callgrind (the smoke test).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
@@ -60,17 +62,16 @@ def _each(call: Callable[[list[bytes]], Any], flows: list[list[bytes]]) -> int:
 
     n = 0
     for chunks in flows:
-        try:
+        with contextlib.suppress(ProxaiError):
             call(chunks)
-        except ProxaiError:
-            pass
         n += 1
     return n
 
 
 def _real(protocol: str) -> list[list[bytes]]:
     """Every real recording of ``protocol``, in 512-byte reads."""
-    return [streams.chunks((upstream.REAL / f).read_bytes(), 512) for _, f in paced_bench.corpus(False, protocol)]
+    files = paced_bench.corpus(False, protocol)
+    return [streams.chunks((upstream.REAL / f).read_bytes(), 512) for _, f in files]
 
 
 def regions(events: int, *, real: bool = True) -> list[tuple[str, Callable[[], Any]]]:
