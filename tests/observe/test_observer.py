@@ -277,6 +277,24 @@ def test_abort_after_terminal_stays_completed() -> None:
     ]
 
 
+def _end_findings(obs: StreamObserver, end: str) -> list[tuple[str, bool]]:
+    s = obs.abort("client went away", 2.0) if end == "abort" else obs.finish(2.0)
+    return [(f["rule"], f["raises"]) for f in s.to_metadata()["extra"]["conformance"]]
+
+
+@pytest.mark.parametrize("end", ["finish", "abort"])
+def test_a_client_that_hangs_up_after_the_terminal_event_gets_the_end_findings(end: str) -> None:
+    # openai-python's stream helper reads to [DONE], then its final completion raises on
+    # finish_reason length and the client closes the connection, often before the upstream's end of
+    # message: the answer is whole, so the findings of its end are the same as at EOF.
+    obs = StreamObserver(C, start=0.0)
+    obs.feed(chat({"role": "assistant", "content": "Par"}) + chat({}, finish="length"), 1.0)
+    obs.feed(chat(None, usage={"prompt_tokens": 25, "completion_tokens": 8, "total_tokens": 33}), 1.1)
+    obs.feed(b"data: [DONE]\n\n", 1.2)
+    assert obs.terminal
+    assert _end_findings(obs, end) == [("openai_chat.finish_length", True)]
+
+
 def test_feed_after_finish_is_ignored() -> None:
     obs = StreamObserver(C, start=0.0)
     obs.feed(chat({"content": "a"}), 1.0)

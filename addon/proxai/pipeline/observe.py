@@ -320,15 +320,21 @@ class StreamObserver:
         proto = self._proto
         proto.eof()
         if not proto.errored and proto.acc.received:
-            proto.acc.event_index = proto.events
-            acc = proto.acc
-            for rule, detail in at_end(
-                self.protocol, self.asked, acc.stop_reason, acc.tool_order, proto.final_texts
-            ):
-                proto.conform(rule, detail)
+            self._judge_end()
         self._http_error()
         self._done = self._build(now, final=True)
         return self._done
+
+    def _judge_end(self) -> None:
+        """The findings only the whole answer gives (``conformance.at_end``: the stop reason the
+        parse helpers refuse, arguments or text the request asked as JSON), at the last event."""
+        proto = self._proto
+        acc = proto.acc
+        acc.event_index = proto.events
+        for rule, detail in at_end(
+            self.protocol, self.asked, acc.stop_reason, acc.tool_order, proto.final_texts
+        ):
+            proto.conform(rule, detail)
 
     def abort(self, message: str, now: float, kind: ErrorKind = ErrorKind.CONNECTION) -> StreamSummary:
         """The stream died (connection error, or the guard cut it). Undispatched bytes are dropped.
@@ -345,8 +351,11 @@ class StreamObserver:
         acc = self._proto.acc
         if acc.terminal:
             # The stream had already ended as its protocol says (e.g. an SDK that closes the
-            # connection right after ``[DONE]``, before the upstream's end of message): not an error.
+            # connection right after ``[DONE]``, before the upstream's end of message): not an error,
+            # and the answer is whole, so it is judged as at EOF.
             acc.note(f"the connection closed after the terminal event: {error_message(message)}")
+            if not self._proto.errored:
+                self._judge_end()
         elif acc.error is None:
             acc.error = ErrorInfo(kind=kind, message=error_message(message), source="proxy")
         self._done = self._build(now, final=True)
