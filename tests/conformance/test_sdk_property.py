@@ -9,21 +9,27 @@ and to ProxAI's observe-only summary. Per protocol, on every example:
 - both SDKs return their final object: the summary is not a protocol violation (outcome ``error``,
   kind ``upstream_protocol``, found by ProxAI).
 
-Derandomized, no example database: the same examples on every run. ``KNOWN`` lists the gaps found
+Derandomized, no example database, and hypothesis's pool of constants read from the imported
+source modules pinned empty (``fixed_draws``): the same examples on every run, whatever other tests
+ran before in the process. ``KNOWN`` lists the gaps found
 and not closed yet; each is excused in the property only where its predicate matches, and its
 minimal stream is checked by a strict xfail, which fails as soon as the gap is closed."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
+from hypothesis.internal.conjecture import providers
 
 from proxai.core.model import ErrorKind, Outcome, Protocol, StreamSummary
 from proxai.pipeline.observe import StreamObserver
@@ -42,6 +48,23 @@ def node() -> Iterator[sdks.NodeSession]:
     session = sdks.NodeSession()
     yield session
     session.close()
+
+
+@pytest.fixture
+def fixed_draws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Hypothesis draws an integer, now and then, from the constants in the source of every non-test
+    module imported so far (``sys.modules``), derandomized or not. Which modules those are depends on
+    the tests that ran before in the process (an xdist worker's share, the files collected), so the
+    property's examples changed from run to run and CI could meet a new gap at random. Here that pool
+    is empty and the cache of the constants it allows is cleared before and after: the draws depend
+    on the seed alone. (Hypothesis has no setting for this; the attributes are checked so a change
+    of its internals fails here, not quietly.)"""
+    assert callable(providers._get_local_constants) and hasattr(providers.CONSTANTS_CACHE, "cache")
+    empty = providers.Constants()
+    monkeypatch.setattr(providers, "_get_local_constants", lambda: empty)
+    providers.CONSTANTS_CACHE.cache.clear()
+    yield
+    providers.CONSTANTS_CACHE.cache.clear()
 
 
 def summary(protocol: Protocol, pieces: list[bytes]) -> StreamSummary:
@@ -227,6 +250,7 @@ def check(
 
 
 @pytest.mark.parametrize("protocol", list(FOLDER), ids=str)
+@pytest.mark.usefixtures("fixed_draws")
 def test_sdk_raises_are_predicted_and_sdk_accepts_are_no_violation(
     protocol: Protocol, node: sdks.NodeSession
 ) -> None:
@@ -260,3 +284,33 @@ def test_the_pools_hold_fixtures_and_recordings() -> None:
         hand = [s for s in pool if not s.name.startswith("real/")]
         real = [s for s in pool if s.name.startswith("real/")]
         assert len(hand) >= 8 and len(real) >= 50, (protocol, len(hand), len(real))
+
+
+def _draws(protocol: Protocol) -> list[list[bytes]]:
+    """The streams, in their pieces, that the property's strategy draws first for ``protocol``
+    (derandomized as the property is, without the SDKs)."""
+    out: list[list[bytes]] = []
+
+    @settings(derandomize=True, deadline=None, max_examples=40, database=None)
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        out.append(data.draw(mutated(protocol, POOLS[protocol]))[0])
+
+    run()
+    return out
+
+
+@pytest.mark.usefixtures("fixed_draws")
+def test_the_draws_do_not_depend_on_the_modules_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module imported between two runs (as another test's import would be) leaves the examples as
+    they were: without ``fixed_draws`` its constants join hypothesis's pool and change them."""
+    before = _draws(Protocol.ANTHROPIC_MESSAGES)
+    (tmp_path / "proxai_property_constants.py").write_text(
+        "VALUES = (" + ", ".join(str(n) for n in range(100, 6000, 37)) + ")\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "proxai_property_constants", raising=False)
+    importlib.import_module("proxai_property_constants")
+    assert _draws(Protocol.ANTHROPIC_MESSAGES) == before
