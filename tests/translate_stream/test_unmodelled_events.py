@@ -116,11 +116,12 @@ def _carry(client: Protocol | None) -> corpus_run.Carried:
     return got
 
 
-def _notes(how_keepalive: str, how_future: str) -> list[str]:
+def _notes(how_keepalive: str, how_future: str, how_comment: str = "written to the client") -> list[str]:
     return [
         f"event 'keepalive' of no item is not modelled: {how_keepalive}",
         "event type 'response.future_thing' is unknown to the Node SDK",
         f"event 'response.future_thing' of no item is not modelled: {how_future}",
+        f"sse.comments: 1 SSE comment line (not events, the SDKs skip them): {how_comment}",
     ]
 
 
@@ -141,7 +142,7 @@ def test_observed_the_sdk_reads_every_event() -> None:
     assert (s.outcome, s.stop_reason, s.text_bytes) == (Outcome.COMPLETED, "completed", 2)
     assert [(t.id, t.name, t.kind, t.arguments) for t in s.tool_calls] == CALLS
     assert (s.usage.input_tokens, s.usage.output_tokens, s.usage.total_tokens) == (3, 1, 4)
-    assert s.extra["notes"] == _notes("not read", "not read")
+    assert s.extra["notes"] == _notes("not read", "not read", "passed on in the upstream's bytes")
 
 
 def test_normalize_carries_what_an_sdk_reads() -> None:
@@ -183,6 +184,7 @@ def test_normalize_carries_what_an_sdk_reads() -> None:
     assert (final.output[0].error, final.output[1].output) == ("timeout", "found")
     assert (final.output_text, final.usage.total_tokens, final.usage.cost) == ("Hi", 4, 0.00012)
     assert got.summary.extra["notes"] == _notes("carried as it came", "left out")
+    assert got.out.count(b"\n: keep-alive\n") == 1  # the comment line, as it came
     assert "left_out" not in got.translation
 
 
@@ -192,7 +194,7 @@ def test_translated_the_answer_arrives_and_the_rest_is_noted() -> None:
         assert got.summary.outcome is Outcome.COMPLETED
         assert got.translation["left_out"] == {"mcp_call": 2}
         notes = got.summary.extra["notes"]
-        assert notes[:3] == _notes("left out", "left out")
+        assert notes[:4] == _notes("left out", "left out")
     msg = sdk_anthropic(_carry(A).out)
     assert ([(b.type, b.text) for b in msg.content], msg.stop_reason) == ([("text", "Hi")], "end_turn")
     chat = sdk_chat(_carry(C).out)

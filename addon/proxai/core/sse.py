@@ -14,6 +14,9 @@ Spec notes (https://html.spec.whatwg.org/multipage/server-sent-events.html#parsi
 - invalid UTF-8 is replaced with U+FFFD (line terminators are ASCII, so decoding line by
   line equals decoding the whole stream);
 - ``:`` starts a comment; a line without a colon is a field with an empty value;
+- a comment line is no event: it is counted (``comment_lines``) and, for a reader that asks
+  (``comments`` a list), kept with its place among the events of the call, for a writer that
+  carries a gateway's keep-alive to its client (docs/design/scanner.md, "Comment lines");
 - one leading space is removed from a value;
 - ``data`` lines are joined with ``\\n``; a block without data is not dispatched; the OpenAI SDKs
   do dispatch one that has an ``event``, ``id`` or ``retry`` line, or any blank line once an ``id``
@@ -29,7 +32,7 @@ and no event objects, for the carrier's flows, observed, guarded or translated
 (docs/performance.md). Its fast path takes runs of the two block shapes LLM APIs send,
 ``data: V`` and ``event: T`` + ``data: V`` (LF only): the read is split at its blank lines in C,
 and each block is one of the two shapes or the run goes to the general rules; every other block,
-a CR, a BOM, a block near a limit, goes through the same general rules as ``feed``. Both give
+a CR, a BOM, a block near a limit, a comment line, goes through the same general rules as ``feed``. Both give
 the same events, errors and limits for any chunking (tests/hardening/test_sse_fuzz.py).
 """
 
@@ -149,6 +152,8 @@ class SseScanner:
         "_raw_parts",
         "_rest",
         "_retry_block",
+        "comment_lines",
+        "comments",
         "dataless",
         "max_event",
         "max_line",
@@ -174,6 +179,13 @@ class SseScanner:
         # in the list the call returns, whether the block had an ``event`` line). The reader
         # empties it; at most ``MAX_DATALESS`` are kept between two reads.
         self.dataless: list[tuple[int, bool]] = []
+        # Comment lines (``_comment``): how many in the stream so far, and, when the reader asks
+        # for them (a list instead of ``None``), the lines themselves by place: (index of the event
+        # that follows in the list the call returns, the lines there, without their terminators).
+        # The reader empties it after each call, so it holds at most one call's comment lines, at
+        # most one entry per event of that call plus one.
+        self.comment_lines = 0
+        self.comments: list[tuple[int, list[bytes]]] | None = None
         self._errored: SseLimitError | None = None
         # The fast path (``feed_payloads``) holds the unfinished block unscanned: in ``_rest``,
         # or, once it spans reads that end no block, in pieces (``_held``, joined once when the
@@ -347,6 +359,8 @@ class SseScanner:
         raw = b"".join(self._raw_parts)
         if _CR in raw or len(raw) != size:
             return out
+        if self.comment_lines and (raw[:1] == b":" or b"\n:" in raw):
+            return out  # a comment line in it is read once: the block is not read again
         self._raw_parts.clear()
         self._line_parts.clear()
         self._data.clear()
@@ -449,6 +463,8 @@ class SseScanner:
                 self._event_type = line[7:].decode("utf-8", "replace")
             elif line[0] != _COLON:  # not a comment
                 self._field(line, pos - raw_start)
+            else:
+                self._comment(line, len(out))
         # The rest of the block so far (complete lines and a partial one) is kept for ``raw``.
         n = len(data)
         if raw_start < n:
@@ -493,6 +509,19 @@ class SseScanner:
         self._check_event_size()  # a block of comment lines alone must not grow without bound
         if line[0] != _COLON:  # not a comment
             self._field(line, 0)
+        else:
+            self._comment(line, len(out))
+
+    def _comment(self, line: bytes, index: int) -> None:
+        """A comment line (not an event; a gateway's keep-alive), before the event at ``index`` of
+        the list being built: counted, and kept for the reader when it asked (``comments``)."""
+        self.comment_lines += 1
+        kept = self.comments
+        if kept is not None:
+            if kept and kept[-1][0] == index:
+                kept[-1][1].append(line)
+            else:
+                kept.append((index, [line]))
 
     def _field(self, line: bytes, unaccounted: int) -> None:
         """Interpret one non-empty, non-comment line. ``unaccounted``: bytes of the current block

@@ -620,7 +620,10 @@ class StreamCarrier:
             # other typed problems reach the translator itself (``collect`` raises them).
             return [self._translation_failed(failed, now)]
         try:
-            return [self.translator.collect()] if payloads else []
+            if payloads:
+                return [self.translator.collect()]
+            data = self.translator.collect()  # a read of comment lines only: the writer wrote them
+            return [data] if data else []
         except ProxaiError as exc:
             return [self._translation_failed(exc, now)]
 

@@ -41,7 +41,9 @@ from proxai.protocols.conformance import NOTHING_ASKED, Asked, at_end
 from proxai.protocols.json_answer import AnthropicJsonGrammar, ChatJsonGrammar
 from proxai.protocols.machine import Finding
 from proxai.protocols.responses import ResponsesGrammar
-from proxai.stream.sink import Output
+from proxai.stream.sink import Output, Phase
+
+_NO_COMMENTS: list[tuple[int, list[bytes]]] = []  # (never appended to: ``comments`` is None)
 
 __all__ = ["Limits", "OpenToolCall", "StreamObserver", "make_grammar", "observe_body"]
 
@@ -146,6 +148,8 @@ class StreamObserver:
         self.limits = limits
         self._start = start
         self._scanner = SseScanner(limits.max_line, limits.max_event)
+        if output is not None:  # a writer writes the comment lines at their places
+            self._scanner.comments = []
         # The flow's one reading of each event: the summary, and the writer of ``output`` when
         # the flow is translated (``proxai.pipeline.flow.build_flow`` gives it).
         self._proto = make_grammar(protocol, limits, capture, output, asked)
@@ -241,7 +245,7 @@ class StreamObserver:
             self._limit(exc)
         if events:
             self._observe(now, payloads_of(events))
-        elif self._scanner.dataless:
+        elif self._scanner.dataless or self._scanner.comments:
             self._observe_marked([], now)
         return events
 
@@ -263,7 +267,7 @@ class StreamObserver:
             payloads = payloads_of(exc.events)
             self._limit(exc)
         if not payloads:
-            if self._scanner.dataless:
+            if self._scanner.dataless or self._scanner.comments:
                 self._observe_marked(payloads, now)
             return payloads
         self._observe(now, payloads)
@@ -292,31 +296,57 @@ class StreamObserver:
         if payloads:
             self._observe(now, payloads)
             return payloads
-        if self._scanner.dataless:
+        if self._scanner.dataless or self._scanner.comments:
             self._observe_marked(payloads, now)
         return []
 
     def _observe_marked(self, payloads: Payloads, now: float) -> None:
         """The grammar reads the batch with the data-less blocks the scanner marked in it
-        (``SseScanner.dataless``) at their places among its events, so that what it finds does not
-        depend on how the stream was cut into reads."""
+        (``SseScanner.dataless``) and the comment lines it kept (``SseScanner.comments``, on a
+        translated flow) at their places among its events, so that what it finds, and where the
+        writer writes each comment line, does not depend on how the stream was cut into reads.
+        (A mark writes nothing: at one index, marks go before comment lines.)"""
         proto = self._proto
         marks = self._scanner.dataless
+        comments = self._scanner.comments or _NO_COMMENTS
         start = 0
-        for i, named in marks:
+        m = c = 0
+        while m < len(marks) or c < len(comments):
+            mark = c == len(comments) or (m < len(marks) and marks[m][0] <= comments[c][0])
+            i = marks[m][0] if mark else comments[c][0]
             if i > start:
                 proto.observe(payloads[start:i], now)
                 start = i
-            proto.dataless(proto.events, named)
+            if mark:
+                proto.dataless(proto.events, marks[m][1])
+                m += 1
+            else:
+                self._comment(comments[c][1])
+                c += 1
         marks.clear()
+        if comments:
+            comments.clear()
         if start < len(payloads):
             proto.observe(payloads[start:], now)
+
+    def _comment(self, lines: list[bytes]) -> None:
+        """Comment lines of the upstream at this place among its events: the writer writes them as
+        they came, each with its LF (docs/design/protocol-grammars.md, "SSE comment lines"), while
+        it writes the client's stream (not after the terminal event or an error, not once the
+        translation stopped); while the source's stop waits for its end (``Phase.TERMINAL``, the
+        writer holds the stop) they wait with it, so that none goes out before the stop."""
+        proto = self._proto
+        out = proto.out
+        if out is None or proto.errored or proto.acc.terminal:
+            return
+        out.comment(b"\n".join(lines) + b"\n", hold=proto.phase is Phase.TERMINAL)
 
     def finish(self, now: float) -> StreamSummary:
         """Upstream EOF. Idempotent: a second call returns the first summary."""
         if self._done is not None:
             return self._done
         self.end_payloads(now)
+        self._note_comments()
         proto = self._proto
         proto.eof()
         if not proto.errored and proto.acc.received:
@@ -347,6 +377,7 @@ class StreamObserver:
         if self._done is not None:
             return self._done
         self._aborted = True
+        self._note_comments()
         self._http_error()
         acc = self._proto.acc
         if acc.terminal:
@@ -434,7 +465,8 @@ class StreamObserver:
         if self._first_event_at is None:
             self._first_event_at = now
         proto = self._proto
-        if self._scanner.dataless:
+        scanner = self._scanner
+        if scanner.dataless or scanner.comments:
             self._observe_marked(payloads, now)
         else:
             proto.observe(payloads, now)
@@ -442,6 +474,17 @@ class StreamObserver:
             self.failed = proto.failed
         if self._first_token_at is None and proto.acc.content_seen:
             self._first_token_at = now
+
+    def _note_comments(self) -> None:
+        """One note for the comment lines of the stream, with their count (never a finding: a
+        comment line is SSE, and every SDK skips it)."""
+        n = self._scanner.comment_lines
+        if n:
+            written = self._scanner.comments is not None
+            how = "written to the client" if written else "passed on in the upstream's bytes"
+            lines = "line" if n == 1 else "lines"
+            note = f"sse.comments: {n} SSE comment {lines} (not events, the SDKs skip them): {how}"
+            self._proto.acc.note(note)
 
     def _limit(self, exc: SseLimitError) -> None:
         self._stopped = True

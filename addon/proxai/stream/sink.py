@@ -168,6 +168,11 @@ class Sink(TypingProtocol):
 
     def end(self, stop: Stop, usage: TokenUsage) -> None: ...
 
+    def comment(self, lines: bytes, *, hold: bool = False) -> None:
+        """SSE comment lines of the upstream (each with its LF; not events, every SDK skips them),
+        written as they came at this place among the events; ``hold``: the source's stop waits
+        for its end, so they wait for it too. The flow's observer calls it, never a grammar."""
+
     def upstream_error(self, kind: ErrorKind, message: str) -> None: ...
 
 

@@ -27,6 +27,7 @@ from proxai.stream.sink import (
     TokenUsage,
     WebSearchCall,
 )
+from proxai.translate.stream.comments import Comments
 from proxai.translate.stream.foreign import Foreign
 
 from . import output
@@ -38,11 +39,12 @@ _dumps = orjson.dumps
 class AnthropicWriter:
     protocol = Protocol.ANTHROPIC_MESSAGES
 
-    __slots__ = ("foreign", "frames", "out", "st")
+    __slots__ = ("comments", "foreign", "frames", "out", "st")
 
     def __init__(self, *, strict: bool = False) -> None:
         self.foreign = Foreign(strict=strict)
         self.out: list[bytes] = []
+        self.comments = Comments()  # comment lines that wait for the end (``.comments``)
         self.st = AnthropicState()
         # Open blocks' pre-serialized delta heads (``output.delta_frames``), by source key.
         self.frames: dict[BlockKey, dict[str, bytes]] = {}
@@ -138,12 +140,16 @@ class AnthropicWriter:
         self.frames.pop(key, None)
         self.out.append(output.block_stop(self.st.close_block(key)))
 
+    def comment(self, lines: bytes, *, hold: bool = False) -> None:
+        self.comments.add(self.out, lines, hold=hold)
+
     def end(self, stop: Stop, usage: TokenUsage) -> None:
         self.frames.clear()
         for idx in self.st.close_all():
             self.out.append(output.block_stop(idx))
         self.out.append(output.message_delta(stop_reasons.to_anthropic(stop.cls), usage))
         self.out.append(output.MESSAGE_STOP)
+        self.comments.flush(self.out)
 
     def upstream_error(self, kind: ErrorKind, message: str) -> None:
         self.fail(kind, message)

@@ -16,6 +16,7 @@ from proxai.core.errors.shapes import error_event
 from proxai.core.model import ErrorKind, Protocol
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, DeltaKind, Stop, TokenUsage, WebSearchCall
+from proxai.translate.stream.comments import Comments
 from proxai.translate.stream.foreign import Foreign
 
 from . import output
@@ -30,11 +31,23 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 class ChatWriter:
     protocol = Protocol.OPENAI_CHAT
 
-    __slots__ = ("chars", "citations", "created", "foreign", "frames", "include_usage", "out", "st", "starts")
+    __slots__ = (
+        "chars",
+        "citations",
+        "comments",
+        "created",
+        "foreign",
+        "frames",
+        "include_usage",
+        "out",
+        "st",
+        "starts",
+    )
 
     def __init__(self, *, created: int = 0, include_usage: bool = True, strict: bool = False) -> None:
         self.foreign = Foreign(strict=strict)
         self.out: list[bytes] = []
+        self.comments = Comments()  # comment lines that wait for the end (``.comments``)
         self.st = ChatState()
         self.created = created
         self.include_usage = include_usage
@@ -157,6 +170,9 @@ class ChatWriter:
             self.starts[key] = (begin[0], self.chars)
         self.frames.pop(key, None)  # Chat has no block end; no delta follows (the Sink contract)
 
+    def comment(self, lines: bytes, *, hold: bool = False) -> None:
+        self.comments.add(self.out, lines, hold=hold)
+
     def end(self, stop: Stop, usage: TokenUsage) -> None:
         st = self.st
         finish = stop_reasons.to_chat(stop.cls, has_refusal=st.refusal_streamed)
@@ -166,6 +182,7 @@ class ChatWriter:
         if self.include_usage:
             self.out.append(output.usage_chunk(st.prefix, usage))
         self.out.append(output.DONE)
+        self.comments.flush(self.out)
 
     def upstream_error(self, kind: ErrorKind, message: str) -> None:
         self.fail(kind, message)

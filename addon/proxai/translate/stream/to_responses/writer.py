@@ -51,6 +51,7 @@ from proxai.stream.sink import (
 )
 from proxai.stream.textparts import ENCODED
 from proxai.translate.call_shapes import CallShapes, freeform_input
+from proxai.translate.stream.comments import Comments
 from proxai.translate.stream.foreign import Foreign
 
 from . import output
@@ -77,6 +78,7 @@ class ResponsesWriter:
     __slots__ = (
         "by_key",
         "call_shapes",
+        "comments",
         "created_at",
         "cur_buf",
         "cur_fmt",
@@ -116,6 +118,7 @@ class ResponsesWriter:
         self.cur_fmt = b""
         self.seq = 0  # the next ``sequence_number``
         self.out: list[bytes] = []
+        self.comments = Comments()  # comment lines that wait for the end (``.comments``)
         self.st = ResponsesState()
         self.by_key = self.st.by_key  # items by source key
         self.created_at = created_at
@@ -342,6 +345,9 @@ class ResponsesWriter:
             "response.output_item.done", output_index=item.output_index, item=output.item_json(item, True)
         )
 
+    def comment(self, lines: bytes, *, hold: bool = False) -> None:
+        self.comments.add(self.out, lines, hold=hold)
+
     def end(self, stop: Stop, usage: TokenUsage) -> None:
         st = self.st
         for item in st.pending():
@@ -350,6 +356,7 @@ class ResponsesWriter:
         final = [output.item_json(i, True) for i in st.items]
         snap = output.response(st.response_id, st.model, self.created_at, status, final, usage, reason)
         self._emit("response.completed" if status == "completed" else "response.incomplete", response=snap)
+        self.comments.flush(self.out)
 
     def upstream_error(self, kind: ErrorKind, message: str) -> None:
         self.fail(kind, message)
