@@ -1,8 +1,9 @@
 """Fuzzing the SSE scanner against an independent whole-stream reference.
 
 The reference below follows the WHATWG event-stream interpretation rules directly on the
-whole byte string; the scanner must give exactly the same events (type, data, id, raw bytes)
-and ``retry`` for any input and any chunking, and must raise nothing but ``SseLimitError``.
+whole byte string; the scanner must give exactly the same events (type, data, id, raw bytes),
+``retry`` and comment lines (each at its place among the events) for any input and any chunking,
+and must raise nothing but ``SseLimitError``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ _BOM = b"\xef\xbb\xbf"
 _TERM = re.compile(rb"\r\n|\r|\n")
 
 
-def reference(stream: bytes) -> tuple[list[SseEvent], int | None, int]:
-    """Events, retry and the longest line (terminated or not) of ``stream``."""
+Comment = tuple[int, bytes]  # (the number of events before it in the stream, the line)
+
+
+def reference(stream: bytes, comments: list[Comment] | None = None) -> tuple[list[SseEvent], int | None, int]:
+    """Events, retry and the longest line (terminated or not) of ``stream``; its comment lines
+    into ``comments``."""
     if stream.startswith(_BOM):
         stream = stream[3:]
     events: list[SseEvent] = []
@@ -39,6 +44,8 @@ def reference(stream: bytes) -> tuple[list[SseEvent], int | None, int]:
             data, etype, block_start = [], "", pos
             continue
         if line.startswith(b":"):
+            if comments is not None:
+                comments.append((len(events), line))
             continue
         field, sep, value = line.partition(b":")
         if sep and value.startswith(b" "):
@@ -65,16 +72,33 @@ sse_like = st.lists(st.one_of(st.sampled_from(_PIECES), st.binary(max_size=8)), 
 any_bytes = st.one_of(sse_like, st.binary(max_size=300))
 
 
+def _taken(sc: SseScanner, seen: int, into: list[Comment]) -> None:
+    """The comment lines the scanner kept in its last call (whose list began after ``seen``
+    events), one entry per line, placed in the stream; the scanner's list emptied."""
+    assert sc.comments is not None
+    into += [(seen + i, line) for i, lines in sc.comments for line in lines]
+    sc.comments.clear()
+
+
 def run_scanner(
-    stream: bytes, cuts: list[int], max_line: int, max_event: int
+    stream: bytes, cuts: list[int], max_line: int, max_event: int, comments: list[Comment] | None = None
 ) -> tuple[list[SseEvent], int | None]:
     sc = SseScanner(max_line=max_line, max_event=max_event)
+    if comments is not None:
+        sc.comments = []
     out: list[SseEvent] = []
     prev = 0
     for c in [*sorted(set(cuts)), len(stream)]:
+        seen = len(out)
         out += sc.feed(stream[prev:c])
+        if comments is not None:
+            _taken(sc, seen, comments)
         prev = c
+    seen = len(out)
     out += sc.close()
+    if comments is not None:
+        _taken(sc, seen, comments)
+        assert sc.comment_lines == len(comments)
     return out, sc.retry
 
 
@@ -87,17 +111,33 @@ def cut_points(stream: bytes, data: st.DataObject) -> list[int]:
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=any_bytes, data=st.data())
 def test_scanner_equals_reference_at_any_chunking(stream: bytes, data: st.DataObject) -> None:
-    expected, retry, _ = reference(stream)
-    got, got_retry = run_scanner(stream, cut_points(stream, data), 1 << 20, 1 << 21)
+    comments: list[Comment] = []
+    expected, retry, _ = reference(stream, comments)
+    got_comments: list[Comment] = []
+    got, got_retry = run_scanner(stream, cut_points(stream, data), 1 << 20, 1 << 21, got_comments)
     assert got == expected
     assert got_retry == retry
+    assert got_comments == comments
+
+
+# comment lines in a block of their own, among an event's lines, CR-terminated, and at the end
+_COMMENTED = b": keep-alive\n\ndata: x\n: in a block\ndata: y\n\n:\r\r\ndata: z\n\n: last\n"
 
 
 def test_scanner_byte_by_byte_equals_reference() -> None:
-    stream = b"".join(_PIECES) * 3 + b"\n\ndata: end\r\n\r\n"
-    expected, _, _ = reference(stream)
+    stream = b"".join(_PIECES) * 3 + b"\n\ndata: end\r\n\r\n" + _COMMENTED
+    comments: list[Comment] = []
+    expected, _, _ = reference(stream, comments)
     assert expected  # the sample does dispatch events
-    assert run_scanner(stream, list(range(len(stream))), 1 << 20, 1 << 21)[0] == expected
+    assert [line for _, line in comments] == [b": keep-alive", b": in a block", b":", b": last"]
+    got_comments: list[Comment] = []
+    assert run_scanner(stream, list(range(len(stream))), 1 << 20, 1 << 21, got_comments)[0] == expected
+    assert got_comments == comments
+    # a scanner whose reader asks for no comment lines counts them and keeps none
+    sc = SseScanner()
+    sc.feed(stream)
+    sc.close()
+    assert (sc.comment_lines, sc.comments) == (4, None)
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
@@ -151,6 +191,7 @@ def test_comment_flood_is_bounded() -> None:
 _PLAIN = [
     b'data: {"a":1}\n\n', b"event: delta\ndata: x\n\n", b"event: \ndata: \n\n", b"data: [DONE]\n\n",
     'event: é\ndata: "日🙂"\n\n'.encode(), b"data: \xff\xfe\n\n", b"event: e\xffv\ndata: 1\n\n",
+    b": OPENROUTER PROCESSING\n\n", b"data: a\n: between\n\n", b": x\n",
 ]  # fmt: skip
 # Mostly the fast path's block shapes, with everything else mixed in, so that the scanner keeps
 # switching between its fast path and the general rules.
@@ -177,6 +218,7 @@ def _run_both(stream: bytes, cuts: list[int], max_line: int, max_event: int) -> 
     every chunk, limit errors at the same chunk (with the same events before them), retry and id."""
     a = SseScanner(max_line=max_line, max_event=max_event)
     b = SseScanner(max_line=max_line, max_event=max_event)
+    a.comments, b.comments = [], []
     prev = 0
     chunks = []
     for c in [*sorted(set(cuts)), len(stream)]:
@@ -193,6 +235,8 @@ def _run_both(stream: bytes, cuts: list[int], max_line: int, max_event: int) -> 
     seen = 0
     marks_a: list[tuple[int, bool]] = []
     marks_b: list[tuple[int, bool]] = []
+    comments_a: list[Comment] = []
+    comments_b: list[Comment] = []
     for step, payload_step in zip(steps, payload_steps, strict=True):
         try:
             expected = step(a)
@@ -201,6 +245,11 @@ def _run_both(stream: bytes, cuts: list[int], max_line: int, max_event: int) -> 
                 payload_step(b)
             assert info.value.what == exc.what
             assert [(e.event, e.data) for e in info.value.events] == [(e.event, e.data) for e in exc.events]
+            # the comment lines up to the error (the fast path reads the ones of a block it held
+            # only in the read that ends the block, or here)
+            _taken(a, seen, comments_a)
+            _taken(b, seen, comments_b)
+            assert comments_b == comments_a
             return
         assert payload_step(b) == expected
         assert b.pending_bytes == a.pending_bytes
@@ -208,9 +257,14 @@ def _run_both(stream: bytes, cuts: list[int], max_line: int, max_event: int) -> 
         for sc, marks in ((a, marks_a), (b, marks_b)):
             marks += [(seen + i, named) for i, named in sc.dataless]
             sc.dataless.clear()
+        # and the comment lines, each at the same place, read once
+        _taken(a, seen, comments_a)
+        _taken(b, seen, comments_b)
         seen += len(expected)
     assert (b.retry, b.last_event_id) == (a.retry, a.last_event_id)
     assert marks_b == marks_a
+    assert comments_b == comments_a
+    assert b.comment_lines == a.comment_lines == len(comments_a)
 
 
 _WARM = b"data: 0\n\n"  # a first read: the general rules settle the BOM question on it
@@ -253,7 +307,7 @@ def test_payloads_equal_events_with_limits(
 
 def test_payloads_byte_by_byte_and_whole() -> None:
     plain = b"".join(_PLAIN)
-    stream = plain * 3 + b"".join(_PIECES) + plain * 2 + b"\n\ndata: end\r\n\r\n" + plain
+    stream = plain * 3 + b"".join(_PIECES) + plain * 2 + b"\n\ndata: end\r\n\r\n" + plain + _COMMENTED
     for cuts in (list(range(len(stream))), [], list(range(0, len(stream), 5))):
         _run_both(stream, cuts, 1 << 20, 1 << 21)
 
