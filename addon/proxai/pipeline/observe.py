@@ -331,7 +331,8 @@ class StreamObserver:
 
     def _comment(self, lines: list[bytes]) -> None:
         """Comment lines of the upstream at this place among its events: the writer writes them as
-        they came, each with its LF (docs/design/protocol-grammars.md, "SSE comment lines"), while
+        they came (bytes that are not UTF-8 as U+FFFD, as the scanner reads every other line),
+        each with its LF (docs/design/protocol-grammars.md, "SSE comment lines"), while
         it writes the client's stream (not after the terminal event or an error, not once the
         translation stopped); while the source's stop waits for its end (``Phase.TERMINAL``, the
         writer holds the stop) they wait with it, so that none goes out before the stop."""
@@ -339,7 +340,10 @@ class StreamObserver:
         out = proto.out
         if out is None or proto.errored or proto.acc.terminal:
             return
-        out.comment(b"\n".join(lines) + b"\n", hold=proto.phase is Phase.TERMINAL)
+        data = b"\n".join(lines) + b"\n"
+        if not data.isascii():  # (the Python SDKs' line decoder raises on bytes that are not UTF-8)
+            data = data.decode("utf-8", "replace").encode()
+        out.comment(data, hold=proto.phase is Phase.TERMINAL)
 
     def finish(self, now: float) -> StreamSummary:
         """Upstream EOF. Idempotent: a second call returns the first summary."""

@@ -8,8 +8,8 @@ The flow's observer hands each writer the lines (``Sink.comment``). While the so
 for its end (``Phase.TERMINAL``: a Chat ``finish_reason`` before ``[DONE]``, Anthropic's
 ``message_delta`` before ``message_stop``) the writer holds the stop, so the lines wait too and go
 out right after the end: a comment never overtakes bytes of an event that came before it. What
-waits is bounded (``MAX_HELD`` bytes; past it a line is not written, the flow's note counts it with
-the rest).
+waits is bounded (``MAX_HELD`` bytes of whole lines; past it a line is not written, the flow's
+note counts it with the rest).
 """
 
 from __future__ import annotations
@@ -32,9 +32,13 @@ class Comments:
             if self.held:
                 self.flush(out)
             out.append(lines)
-        elif self.size + len(lines) <= MAX_HELD:
-            self.held.append(lines)
-            self.size += len(lines)
+        else:
+            room = MAX_HELD - self.size
+            if len(lines) > room:  # the whole lines that fit
+                lines = lines[: lines.rfind(b"\n", 0, room) + 1]
+            if lines:
+                self.held.append(lines)
+                self.size += len(lines)
 
     def flush(self, out: list[bytes]) -> None:
         """The lines that waited, after the end the writer just wrote into ``out``."""
