@@ -11,9 +11,9 @@ and to ProxAI's observe-only summary. Per protocol, on every example:
 
 Derandomized, no example database, and hypothesis's pool of constants read from the imported
 source modules pinned empty (``fixed_draws``): the same examples on every run, whatever other tests
-ran before in the process. ``KNOWN`` lists the gaps found
-and not closed yet; each is excused in the property only where its predicate matches, and its
-minimal stream is checked by a strict xfail, which fails as soon as the gap is closed."""
+ran before in the process. ``KNOWN`` lists the gaps found and not closed yet; each is excused in the
+property only where its predicate matches, and its minimal stream is checked to still show it (a
+test that fails as soon as the gap is closed)."""
 
 from __future__ import annotations
 
@@ -141,90 +141,10 @@ def events_of(data: bytes) -> Events:
     return out
 
 
-def _a_unnamed_fragment(evs: Events, s: StreamSummary, py: sdks.Reaction, nd: sdks.Reaction) -> bool:
-    return not (py.ok and nd.ok) and any(
-        n is None
-        and isinstance(o, dict)
-        and o.get("type") == "content_block_delta"
-        and isinstance(o.get("delta"), dict)
-        and o["delta"].get("type") == "input_json_delta"
-        and o["delta"].get("partial_json")
-        for n, o in evs
-    )
-
-
-def _sse(*events: tuple[str | None, dict[str, Any]]) -> bytes:
-    return b"".join(
-        (f"event: {n}\n".encode() if n else b"") + b"data: " + json.dumps(o).encode() + b"\n\n"
-        for n, o in events
-    )
-
-
-_A_MSG = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "m",
-    "content": [],
-    "stop_reason": None,
-    "stop_sequence": None,
-    "usage": {"input_tokens": 3, "output_tokens": 1},
-}
-_A_START = ("message_start", {"type": "message_start", "message": _A_MSG})
-_A_BSTOP = ("content_block_stop", {"type": "content_block_stop", "index": 0})
-_A_MSTOP = ("message_stop", {"type": "message_stop"})
-
-
-# The gaps found and not closed yet (the late input_json_delta and the Responses event without a
-# type are closed: docs/design/protocol-grammars.md).
-KNOWN: list[Gap] = [
-    Gap(
-        "anthropic_unnamed_tool_fragment",
-        Protocol.ANTHROPIC_MESSAGES,
-        "an input_json_delta without an event: line: both SDKs skip it, so the tool input they join "
-        "lacks that fragment and can stop being JSON (Python ValueError Unable to parse tool parameter "
-        "JSON, Node AnthropicError); the grammar reads the fragment, judges the whole input (JSON) and "
-        "notes only unnamed_event (the SDKs lose it), so nothing predicts the raise",
-        _a_unnamed_fragment,
-        _sse(
-            _A_START,
-            (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
-                },
-            ),
-            (
-                None,
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "input_json_delta", "partial_json": '{"'},
-                },
-            ),
-            (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "input_json_delta", "partial_json": 'a":1}'},
-                },
-            ),
-            _A_BSTOP,
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                    "usage": {"output_tokens": 2},
-                },
-            ),
-            _A_MSTOP,
-        ),
-    ),
-]
+# The gaps found and not closed yet (the late input_json_delta, the Responses event without a type
+# and the Anthropic tool fragment without an event: line are closed: docs/design/protocol-grammars.md;
+# the last one's streams are cases in test_sdk_reactions).
+KNOWN: list[Gap] = []
 
 
 def excused(
@@ -272,11 +192,11 @@ def test_sdk_raises_are_predicted_and_sdk_accepts_are_no_violation(
     run()
 
 
-@pytest.mark.parametrize("gap", KNOWN, ids=[g.name for g in KNOWN])
-@pytest.mark.xfail(strict=True, reason="a known gap, closed by another change (KNOWN)")
-def test_known_gap_is_still_open(gap: Gap, node: sdks.NodeSession) -> None:
-    found, _, said = check(gap.protocol, [gap.stream], node)
-    assert found == [], said
+def test_the_known_gaps_are_still_open(node: sdks.NodeSession) -> None:
+    """Each known gap's minimal stream still shows it: once a change closes one, this fails and names
+    it (take it out of ``KNOWN``)."""
+    closed = [g.name for g in KNOWN if not check(g.protocol, [g.stream], node)[0]]
+    assert closed == [], f"closed, take out of KNOWN: {closed}"
 
 
 def test_the_pools_hold_fixtures_and_recordings() -> None:

@@ -417,6 +417,57 @@ CASES = [
         [("anthropic_messages.tool_input_json", 3)],
     ),
     Case(
+        "anthropic a tool fragment without its event line: the input the SDKs join is not JSON",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _a(
+            "content_block_delta",
+            {"index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"'}},
+            False,
+        )
+        + _dl(0, {"type": "input_json_delta", "partial_json": 'a": 1}'})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.unnamed_event", 2), ("anthropic_messages.tool_input_json", 4)],
+        rule="anthropic_messages.tool_input_json",
+    ),
+    Case(
+        "anthropic a tool fragment without its event line: the SDKs join the rest, JSON",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _dl(0, {"type": "input_json_delta", "partial_json": '{"a": '})
+        + _a(
+            "content_block_delta",
+            {"index": 0, "delta": {"type": "input_json_delta", "partial_json": "1"}},
+            False,
+        )
+        + _dl(0, {"type": "input_json_delta", "partial_json": "2}"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.unnamed_event", 3)],
+        _text_is(lambda f: f["content"][0]["input"], {"a": 2}),  # the fragment "1" is lost
+        _text_is(lambda f: f["content"][0]["input"], {"a": 2}),
+    ),
+    Case(
+        "anthropic the last tool fragment without its event line: the SDKs' input is cut short",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _dl(0, {"type": "input_json_delta", "partial_json": '{"a": 1, "b": '})
+        + _a(
+            "content_block_delta",
+            {"index": 0, "delta": {"type": "input_json_delta", "partial_json": "2}"}},
+            False,
+        )
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.unnamed_event", 3)],
+        _text_is(lambda f: f["content"][0]["input"], {"a": 1}),
+        _text_is(lambda f: f["content"][0]["input"], {"a": 1}),
+    ),
+    Case(
         "anthropic tool input cut short (the partial parsers read it)",
         "anthropic",
         _A_S

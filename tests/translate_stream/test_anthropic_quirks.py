@@ -353,6 +353,25 @@ CASES = [
         [],
         ["tool block 0: input in its start and fragments (the fragments are its input)"],
     ),
+    Case(
+        "j: a tool fragment without its event: line: the SDKs lose it, their input is not JSON",
+        START
+        + bs(0, TOOL)
+        + jd(0, '{"').replace(b"event: content_block_delta\n", b"")
+        + jd(0, 'a":1}')
+        + st(0)
+        + md("tool_use")
+        + MS,
+        ("rejected",),
+        'AnthropicError: Unexpected token \'a\', "a":1}" is not valid JSON',
+        ["anthropic_messages.unnamed_event", "anthropic_messages.tool_input_json"],
+        # every client gets the call whole: the fragment is read (normalize names every event)
+        clients={
+            "anthropic": ("accepted", "tool_use", "", [("t1", "f", '{"a":1}')]),
+            "chat": ("accepted", "tool_calls", "", [("t1", "f", '{"a":1}')]),
+            "responses": ("accepted", "completed", "", [("t1", "f", '{"a":1}')]),
+        },
+    ),
 ]
 IDS = [c.name.split(":")[0] + ":" + c.name.split(":")[1][:60] for c in CASES]
 

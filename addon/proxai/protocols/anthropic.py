@@ -41,7 +41,7 @@ from proxai.protocols.conformance import json_prefix
 from proxai.stream import stop_reasons
 from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
-from .anthropic_quirks import late_args, late_text
+from .anthropic_quirks import late_args, late_text, sdk_join, unnamed_delta
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, FAMILIES, KINDS, KNOWN_EVENTS, TOOL_KINDS
 from .anthropic_usage import usage_into, usage_summary
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
@@ -114,7 +114,7 @@ Key = int | tuple[str, int]  # a block's index, or a repeated start's place ("du
 
 
 class _Block:
-    __slots__ = ("family", "fragments", "initial", "opaque", "open", "tool")
+    __slots__ = ("family", "fragments", "initial", "opaque", "open", "skipped", "tool")
 
     def __init__(self, family: str, tool: ToolBuffer | None, opaque: bool = False) -> None:
         self.family = family
@@ -125,6 +125,7 @@ class _Block:
         # comes (the SDKs then read the fragments alone), taken when the block stops.
         self.initial = ""
         self.fragments = False  # it stopped with input_json_delta text (the SDKs' buffer)
+        self.skipped: list[tuple[int, int]] = []  # its fragments the SDKs skip (``unnamed_delta``)
 
 
 class AnthropicGrammar(GrammarBase):
@@ -243,8 +244,8 @@ class AnthropicGrammar(GrammarBase):
         if dtype == "input_json_delta" and family == "tool":
             s = delta.get("partial_json")
             tb = blk.tool
-            if type(s) is not str or tb is None or blk.opaque:
-                return False
+            if type(s) is not str or tb is None or blk.opaque or name in _DATA_ONLY:
+                return False  # (an unnamed fragment: ``_event`` keeps its place)
             self._args(blk, index, s, now)
             return True
         if dtype == "signature_delta" and family == "thinking":
@@ -356,8 +357,8 @@ class AnthropicGrammar(GrammarBase):
         elif etype == "message_start" and state is not State.WAITING:
             self._restart(obj, now)
             return
-        if etype == "content_block_delta":
-            self._block_delta(obj, now)  # judged by its block
+        if etype == "content_block_delta":  # judged by its block (unnamed: the SDKs skip it)
+            (unnamed_delta if name == "message" else AnthropicGrammar._block_delta)(self, obj, now)
             return
         self.state = _MACHINE.step(self.state, etype)
         _HANDLERS[etype](self, obj, now)
@@ -748,7 +749,7 @@ class AnthropicGrammar(GrammarBase):
             elif tb.nbytes == 0 and not tb.overflow:
                 # No input_json_delta at all: the block's input is the empty object.
                 acc.tool_set(tb, "{}", now)
-            self._tool_input_conforms(idx, tb)
+            self._tool_input_conforms(idx, blk)
             acc.tool_finish(tb)
             if self.out is not None and not tb.valid:
                 raise UpstreamProtocolError(
@@ -757,11 +758,18 @@ class AnthropicGrammar(GrammarBase):
         if self.out is not None:
             self.out.block_stop(idx)
 
-    def _tool_input_conforms(self, idx: Key, tb: ToolBuffer) -> None:
+    def _tool_input_conforms(self, idx: Key, blk: _Block) -> None:
         """The SDKs parse a tool block's input after each fragment: JSON cut short reads, anything
-        else raises (docs/design/conformance.md). Whole JSON is one: orjson says so at C speed."""
-        if tb.buf is not None and not json_valid(text := tb.buf.getvalue()) and not json_prefix(text):
-            self.conform("anthropic_messages.tool_input_json", f"tool_use block {idx}: the input is not JSON")
+        else raises (docs/design/conformance.md). Whole JSON is one: orjson says so at C speed.
+        Judged as the SDKs join it: without the fragments they skip (``sdk_join``)."""
+        if (tb := blk.tool) is None or (buf := tb.buf) is None:
+            return
+        text = sdk_join(buf.getvalue(), blk.skipped) if blk.skipped else buf.getvalue()
+        if not json_valid(text) and not json_prefix(text):
+            how = "as the SDKs join it (without its unnamed fragments) " if blk.skipped else ""
+            self.conform(
+                "anthropic_messages.tool_input_json", f"tool_use block {idx}: the input {how}is not JSON"
+            )
 
     def _close_open(self, now: float) -> None:
         """The end of the message with blocks still open: a block whose content is complete is
@@ -772,7 +780,7 @@ class AnthropicGrammar(GrammarBase):
                 continue
             tb = blk.tool
             if tb is not None and tb.nbytes and (tb.buf is None or not json_valid(tb.buf.getvalue())):
-                self._tool_input_conforms(idx, tb)
+                self._tool_input_conforms(idx, blk)
                 if self.out is not None:
                     raise UpstreamProtocolError(
                         f"tool_use block {idx}: the streamed arguments are not valid JSON"

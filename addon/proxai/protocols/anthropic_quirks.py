@@ -74,7 +74,7 @@ def late_args(g: AnthropicGrammar, blk: _Block, idx: Key, value: str, now: float
     else:
         acc.tool_set(tb, before + value, now)
     blk.fragments = True
-    g._tool_input_conforms(idx, tb)
+    g._tool_input_conforms(idx, blk)
     acc.tool_finish(tb)
 
 
@@ -86,3 +86,29 @@ def _same_input(got: str | None, buffer: str) -> bool:
     if not buffer.strip(" \t\r\n"):
         return True
     return json_valid(buffer) and orjson.loads(buffer) == orjson.loads(got)
+
+
+def unnamed_delta(g: AnthropicGrammar, obj: dict[str, Any], now: float) -> None:
+    """A ``content_block_delta`` without an ``event:`` line. Both SDKs skip it; it is read (a
+    translation's client, normalize's too, gets the block whole: the liberal reading), and a tool
+    fragment's place in the block's buffer is kept, so the input is judged as the SDKs join it
+    (``sdk_join``: without it, the rule ``tool_input_json`` when that is not JSON)."""
+    idx = obj.get("index")
+    blk = g.blocks.get(idx) if type(idx) is int else None
+    buf = blk.tool.buf if blk is not None and blk.open and blk.tool is not None else None
+    start = buf.tell() if buf is not None else 0
+    g._block_delta(obj, now)
+    tb = blk.tool if blk is not None else None
+    if blk is not None and buf is not None and tb is not None and tb.buf is buf and buf.tell() > start:
+        blk.skipped.append((start, buf.tell()))
+
+
+def sdk_join(text: str, skipped: list[tuple[int, int]]) -> str:
+    """A tool block's input ``text`` as the SDKs join it: without the spans of the fragments they
+    skipped (in order, each a fragment's start and end in ``text``)."""
+    parts, at = [], 0
+    for start, end in skipped:
+        parts.append(text[at:start])
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
