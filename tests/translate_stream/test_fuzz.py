@@ -14,6 +14,7 @@ from proxai.core.errors import ProxaiError
 from proxai.core.model import ErrorKind, Protocol
 from proxai.core.sse import SseEvent
 from proxai.pipeline.flow import make_stream_translator
+from tests.conformance import sdks
 
 from .harness import A, C, R, carry, render, translate
 from .validators import VALIDATORS, scan, validate_typed
@@ -152,3 +153,65 @@ def test_a_tool_block_started_twice_is_a_typed_error_for_a_responses_client(scen
     validate_typed("openai_responses", out)
     assert f"the upstream started the call {call_id!r} twice".encode() in out
     assert out.count(f'"call_id":"{call_id}"'.encode()) >= 1  # the first one was delivered
+
+
+def _a(etype: str, **fields: Any) -> bytes:
+    return f"event: {etype}\ndata: {orjson.dumps({'type': etype, **fields}).decode()}\n\n".encode()
+
+
+_MSG = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": []}
+_UNKNOWN_BLOCK = {"type": "gateway_card", "card": {"title": "t"}}  # a type no SDK models
+_WITH_UNKNOWN = [
+    _a("message_start", message={**_MSG, "usage": {"input_tokens": 3, "output_tokens": 1}}),
+    _a("content_block_start", index=0, content_block=_UNKNOWN_BLOCK),
+    _a("content_block_delta", index=0, delta={"type": "gateway_card_delta", "more": 1}),
+    _a("content_block_stop", index=0),
+    _a("content_block_start", index=1, content_block={"type": "text", "text": ""}),
+    _a("content_block_delta", index=1, delta={"type": "gateway_card_delta", "more": 2}),
+    _a("content_block_delta", index=1, delta={"type": "text_delta", "text": "Hi"}),
+    _a("content_block_stop", index=1),
+    _a("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 2}),
+    _a("message_stop"),
+]
+
+
+def test_a_block_and_a_delta_of_unknown_types_are_carried_as_the_sdks_keep_them() -> None:
+    """Normalize mode writes a ``content_block_start`` and a delta of a type no SDK models as they
+    came: both Anthropic SDKs keep the block as it came and pass over the delta, so the stream is
+    well formed and the validators take it (the block holds no text, tool or thinking)."""
+    body = b"".join(_WITH_UNKNOWN)
+    out, _ = translate(A, A, body)
+    datas = [orjson.loads(ev.data) for ev in scan(out)]
+    assert [d["type"] for d in datas] == [orjson.loads(ev.data)["type"] for ev in scan(body)]
+    assert datas[1:4] == [orjson.loads(ev.data) for ev in scan(b"".join(_WITH_UNKNOWN[1:4]))]
+    assert datas[5] == {
+        "type": "content_block_delta",
+        "index": 1,
+        "delta": {"type": "gateway_card_delta", "more": 2},
+    }
+    fin = VALIDATORS["anthropic_messages"](out)
+    validate_typed("anthropic_messages", out)
+    assert (fin.text, fin.tools, fin.stop) == ("Hi", [], "end_turn")
+    node = sdks.node([("anthropic", out)])[0]
+    for got in (sdks.python("anthropic", out), node):
+        assert got.ok, got
+        assert [{k: b.get(k) for k in ("type", "card", "text")} for b in got.final["content"]] == [
+            {"type": "gateway_card", "card": {"title": "t"}, "text": None},
+            {"type": "text", "card": None, "text": "Hi"},
+        ]
+
+
+@pytest.mark.parametrize(
+    ("event", "rule"),
+    [
+        (_a("content_block_start", index=0, content_block={"type": "server_tool_use"}), "block type"),
+        (_a("content_block_delta", index=0, delta={"type": "text_delta", "text": "x"}), "inside a"),
+    ],
+)
+def test_the_validator_still_refuses_what_the_writer_never_writes(event: bytes, rule: str) -> None:
+    """An SDK-modelled block type the writers never emit, and a known delta in a block of an unknown
+    type (the writer leaves it out: the SDKs pass over it) are still refused."""
+    at = 1 if b"content_block_start" in event else 2
+    body = b"".join([*_WITH_UNKNOWN[:at], event, *_WITH_UNKNOWN[at + (at == 1) :]])
+    with pytest.raises(AssertionError, match=rule):
+        VALIDATORS["anthropic_messages"](body)

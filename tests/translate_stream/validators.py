@@ -11,6 +11,7 @@ A violation raises ``Violation`` (an AssertionError) naming the event number and
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,12 +71,30 @@ def _args(raw: str, n: int, errored: bool = False) -> Any:
 
 # -- Anthropic Messages --------------------------------------------------------------------------
 
-_A_DELTA = {
+_A_DELTA: dict[str, str] = {
     "text_delta": "text",
     "thinking_delta": "thinking",
     "signature_delta": "thinking",
     "input_json_delta": "tool_use",
 }
+
+_A_FAMILIES = ("text", "thinking", "redacted_thinking", "tool_use")
+
+
+@functools.cache
+def _anthropic_sdk_types(slot: str) -> frozenset[str]:
+    """The block (``slot`` ``content_block``) or delta (``delta``) types anthropic-python models.
+    A ``content_block_start`` of another type is kept by both SDKs as it came (``accumulate_event``
+    appends it, ``#accumulateMessage`` pushes it) and a delta of another type is passed over, so
+    normalize mode carries them (docs/design/protocol-grammars.md, "Unknown delta and block
+    types"): a stream with them is well formed, they are checked as the SDKs read them (not)."""
+    import typing
+
+    from anthropic.types import RawContentBlockDeltaEvent, RawContentBlockStartEvent
+
+    event = RawContentBlockStartEvent if slot == "content_block" else RawContentBlockDeltaEvent
+    members = typing.get_args(event.model_fields[slot].annotation)
+    return frozenset(typing.get_args(m.model_fields["type"].annotation)[0] for m in members)
 
 
 def validate_anthropic(body: bytes) -> Final:
@@ -138,7 +157,8 @@ def validate_anthropic(body: bytes) -> Final:
                     "tool_use start needs id, name, input {}",
                 )
             _check(
-                cb["type"] in ("text", "thinking", "redacted_thinking", "tool_use"),
+                cb["type"] in ("text", "thinking", "redacted_thinking", "tool_use")
+                or (isinstance(cb["type"], str) and cb["type"] not in _anthropic_sdk_types("content_block")),
                 n,
                 f"block type {cb['type']}",
             )
@@ -157,6 +177,10 @@ def validate_anthropic(body: bytes) -> Final:
             _check(idx in open_, n, f"delta for block {idx} that is not open")
             d = obj["delta"]
             b = blocks[idx]
+            if isinstance(d["type"], str) and d["type"] not in _A_DELTA.keys() | _anthropic_sdk_types(
+                "delta"
+            ):
+                continue  # a delta no SDK models: both keep the event and read nothing of it
             _check(_A_DELTA.get(d["type"]) == b["type"], n, f"{d['type']} inside a {b['type']} block")
             if d["type"] == "text_delta":
                 b["text"] += d["text"]
@@ -192,6 +216,8 @@ def validate_anthropic(body: bytes) -> Final:
     if fin.error is None:
         _check(state == "stopped", len(events), "stream ended without message_stop")
     for b in blocks:
+        if b["type"] not in _A_FAMILIES:
+            continue  # a block no SDK models: both keep it as it came, it holds none of these
         if b["type"] == "text":
             fin.text += b["text"]
         elif b["type"] == "thinking":
@@ -629,7 +655,28 @@ def validate_typed(protocol: str, body: bytes) -> None:
         obj = orjson.loads(ev.data)
         if obj.get("type") == "error" or (protocol == "openai_chat" and "error" in obj):
             continue
+        if protocol == "anthropic_messages":
+            obj = _sdk_modelled(obj)
         try:
             check(obj)
         except Exception as exc:
             raise Violation(f"event #{n} ({obj.get('type')}): not a valid SDK event: {exc}") from None
+
+
+def _sdk_modelled(obj: dict[str, Any]) -> dict[str, Any]:
+    """An Anthropic block or delta of a type anthropic-python does not model: the SDK reads the event
+    unchecked (``construct_type``) and keeps the block or passes over the delta, so only its envelope
+    is the SDK's model (checked with an empty text block or delta in its place)."""
+    for etype, slot, stand_in in (
+        ("content_block_start", "content_block", {"type": "text", "text": ""}),
+        ("content_block_delta", "delta", {"type": "text_delta", "text": ""}),
+    ):
+        inner = obj.get(slot)
+        if (
+            obj.get("type") == etype
+            and isinstance(inner, dict)
+            and isinstance(inner.get("type"), str)
+            and inner["type"] not in _anthropic_sdk_types(slot)
+        ):
+            return {**obj, slot: stand_in}
+    return obj
