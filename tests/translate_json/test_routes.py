@@ -79,6 +79,65 @@ model = { "gpt-4o*" = "claude-sonnet-4-5", "*" = "claude-haiku-4-5" }
     assert r3.map_model("o3") == "claude-haiku-4-5"
 
 
+LAZY = """
+[[route]]
+name = "by-model"
+match = { path = "/v1/messages", model = "claude-*", host = "*.anthropic.com" }
+upstream = "http://127.0.0.1:8000/v1"
+protocol = "openai_chat"
+
+[[route]]
+name = "by-model-too"
+match = { path = "/v1/messages", model = "gpt-*" }
+upstream = "http://127.0.0.1:8000/v1"
+protocol = "openai_chat"
+
+[[route]]
+name = "by-path"
+match = { path = "/v1/chat/completions" }
+upstream = "https://api.anthropic.com"
+protocol = "anthropic_messages"
+"""
+
+
+@pytest.mark.parametrize(
+    ("host", "path", "model", "name", "asked"),
+    [
+        # no route's path matches: neither the host nor the model is asked for
+        ("api.anthropic.com", "/v1/responses", "claude-x", None, []),
+        ("api.anthropic.com", "/v1/messagesX", "claude-x", None, []),
+        # a route that names no host or model: matched on its path alone
+        ("api.anthropic.com", "/v1/chat/completions?x=1", "claude-x", "by-path", []),
+        # the host first, then the model: each asked for once over the routes
+        ("api.anthropic.com", "/v1/messages", "claude-x", "by-model", ["host", "model"]),
+        ("api.anthropic.com", "/v1/messages", "gpt-4o", "by-model-too", ["host", "model"]),
+        ("api.openai.com", "/v1/messages", "gpt-4o", "by-model-too", ["host", "model"]),
+        ("api.openai.com", "/v1/messages", "claude-x", None, ["host", "model"]),
+        ("api.anthropic.com", "/v1/messages", None, None, ["host", "model"]),
+        (None, "/v1/messages", "gpt-4o", "by-model-too", ["host", "model"]),
+    ],
+)
+def test_match_lazy_asks_only_what_a_route_names(
+    host: str | None, path: str, model: str | None, name: str | None, asked: list[str]
+) -> None:
+    table = parse_routes(LAZY)
+    seen: list[str] = []
+
+    def host_of() -> str | None:
+        seen.append("host")
+        return host
+
+    def model_of() -> str | None:
+        seen.append("model")
+        return model
+
+    route = table.match_lazy(path, host_of, model_of)
+    assert (route.name if route is not None else None) == name
+    assert seen == asked
+    plain = table.match(host, path, model)  # the same route as with every value at hand
+    assert (plain.name if plain is not None else None) == name
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -52,6 +52,19 @@ def _headers(req: http.Request) -> dict[str, str]:
     return {name: req.headers[name] for name in req.headers}
 
 
+def _parse(req: http.Request) -> dict[str, Any] | None:
+    """The client's body as a JSON object, or None (``parse_body`` raises the error later)."""
+    try:
+        return parse_body(req.get_content(strict=False) or b"")
+    except TranslationError:
+        return None
+
+
+def _model(body: dict[str, Any] | None) -> str | None:
+    model = body.get("model") if body is not None else None
+    return model if isinstance(model, str) else None
+
+
 def _as_it_came(state: RoutedState, route: Route) -> bool:
     """A same-protocol route gives the client the upstream's bytes: not normalizing, or a resumed
     background stream (``Routing._resume``)."""
@@ -81,16 +94,17 @@ class RoutedFlows:
     def request(self, flow: http.HTTPFlow, state: RoutedState) -> None:
         req = flow.request
         client = state.protocol
-        raw = req.get_content(strict=False) or b""
-        body: dict[str, Any] | None
-        try:
-            body = parse_body(raw)
-        except TranslationError:
-            body = None
-        model = body.get("model") if body is not None and isinstance(body.get("model"), str) else None
-        route = self.table.match(req.pretty_host, req.path, model)
+        read: list[dict[str, Any] | None] = []  # the body, parsed once: when a route's path matches
+
+        def model_of() -> str | None:
+            read.append(_parse(req))
+            return _model(read[0])
+
+        route = self.table.match_lazy(req.path, lambda: req.pretty_host, model_of)
         if route is None:
             return
+        body = read[0] if read else _parse(req)
+        model = _model(body)
         meta = flow.metadata.setdefault("proxai", {})
         info: dict[str, Any] = {
             "name": route.name,
@@ -106,7 +120,7 @@ class RoutedFlows:
             return
         try:
             if body is None:
-                body = parse_body(raw)  # raises the body error
+                body = parse_body(req.get_content(strict=False) or b"")  # raises the body error
             key = self._key(state, route)
             opts = ir.RequestOptions(
                 model=route.map_model(model) if route.model is not None else None,

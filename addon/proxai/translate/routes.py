@@ -26,6 +26,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn
@@ -175,14 +176,10 @@ class Route:
     strict_translation: bool | None = None  # None: the proxai_strict_translation option decides
 
     def matches(self, host: str | None, path: str, model: str | None) -> bool:
-        if self.match_path is not None and not _path_prefix(self.match_path, path):
-            return False
-        if self.match_host is not None and (
-            host is None or not fnmatch.fnmatchcase(host.lower(), self.match_host.lower())
-        ):
-            return False
-        return self.match_model is None or (
-            model is not None and fnmatch.fnmatchcase(model, self.match_model)
+        return (
+            (self.match_path is None or _path_prefix(self.match_path, path))
+            and (self.match_host is None or _host_matches(self.match_host, host))
+            and (self.match_model is None or _model_matches(self.match_model, model))
         )
 
     def target_url(self, query: str = "") -> str:
@@ -203,6 +200,14 @@ class Route:
         return model
 
 
+def _host_matches(glob: str, host: str | None) -> bool:
+    return host is not None and fnmatch.fnmatchcase(host.lower(), glob.lower())
+
+
+def _model_matches(glob: str, model: str | None) -> bool:
+    return model is not None and fnmatch.fnmatchcase(model, glob)
+
+
 def _path_prefix(prefix: str, path: str) -> bool:
     p = path.split("?", 1)[0]
     if not p.startswith(prefix):
@@ -220,6 +225,29 @@ class RouteTable:
         for r in self.routes:
             if r.matches(host, path, model):
                 return r
+        return None
+
+    def match_lazy(
+        self, path: str, host: Callable[[], str | None], model: Callable[[], str | None]
+    ) -> Route | None:
+        """``match`` that asks for the host and the model (the request body's, parsed) only when a
+        route whose path matches names one, each at most once: a flow no route's path matches costs
+        no header lookup and no body parse."""
+        got: dict[str, str | None] = {}
+        for r in self.routes:
+            if r.match_path is not None and not _path_prefix(r.match_path, path):
+                continue
+            if r.match_host is not None:
+                if "host" not in got:
+                    got["host"] = host()
+                if not _host_matches(r.match_host, got["host"]):
+                    continue
+            if r.match_model is not None:
+                if "model" not in got:
+                    got["model"] = model()
+                if not _model_matches(r.match_model, got["model"]):
+                    continue
+            return r
         return None
 
     def __len__(self) -> int:
