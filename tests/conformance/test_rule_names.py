@@ -3,7 +3,8 @@
 the flow's summary without a word. The protocol modules are read as source: each ``conform`` /
 ``_conform`` call's first argument is a string, a module-level string constant, or one of the
 tables the module names its rules in (``DATALESS_RULES``, ``responses_sdk._PAIRS``); the rules
-judged at the stream's end with the request come from ``conformance.at_end`` (``AT_END_RULES``)."""
+judged at the stream's end with the request come from ``conformance.at_end`` (``AT_END_RULES``), the
+ones judged fragment by fragment from ``Accum.tool_args`` (``fragments.RULES``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import ast
 import re
 from pathlib import Path
 
-from proxai.protocols import conformance, responses_sdk
+from proxai.protocols import conformance, fragments, responses_sdk
 from proxai.protocols.conformance import RULES
 
 PROTOCOLS = Path(conformance.__file__).resolve().parent
@@ -121,7 +122,8 @@ def test_the_rule_tables_name_rules() -> None:
     # and each rule of the catalogue is given by some grammar
     assert conformance.AT_END_RULES.issubset(RULES)
     assert conformance.ANSWER_RULES.issubset(RULES)
-    given = _conform_names()[0] | dataless | responses_sdk.RULES | conformance.AT_END_RULES
+    assert fragments.RULES.issubset(RULES)
+    given = _conform_names()[0] | dataless | responses_sdk.RULES | conformance.AT_END_RULES | fragments.RULES
     assert given | conformance.ANSWER_RULES == set(RULES)
 
 

@@ -85,6 +85,17 @@ _A_TEXT = {"type": "text", "text": ""}
 _A_TOOL = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
 
 
+def a_tool(*fragments: str) -> bytes:
+    """A tool block whose input comes in these ``input_json_delta`` fragments (the first is event
+    2, the block's stop follows the last)."""
+    deltas = [_dl(0, {"type": "input_json_delta", "partial_json": f}) for f in fragments]
+    return _A_S + _blk(0, _A_TOOL) + b"".join(deltas) + _a("content_block_stop", {"index": 0}) + _A_E
+
+
+def a_input(final: dict[str, Any]) -> Any:
+    return final["content"][0]["input"]
+
+
 def a_text(final: dict[str, Any]) -> str:
     return "".join(b.get("text", "") for b in final["content"])
 
@@ -133,6 +144,14 @@ def _calls(*calls: dict[str, Any]) -> bytes:
 
 C_ROLE = _raw(_chunk([_ch({"role": "assistant", "content": None})]))
 C_TOOLS_END = _c({}, "tool_calls") + b"data: [DONE]\n\n"
+
+
+def c_args(*fragments: str) -> bytes:
+    """One call of tool ``f`` whose arguments come in these fragments, the first in the call's
+    first chunk (event 1), then one chunk each, then finish_reason tool_calls and [DONE]."""
+    first = {"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": fragments[0]}}
+    rest = [_c({"tool_calls": [{"index": 0, "function": {"arguments": f}}]}) for f in fragments[1:]]
+    return C_ROLE + _calls(first) + b"".join(rest) + C_TOOLS_END
 
 
 def c_tools(final: dict[str, Any]) -> list[Any]:
@@ -478,6 +497,100 @@ CASES = [
         [],
         _text_is(lambda f: f["content"][0]["input"], {}),
         _text_is(lambda f: f["content"][0]["input"], {}),
+    ),
+    Case(
+        "anthropic tool input whose first fragment is whitespace (Python parses it alone)",
+        "anthropic",
+        a_tool(" ", '{"a": 1}'),
+        [("anthropic_messages.tool_input_partial", 2)],
+        None,
+        _text_is(a_input, {"a": 1}),
+    ),
+    Case(
+        "anthropic tool input: an empty fragment, then one of whitespace",
+        "anthropic",
+        a_tool("", "\n", '{"a": 1}'),
+        [("anthropic_messages.tool_input_partial", 3)],
+        None,
+        _text_is(a_input, {"a": 1}),
+    ),
+    Case(
+        "anthropic tool input: an empty first fragment (nothing to parse, nothing to say)",
+        "anthropic",
+        a_tool("", '{"a": 1}'),
+        [],
+        _text_is(a_input, {"a": 1}),
+        _text_is(a_input, {"a": 1}),
+    ),
+    Case(
+        "anthropic tool input: a fragment of whitespace without its event line (the SDKs skip it)",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _a(
+            "content_block_delta",
+            {"index": 0, "delta": {"type": "input_json_delta", "partial_json": " "}},
+            False,
+        )
+        + _dl(0, {"type": "input_json_delta", "partial_json": '{"a": 1}'})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.unnamed_event", 2)],
+        _text_is(a_input, {"a": 1}),
+        _text_is(a_input, {"a": 1}),
+    ),
+    Case(
+        "anthropic tool input that is whitespace alone",
+        "anthropic",
+        a_tool(" ", "\t"),
+        [("anthropic_messages.tool_input_partial", 2), ("anthropic_messages.tool_input_json", 4)],
+        rule="anthropic_messages.tool_input_json",
+    ),
+    Case(
+        "anthropic tool input: a top-level literal cut by a fragment",
+        "anthropic",
+        a_tool("tr", "ue"),
+        [("anthropic_messages.tool_input_partial", 2)],
+        None,
+        _text_is(a_input, True),
+    ),
+    Case(
+        "anthropic tool input: a top-level string cut by a fragment",
+        "anthropic",
+        a_tool('"ab', 'c"'),
+        [("anthropic_messages.tool_input_partial", 2)],
+        None,
+        _text_is(a_input, "abc"),
+    ),
+    Case(
+        "anthropic tool input: a top-level number cut by a fragment, whitespace after it",
+        "anthropic",
+        a_tool("1.", "5", " "),
+        [("anthropic_messages.tool_input_partial", 2)],
+        None,
+        _text_is(a_input, 1.5),
+    ),
+    Case(
+        "anthropic tool input: a top-level string cut short at the end",
+        "anthropic",
+        a_tool('"ab'),
+        [("anthropic_messages.tool_input_partial", 2), ("anthropic_messages.tool_input_json", 3)],
+        rule="anthropic_messages.tool_input_json",
+    ),
+    Case(
+        "anthropic tool input that ends with a top-level number (Node drops it as unfinished)",
+        "anthropic",
+        a_tool("1", "2"),
+        [("anthropic_messages.tool_input_number", 4)],
+        _text_is(a_input, 12),
+    ),
+    Case(
+        "anthropic tool input a top-level number, whitespace after it (nothing to say)",
+        "anthropic",
+        a_tool("-12", "\n"),
+        [],
+        _text_is(a_input, -12),
+        _text_is(a_input, -12),
     ),
     Case(
         "anthropic message_delta without delta",
@@ -1396,6 +1509,70 @@ CASES = [
         None,
         _text_is(r_text, '{"a": "x"}'),
         request={**R_JSON, **R_STRICT},
+    ),
+    Case(
+        "chat a strict tool's arguments whose first fragment is whitespace",
+        "chat",
+        c_args(" ", '{"a": 1}'),
+        [("openai_chat.strict_tool_arguments_partial", 1)],
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a strict tool's arguments: an empty fragment, then one of whitespace",
+        "chat",
+        c_args("", "\n", '{"a": 1}'),
+        [("openai_chat.strict_tool_arguments_partial", 2)],
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a strict tool's arguments: a top-level number cut by a fragment",
+        "chat",
+        c_args("1.", "5"),
+        [("openai_chat.strict_tool_arguments_partial", 1)],
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a strict tool's arguments that are whitespace alone",
+        "chat",
+        c_args(" "),
+        [("openai_chat.strict_tool_arguments_partial", 1), ("openai_chat.strict_tool_arguments_cut", 4)],
+        rule="openai_chat.strict_tool_arguments_partial",
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a strict tool's arguments: a top-level literal cut by a fragment",
+        "chat",
+        c_args("tr", "ue"),
+        [("openai_chat.strict_tool_arguments_scalar", 1)],
+        None,
+        _text_is(c_tools, [("function", "f", "true")]),
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a strict tool's arguments: a top-level string cut by a fragment",
+        "chat",
+        c_args('"ab', 'c"'),
+        [("openai_chat.strict_tool_arguments_scalar", 1)],
+        None,
+        _text_is(c_tools, [("function", "f", '"abc"')]),
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a strict tool's arguments: an empty first fragment (nothing to parse, nothing to say)",
+        "chat",
+        c_args("", '{"a": 1}'),
+        [],
+        _text_is(c_tools, [("function", "f", '{"a": 1}')]),
+        _text_is(c_tools, [("function", "f", '{"a": 1}')]),
+        request=C_STRICT,
+    ),
+    Case(
+        "chat whitespace first in the arguments of a tool not strict (no parse, nothing to say)",
+        "chat",
+        c_args(" ", '{"a": 1}'),
+        [],
+        _text_is(c_tools, [("function", "f", ' {"a": 1}')]),
+        _text_is(c_tools, [("function", "f", ' {"a": 1}')]),
     ),
     Case(
         "responses a json_schema text format, the answer JSON (nothing to say)",

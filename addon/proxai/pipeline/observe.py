@@ -38,6 +38,7 @@ from proxai.protocols.anthropic import AnthropicGrammar
 from proxai.protocols.chat import ChatGrammar
 from proxai.protocols.common import Accum, GrammarBase
 from proxai.protocols.conformance import NOTHING_ASKED, Asked, at_end
+from proxai.protocols.fragments import per_fragment
 from proxai.protocols.json_answer import AnthropicJsonGrammar, ChatJsonGrammar
 from proxai.protocols.machine import Finding
 from proxai.protocols.responses import ResponsesGrammar
@@ -89,6 +90,7 @@ def make_grammar(
     (``asked``: the request's custom tools tell a Responses grammar whose ``custom_tool_call`` is
     the client's; a ``json_schema`` format makes a Chat or Anthropic grammar keep the answer)."""
     acc = Accum(max_tool_args=limits.max_tool_args, max_capture=limits.max_capture, capture=capture)
+    acc.per_fragment = per_fragment(protocol, asked)  # the SDKs' parses after every tool fragment
     if protocol is Protocol.OPENAI_RESPONSES:
         return ResponsesGrammar(acc, output, asked.custom_tools)
     if asked.json_format:  # the answer a parse helper parses is kept (protocols/json_answer.py)

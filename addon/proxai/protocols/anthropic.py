@@ -37,7 +37,6 @@ from proxai.core.errors import TruncatedStreamError, UpstreamProtocolError
 from proxai.core.errors.kinds import classify_error
 from proxai.core.model import Protocol
 from proxai.core.sse import Payloads, RawName, event_name
-from proxai.protocols.conformance import json_prefix
 from proxai.stream import stop_reasons
 from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
@@ -45,6 +44,7 @@ from .anthropic_quirks import late_args, late_text, sdk_join, unnamed_delta
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, FAMILIES, KINDS, KNOWN_EVENTS, TOOL_KINDS
 from .anthropic_usage import usage_into, usage_summary
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
+from .fragments import input_fault
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
 
@@ -244,8 +244,8 @@ class AnthropicGrammar(GrammarBase):
         if dtype == "input_json_delta" and family == "tool":
             s = delta.get("partial_json")
             tb = blk.tool
-            if type(s) is not str or tb is None or blk.opaque or name in _DATA_ONLY:
-                return False  # (an unnamed fragment: ``_event`` keeps its place)
+            if type(s) is not str or tb is None or blk.opaque or name in _DATA_ONLY or tb.lead is not None:
+                return False  # (an unnamed fragment: ``_event`` keeps its place; a start to judge)
             self._args(blk, index, s, now)
             return True
         if dtype == "signature_delta" and family == "thinking":
@@ -759,16 +759,16 @@ class AnthropicGrammar(GrammarBase):
             self.out.block_stop(idx)
 
     def _tool_input_conforms(self, idx: Key, blk: _Block) -> None:
-        """The SDKs parse a tool block's input after each fragment: JSON cut short reads, anything
-        else raises (docs/design/conformance.md). Whole JSON is one: orjson says so at C speed.
-        Judged as the SDKs join it: without the fragments they skip (``sdk_join``)."""
+        """The whole input as the SDKs join it, without the fragments they skip (``sdk_join``):
+        ``fragments.input_fault`` (each fragment's start was judged as it came, ``fragments.torn``)."""
         if (tb := blk.tool) is None or (buf := tb.buf) is None:
             return
         text = sdk_join(buf.getvalue(), blk.skipped) if blk.skipped else buf.getvalue()
-        if not json_valid(text) and not json_prefix(text):
+        if (fault := input_fault(text, json_valid(text))) is not None:
             how = "as the SDKs join it (without its unnamed fragments) " if blk.skipped else ""
+            what = "is not JSON" if fault == "json" else "ends with a top-level number"
             self.conform(
-                "anthropic_messages.tool_input_json", f"tool_use block {idx}: the input {how}is not JSON"
+                f"anthropic_messages.tool_input_{fault}", f"tool_use block {idx}: the input {how}{what}"
             )
 
     def _close_open(self, now: float) -> None:

@@ -97,8 +97,13 @@ def unnamed_delta(g: AnthropicGrammar, obj: dict[str, Any], now: float) -> None:
     blk = g.blocks.get(idx) if type(idx) is int else None
     buf = blk.tool.buf if blk is not None and blk.open and blk.tool is not None else None
     start = buf.tell() if buf is not None else 0
-    g._block_delta(obj, now)
     tb = blk.tool if blk is not None else None
+    lead = None
+    if tb is not None:  # a fragment their parse after each fragment never sees (``fragments``)
+        lead, tb.lead = tb.lead, None
+    g._block_delta(obj, now)
+    if tb is not None:
+        tb.lead = lead
     if blk is not None and buf is not None and tb is not None and tb.buf is buf and buf.tell() > start:
         blk.skipped.append((start, buf.tell()))
 

@@ -282,7 +282,7 @@ class ChatGrammar(GrammarBase):
         if type(index) is not int or type(args) is not str:
             return False
         tb = self._calls.get(index)
-        if tb is None or tb.finished:
+        if tb is None or tb.finished or tb.lead is not None:  # (a start ``fragments`` judges)
             return False
         if args:
             acc.tool_args(tb, args, now)

@@ -46,7 +46,7 @@ from proxai.core.model import (
     Usage,
 )
 from proxai.core.sse import Payloads, RawName, event_name
-from proxai.protocols import conformance
+from proxai.protocols import conformance, fragments
 from proxai.stream.limits import DEFAULT_MAX_BUFFER
 from proxai.stream.sink import NO_BLOCK, Output, Phase, Sink
 
@@ -119,6 +119,7 @@ class ToolBuffer:
         "key",
         "kind",
         "last_progress_at",
+        "lead",
         "limit",
         "name",
         "nbytes",
@@ -150,6 +151,10 @@ class ToolBuffer:
         # comes after the call finished (an Anthropic tool block's, ``anthropic_quirks``); the
         # summary shows them only when capturing.
         self.final: str | None = None
+        # The arguments so far while an SDK's parse after every fragment may still refuse them
+        # (whitespace alone, a top-level number): ``fragments.torn``. None: nothing to judge
+        # fragment by fragment (no such parse of this call, or its start settled it).
+        self.lead: str | None = None
 
     def set_arguments(self, s: str, now: float) -> None:
         """The authoritative whole argument string (a ``*.done`` event or a final snapshot)."""
@@ -200,6 +205,7 @@ class Accum:
         "limits_tool_args",
         "model",
         "notes",
+        "per_fragment",
         "reasoning_bytes",
         "received",
         "refusal_bytes",
@@ -246,6 +252,9 @@ class Accum:
         self.findings: list[Finding] = []
         self.event_index = 0
         self.found: set[str] = set()  # the rules ``finding_once`` already reported
+        # whose tool calls an SDK parses after every fragment (``fragments``; the flow's builder
+        # sets it from the protocol and the request)
+        self.per_fragment: fragments.PerFragment | None = None
         self.extra: dict[str, Any] = {}
         self.cap_text: io.StringIO | None = io.StringIO() if capture else None
         self.cap_reasoning: io.StringIO | None = io.StringIO() if capture else None
@@ -325,16 +334,22 @@ class Accum:
     ) -> ToolBuffer:
         self.content_seen = True
         tb = ToolBuffer(key, id, name, kind, now=now, limit=self.limits_tool_args, has_args=has_args)
+        if self.per_fragment is not None and self.per_fragment.parses(kind, name):
+            tb.lead = ""
         self.tools[key] = tb
         self.tool_order.append(tb)
         return tb
 
     def tool_args(self, tb: ToolBuffer, s: str, now: float) -> None:
         """A fragment of ``tb``'s arguments: buffered up to its limit (past it, a note, once per
-        overflow). A call per fragment on every protocol: the buffer's bookkeeping is inline."""
+        overflow). A call per fragment on every protocol: the buffer's bookkeeping is inline.
+        While an SDK's parse after each fragment may refuse the arguments so far (``tb.lead``),
+        the fragment is judged as that parse reads it (``fragments.torn``)."""
         tb.last_progress_at = now
         if not s:
             return
+        if tb.lead is not None:
+            self._torn(tb, s)
         n = tb.nbytes + (len(s) if s.isascii() else nbytes(s))
         tb.nbytes = n
         buf = tb.buf
@@ -345,6 +360,15 @@ class Accum:
                 self._overflow_note(tb)
             else:
                 buf.write(s)
+
+    def _torn(self, tb: ToolBuffer, s: str) -> None:
+        """A fragment of a call an SDK parses after every fragment, while its start may be one that
+        parse refuses: the rule it breaks, at this event, once per stream."""
+        pf = self.per_fragment
+        start = fragments.torn(tb, s)
+        if start is not None and pf is not None:
+            rule = pf.rule(start)
+            self.finding_once(rule, "quirk", pf.detail(tb, start))
 
     def tool_set(self, tb: ToolBuffer, s: str, now: float) -> None:
         was = tb.overflow

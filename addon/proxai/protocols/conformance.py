@@ -123,10 +123,27 @@ _RULES = (
     Rule(
         "anthropic_messages.tool_input_json",
         A,
-        "a tool block's `input_json_delta` fragments join into JSON or JSON cut short "
-        "(the SDKs parse the input so far after each fragment)",
+        "a tool block's `input_json_delta` fragments join into JSON or a JSON object or array cut "
+        "short, not whitespace alone (the SDKs parse the input so far after each fragment)",
         Reaction("raises", "ValueError", "Unable to parse tool parameter JSON from model."),
         Reaction("raises", "AnthropicError"),
+    ),
+    Rule(
+        "anthropic_messages.tool_input_partial",
+        A,
+        "no `input_json_delta` fragment leaves a tool block's input so far whitespace alone or a "
+        "top-level string, number or literal cut short (anthropic-python parses it after every "
+        "fragment but an empty one, anthropic-node the whole input once)",
+        Reaction("raises", "ValueError", "Unable to parse tool parameter JSON from model."),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "anthropic_messages.tool_input_number",
+        A,
+        "a tool block's input does not end with a top-level number (anthropic-node's partial "
+        "parser drops a number that ends the text as unfinished)",
+        Reaction("tolerates"),
+        Reaction("raises", "AnthropicError", "Unexpected end of JSON input"),
     ),
     Rule(
         "anthropic_messages.message_delta_delta",
@@ -412,6 +429,24 @@ _RULES = (
         "short, nothing after them)",
         Reaction("raises", "JSONDecodeError"),
         Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
+        "openai_chat.strict_tool_arguments_partial",
+        C,
+        "no fragment leaves the arguments so far of a call of a tool the request declares `strict` "
+        "whitespace alone or a top-level number cut short (`-`, `1.`, `1e`: both SDKs parse them "
+        "after every fragment but an empty one)",
+        Reaction("raises", "ValueError", "EOF while parsing a value"),
+        Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
+        "openai_chat.strict_tool_arguments_scalar",
+        C,
+        "no fragment leaves the arguments so far of a call of a tool the request declares `strict` "
+        "a top-level string or literal cut short (openai-python's partial parser reads them only "
+        "whole)",
+        Reaction("raises", "ValueError", "EOF while parsing a"),
+        Reaction("tolerates"),
     ),
     Rule(
         "openai_chat.json_content",

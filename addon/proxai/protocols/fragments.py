@@ -1,0 +1,139 @@
+"""A tool call's arguments as the SDKs parse them fragment by fragment, and as anthropic-node parses
+them once (docs/design/conformance.md, "Tool arguments fragment by fragment"). Sans-IO.
+
+anthropic-python (``accumulate_event``, every ``tool_use`` / ``server_tool_use`` block) and, for a
+tool the request declares ``strict``, openai-python (``ChatCompletionStreamState._accumulate_chunk``)
+and openai-node (``#accumulateChatCompletion``) parse the arguments joined so far after every
+fragment; anthropic-node parses the whole input once, when it is read. The partial parsers read any
+start of a JSON object or array (measured on every prefix of 400 generated documents), so once the
+first character that is not whitespace opens one, nothing here looks again: the check per fragment
+is an attribute test. What they refuse is a start that is whitespace alone (an empty one none of
+them parses) or a top-level string, number or ``true`` / ``false`` / ``null`` cut short:
+
+- anthropic-python raises ``ValueError`` on each (``jiter``'s partial mode), where anthropic-node,
+  reading the whole input, reads it: ``anthropic_messages.tool_input_partial``;
+- openai-python and openai-node both raise on whitespace alone and on a number cut short (``-``,
+  ``1.``, ``1e``): ``openai_chat.strict_tool_arguments_partial``; on a string or literal cut short
+  only openai-python does: ``openai_chat.strict_tool_arguments_scalar``.
+
+anthropic-node's parser drops a number that ends the text as unfinished, so a whole input that is a
+top-level number with nothing after it makes it raise (``anthropic_messages.tool_input_number``),
+and an input that is whitespace alone or a top-level value cut short is no more JSON to it than to
+anthropic-python (``anthropic_messages.tool_input_json``): ``input_fault`` judges the whole input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from proxai.core.model import Protocol
+
+from .conformance import _NOT_JSON, Asked, _json, json_prefix
+
+if TYPE_CHECKING:
+    from .common import ToolBuffer
+
+_WS = " \t\n\r"
+_DIGITS = frozenset("0123456789")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_NUMBER_START = re.compile(r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][-+]?[0-9]*)?)?")
+_LITERALS = ("true", "false", "null")
+# a number the parse of a later fragment may still find cut short is followed this far, no further
+_MAX_NUMBER = 64
+
+# what the start of the arguments is, for the finding's detail
+_WHAT = {
+    "blank": "whitespace alone",
+    "number": "a top-level number cut short",
+    "scalar": "a top-level string or literal cut short",
+}
+
+
+_A, _C = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT
+# (protocol, the start the parse after a fragment refuses) -> the rule it breaks
+_RULES = {
+    (_A, "blank"): "anthropic_messages.tool_input_partial",
+    (_A, "number"): "anthropic_messages.tool_input_partial",
+    (_A, "scalar"): "anthropic_messages.tool_input_partial",
+    (_C, "blank"): "openai_chat.strict_tool_arguments_partial",
+    (_C, "number"): "openai_chat.strict_tool_arguments_partial",
+    (_C, "scalar"): "openai_chat.strict_tool_arguments_scalar",
+}
+#: the rules judged fragment by fragment (``Accum.tool_args``)
+RULES = frozenset(_RULES.values())
+
+
+@dataclass(frozen=True, slots=True)
+class PerFragment:
+    """Whose tool calls an SDK parses after every fragment on a flow, and the rule each refused
+    start breaks: ``kinds`` of tool call (``ToolBuffer.kind``), of these ``names`` only (None: any)."""
+
+    protocol: Protocol
+    kinds: frozenset[str]
+    names: frozenset[str] | None = None
+
+    def parses(self, kind: str, name: str | None) -> bool:
+        return kind in self.kinds and (self.names is None or name in self.names)
+
+    def rule(self, start: str) -> str:
+        """The rule a start of the arguments (``torn``'s kind) breaks."""
+        return _RULES[(self.protocol, start)]
+
+    def detail(self, tb: ToolBuffer, start: str) -> str:
+        return f"tool call {tb.id or tb.key!s}: a fragment leaves its arguments {_WHAT[start]}"
+
+
+_ANTHROPIC = PerFragment(_A, frozenset({"function", "server_tool"}))
+
+
+def per_fragment(protocol: Protocol, asked: Asked) -> PerFragment | None:
+    """The flow's per-fragment parses: every Anthropic tool block's, a Chat call's of a tool the
+    request declares ``strict`` (the Responses helpers parse a completed response only)."""
+    if protocol is _A:
+        return _ANTHROPIC
+    if protocol is _C and asked.strict_tools:
+        return PerFragment(protocol, frozenset({"function"}), asked.strict_tools)
+    return None
+
+
+def torn(tb: ToolBuffer, s: str) -> str | None:
+    """Fragment ``s`` (not empty) joins the arguments so far (``tb.lead``: what came before, while
+    it is whitespace alone or a top-level number): the kind of start the SDKs' partial parse
+    refuses that it leaves (``blank``, ``number``, ``scalar``), or None. ``tb.lead`` becomes what
+    the next fragment must be judged after, or None once no later fragment can leave a start they
+    refuse that the whole arguments would not show (a container opened, a whole string or literal,
+    text that is no JSON at all) or a finding was made."""
+    lead = tb.lead
+    assert lead is not None
+    text = lead + s
+    rest = text.lstrip(_WS)
+    tb.lead = None
+    if not rest:
+        return "blank"
+    first = rest[0]
+    if first in "{[":
+        return None
+    if first in "-0123456789":
+        token = rest.rstrip(_WS)
+        if _NUMBER.fullmatch(token):
+            if token == rest and len(token) < _MAX_NUMBER:
+                tb.lead = text  # more digits may follow
+            return None
+        return "number" if token == rest and _NUMBER_START.fullmatch(token) else None
+    if first == '"':
+        whole = _json(rest) is not _NOT_JSON
+        return None if whole or not json_prefix(rest) else "scalar"
+    return "scalar" if any(lit != rest and lit.startswith(rest) for lit in _LITERALS) else None
+
+
+def input_fault(text: str, valid: bool) -> str | None:
+    """How a tool block's whole input (``text``, as the SDKs join it; ``valid``: it is JSON) breaks
+    what both Anthropic SDKs read: ``json`` (not JSON, nor a JSON object or array cut short: both
+    raise), ``number`` (a top-level number with nothing after it: anthropic-node raises), or None."""
+    if valid:  # (JSON that ends with a digit is a number)
+        return "number" if text[-1:] in _DIGITS else None
+    if text.lstrip(_WS)[:1] in ("{", "[") and json_prefix(text):
+        return None
+    return "json"
