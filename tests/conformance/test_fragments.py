@@ -1,0 +1,175 @@
+"""proxai.protocols.fragments against the parsers the SDKs run after every fragment, on every prefix
+of a fixed set of JSON documents (docs/design/conformance.md, "Tool arguments fragment by
+fragment"): jiter's partial mode (anthropic-python, openai-python), openai-node's and
+anthropic-node's vendored ``partialParse`` (run in node from .ci/node-sdks). ``torn`` says a start
+is refused exactly where jiter refuses it, and which Chat rule exactly where openai-node also does;
+a start the model keeps (``ToolBuffer.lead``) is judged again with the next fragment as jiter
+would judge the joined text; ``input_fault`` says anthropic-node raises on a whole input exactly
+where it does."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from functools import cache
+
+import jiter
+import pytest
+
+from proxai.protocols.common import ToolBuffer, json_valid
+from proxai.protocols.fragments import input_fault, torn
+
+from . import sdks
+
+_WS = [" ", "\n", "\t", "\r\n", ""]
+HAND = [
+    '{"a": 1}',
+    ' {"a": [1, 2.5, -3e+2, true, false, null, "x\\"y\\\\", {"b": {}}]} ',
+    "[]",
+    "{}",
+    '"s\\u00e9\\n"',
+    "-12.5e-3",
+    "0",
+    "true",
+    "false",
+    "null",
+    "[1,[2,[3]]]",
+    '{"k":"v","n":-0.0,"e":1E5}',
+    '\n\t{ "a" : "\\ud83d\\ude00" }\n',
+    "123",
+    " 7 ",
+    '["a",{"b":null}]',
+    '{"a":-1}',
+    '"abc"',
+]
+
+
+def _generated(rng: random.Random, depth: int = 0) -> str:
+    def ws() -> str:
+        return rng.choice(_WS) if rng.random() < 0.5 else ""
+
+    r = rng.random()
+    if depth > 3 or r < 0.35:
+        return rng.choice(
+            [
+                lambda: str(rng.randint(-1000, 1000)),
+                lambda: repr(rng.uniform(-1e5, 1e5)),
+                lambda: f"{rng.randint(1, 9)}e{rng.randint(-5, 5)}",
+                lambda: rng.choice(["true", "false", "null"]),
+                lambda: json.dumps(
+                    rng.choice(["", "a", 'é\n"\\', "\U0001f600", "x/y"]), ensure_ascii=rng.random() < 0.5
+                ),
+            ]
+        )()
+    if r < 0.65:
+        items = (ws() + _generated(rng, depth + 1) + ws() for _ in range(rng.randint(0, 3)))
+        return "[" + ws() + ",".join(items) + "]"
+    keys = (json.dumps(rng.choice(["a", 'b"', "ü", ""])) for _ in range(rng.randint(0, 3)))
+    return (
+        "{"
+        + ws()
+        + ",".join(ws() + k + ws() + ":" + ws() + _generated(rng, depth + 1) + ws() for k in keys)
+        + "}"
+    )
+
+
+def _docs() -> list[str]:
+    rng = random.Random(7)
+    docs = list(HAND)
+    while len(docs) < 150:
+        doc = rng.choice(_WS) + _generated(rng) + rng.choice(_WS)
+        json.loads(doc)
+        docs.append(doc)
+    return docs
+
+
+DOCS = _docs()
+PREFIXES = sorted({d[:i] for d in DOCS for i in range(1, len(d) + 1)})
+
+
+@cache
+def jiter_refuses(text: str) -> bool:
+    try:
+        jiter.from_json(text.encode(), partial_mode=True)
+    except ValueError:
+        return True
+    return False
+
+
+def _fresh() -> ToolBuffer:
+    tb = ToolBuffer(0, "t", "f", "function", now=0.0, limit=1 << 20, has_args=True)
+    tb.lead = ""
+    return tb
+
+
+_NODE = """
+const dir = process.argv[1] + "/node_modules/";
+const parsers = ["openai", "@anthropic-ai/sdk"].map(
+  (pkg) => require(dir + pkg + "/_vendor/partial-json-parser/parser.js").partialParse,
+);
+const raises = (f, p) => {
+  try {
+    f(p);
+    return false;
+  } catch {
+    return true;
+  }
+};
+let input = "";
+process.stdin.on("data", (d) => (input += d));
+process.stdin.on("end", () => {
+  const out = JSON.parse(input).map((p) => parsers.map((f) => raises(f, p)));
+  process.stdout.write(JSON.stringify(out));
+});
+"""
+
+
+@pytest.fixture(scope="module")
+def node_refuses() -> dict[str, tuple[bool, bool]]:
+    """Each prefix: (openai-node's partialParse raises, anthropic-node's raises)."""
+    out = subprocess.run(
+        [sdks._node(), "-e", _NODE, str(sdks.NODE_SDKS)],
+        input=json.dumps(PREFIXES),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return {p: (o, a) for p, (o, a) in zip(PREFIXES, json.loads(out.stdout), strict=True)}
+
+
+def test_the_prefixes_hold_every_kind_of_start() -> None:
+    kinds = {torn(_fresh(), p) for p in PREFIXES}
+    assert kinds == {None, "blank", "number", "scalar"}
+    assert len(PREFIXES) > 4000
+
+
+def test_torn_refuses_a_start_exactly_where_jiter_does(node_refuses: dict[str, tuple[bool, bool]]) -> None:
+    wrong = []
+    for p in PREFIXES:
+        start = torn(_fresh(), p)
+        python, chat_node = jiter_refuses(p), node_refuses[p][0]
+        if (start is not None) != python or (start in ("blank", "number")) != chat_node:
+            wrong.append((p, start, python, chat_node))
+    assert wrong == []
+
+
+def test_a_kept_start_is_judged_again_with_the_next_fragment() -> None:
+    """Two fragments (every cut of every prefix): a finding at one of them exactly when jiter
+    refuses the first or the two joined (what anthropic-python and openai-python parse)."""
+    wrong = []
+    for p in PREFIXES:
+        if not p.strip(" \t\r\n") or p.lstrip(" \t\r\n")[0] in "{[":
+            continue  # the first fragment settles these (the test above)
+        for i in range(1, len(p)):
+            tb = _fresh()
+            found = torn(tb, p[:i]) is not None or (tb.lead is not None and torn(tb, p[i:]) is not None)
+            if found != (jiter_refuses(p[:i]) or jiter_refuses(p)):
+                wrong.append((p[:i], p[i:]))
+    assert wrong == []
+
+
+def test_input_fault_is_where_anthropic_node_raises(node_refuses: dict[str, tuple[bool, bool]]) -> None:
+    wrong = [p for p in PREFIXES if (input_fault(p, json_valid(p)) is not None) != node_refuses[p][1]]
+    assert wrong == []
