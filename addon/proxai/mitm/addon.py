@@ -38,6 +38,7 @@ from proxai.core.decode import DEFAULT_MAX_DECODED, Decoder, IdentityDecoder, ma
 from proxai.core.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.core.errors import ConfigError, DecodeError, ProxaiError
 from proxai.core.model import ErrorKind, Outcome, Protocol, StopClass, StreamSummary
+from proxai.mitm import fields
 from proxai.mitm.carrier import Carrier, strip_translated_headers
 from proxai.mitm.commands import Visibility
 from proxai.mitm.diagnostics import build_report, write_report
@@ -396,7 +397,7 @@ class ProxAI:
         }
         if not self.replay.answer(flow, state):  # (answered from a recording: nothing is routed)
             self.route_request(flow, state)
-        state.asked = request_asks(flow.request.get_content(strict=False), state.protocol)
+        state.asked = request_asks(fields.content(flow.request), state.protocol)
 
     @_safe()
     def responseheaders(self, flow: http.HTTPFlow) -> None:
@@ -416,7 +417,9 @@ class ProxAI:
         decoder: Decoder | None = None
         decode_error: str | None = None
         try:
-            decoder = make_decoder(flow.response.headers.get("content-encoding"), self.max_decoded)
+            decoder = make_decoder(
+                fields.header(flow.response.headers, b"content-encoding"), self.max_decoded
+            )
         except DecodeError as exc:
             decode_error = str(exc)
         if isinstance(decoder, IdentityDecoder):
@@ -723,4 +726,4 @@ def _record_left_out(meta: dict[str, Any], translation: dict[str, Any]) -> None:
 
 
 def _is_sse(response: http.Response) -> bool:
-    return "text/event-stream" in response.headers.get("content-type", "").lower()
+    return "text/event-stream" in (fields.header(response.headers, b"content-type") or "").lower()

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from proxai.core.decode import Decoder
+from proxai.mitm import fields
 from proxai.pipeline.carrier import StreamCarrier
 from proxai.pipeline.flow import FlowPipeline
 from proxai.safety.termsafe import log_safe
@@ -31,8 +32,8 @@ logger = logging.getLogger(__name__)
 
 def strip_translated_headers(response: http.Response) -> None:
     """A translated body is new bytes: the upstream's framing headers no longer describe it."""
-    for name in ("content-encoding", "content-length", "content-md5", "etag"):
-        if name in response.headers:
+    for name in (b"content-encoding", b"content-length", b"content-md5", b"etag"):
+        if fields.has(response.headers, name):
             del response.headers[name]
     response.headers["content-type"] = "text/event-stream; charset=utf-8"
 

@@ -40,7 +40,7 @@ from proxai import guard
 from proxai.core.errors.shapes import error_body, http_status_for
 from proxai.core.model import ErrorInfo, ErrorKind, Protocol, StreamSummary
 from proxai.guard import GuardConfig, Verdict, VerdictKind
-from proxai.mitm import injection
+from proxai.mitm import fields, injection
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.option_errors import checked_options
 from proxai.outputs import verdict
@@ -493,7 +493,8 @@ class GuardAddon:
         marks LLM flows with ``flow.metadata["proxai"]``."""
         if not self.active or "proxai" not in flow.metadata:
             return
-        if flow.request.headers.get("accept-encoding", "identity").strip().lower() != "identity":
+        asked = fields.header(flow.request.headers, b"accept-encoding")
+        if asked is not None and asked.strip().lower() != "identity":
             flow.request.headers["accept-encoding"] = "identity"
         limit = self.config.idle_timeout
         if flow.response is None and flow.live and self.use_timer and limit > 0 and injection.install():

@@ -31,6 +31,7 @@ from proxai.core.errors import ProxaiError, TranslationError, UpstreamProtocolEr
 from proxai.core.errors.shapes import error_body, http_status_for
 from proxai.core.model import ErrorKind, Protocol
 from proxai.core.sse import SseScanner
+from proxai.mitm import fields
 from proxai.mitm.routing import RoutedState, scrub_operator_key
 from proxai.pipeline.flow import ClientSide, Translation, build_flow
 from proxai.pipeline.observe import Limits
@@ -48,14 +49,10 @@ if TYPE_CHECKING:
 JSON = "application/json"
 
 
-def _headers(req: http.Request) -> dict[str, str]:
-    return {name: req.headers[name] for name in req.headers}
-
-
 def _parse(req: http.Request) -> dict[str, Any] | None:
     """The client's body as a JSON object, or None (``parse_body`` raises the error later)."""
     try:
-        return parse_body(req.get_content(strict=False) or b"")
+        return parse_body(fields.content(req) or b"")
     except TranslationError:
         return None
 
@@ -120,7 +117,7 @@ class RoutedFlows:
             return
         try:
             if body is None:
-                body = parse_body(req.get_content(strict=False) or b"")  # raises the body error
+                body = parse_body(fields.content(req) or b"")  # raises the body error
             key = self._key(state, route)
             opts = ir.RequestOptions(
                 model=route.map_model(model) if route.model is not None else None,
@@ -153,14 +150,14 @@ class RoutedFlows:
         req.url = route.target_url(credential_free_query(query))
         if translated.body is not body or opts.model is not None:
             # a new body (translated, or the model mapped); a plain reroute keeps the client's bytes
-            if "content-encoding" in req.headers:
+            if fields.has(req.headers, b"content-encoding"):
                 del req.headers["content-encoding"]
             # the client's own request stays visible beside the one sent upstream (secrets masked:
             # metadata never holds one)
             client_body = orjson.dumps(redact_json_value(body)).decode()
             meta["client_request"] = {"url": info["original_url"], "body": client_body}
             req.content = orjson.dumps(translated.body)
-        if "content-type" not in req.headers:
+        if not fields.has(req.headers, b"content-type"):
             req.headers["content-type"] = JSON
 
         state.client_protocol = client
@@ -178,7 +175,7 @@ class RoutedFlows:
     @staticmethod
     def _headers(req: http.Request, client: Protocol, route: Route, key: str | None) -> None:
         plan = plan_headers(
-            _headers(req),
+            fields.as_dict(req.headers),
             client=client,
             target=route.protocol,
             key=key,
