@@ -2,14 +2,18 @@
 a note, never a violation (docs/conformance.md, "Liberal where the SDKs are liberal"): a Responses
 output_text.delta with ``item_id`` null (both SDKs place an item event by its ``output_index``), a
 function_call_arguments.delta after its .done (both SDKs read it; their final object is
-response.completed's, whose arguments are the .done's). Each is fed to the real Python and Node SDK
-and to the observe-only summary."""
+response.completed's, whose arguments are the .done's); and one the Python SDK reads and the Node SDK
+raises on, a delta whose payload has no ``type`` (the summary counts its text as openai-python's
+final object holds it). Each is fed to the real Python and Node SDK and to the observe-only
+summary."""
 
 from __future__ import annotations
 
 import json
 import warnings
 from typing import Any
+
+import pytest
 
 from proxai.core.model import Outcome, Protocol
 from proxai.pipeline.observe import StreamObserver
@@ -71,3 +75,55 @@ def test_an_arguments_delta_after_its_done_is_not_read() -> None:
     ]
     for final in _finals(data):
         assert final["output"][0]["arguments"] == '{"user":"Joe"}'
+
+
+def _text_delta_untyped(drop: str) -> bytes:
+    """text.sse with its first output_text.delta's ``type`` taken out of the payload (its ``event:``
+    line still names it), and with ``drop`` events taken out after it (``done``: the
+    output_text.done, content_part.done and output_item.done that also hold the text)."""
+    evs = split_events((FIXTURES / "openai_responses" / "text.sse").read_bytes())
+    i = next(k for k, e in enumerate(evs) if b"response.output_text.delta" in e)
+    head, _, data = evs[i].partition(b"data: ")
+    evs[i] = (
+        head + b"data: " + json.dumps({k: v for k, v in json.loads(data).items() if k != "type"}).encode()
+    )
+    if drop == "done":
+        done = (b"response.output_text.done", b"response.content_part.done", b"response.output_item.done")
+        evs = [e for e in evs if e.split(b"\n", 1)[0].removeprefix(b"event: ") not in done]
+    return b"".join(e + b"\n\n" for e in evs)
+
+
+@pytest.mark.parametrize("drop", ["", "done"])
+def test_the_text_of_an_untyped_delta_is_counted_as_the_final_object_holds_it(drop: str) -> None:
+    """A delta whose payload has no ``type`` is an event of no type to both SDKs: openai-python
+    passes over it and its final object (response.completed's response) holds the whole text;
+    openai-node raises on it (rule ``unknown_event``). The summary counts the text the final
+    object holds, from the terminal response, with or without the .done events that repeat it."""
+    data = _text_delta_untyped(drop)
+    summary, findings = _observe(data)
+    assert summary.outcome is Outcome.COMPLETED and summary.error is None
+    assert findings == [("openai_responses.unknown_event", 4), ("openai_responses.unmodelled.(no type)", 4)]
+    assert summary.text_bytes == len("Hi there! \N{WAVING HAND SIGN}".encode()) == 14
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        py = sdks.python("responses", data)
+    (nd,) = sdks.node([("responses", data)])
+    assert py.ok and py.final is not None
+    assert [c["text"] for c in py.final["output"][0]["content"]] == ["Hi there! \N{WAVING HAND SIGN}"]
+    assert (nd.ok, nd.error, nd.message.split(":")[0]) == (
+        False,
+        "OpenAIError",
+        "Unhandled response stream event",
+    )
+
+
+def test_a_terminal_response_without_its_output_keeps_the_streamed_text() -> None:
+    """A response.completed whose output lists no message (a provider that leaves it out) does not
+    take the streamed text away from the summary."""
+    evs = split_events((FIXTURES / "openai_responses" / "text.sse").read_bytes())
+    head, _, data = evs[-1].partition(b"data: ")
+    obj = json.loads(data)
+    obj["response"]["output"] = []
+    evs[-1] = head + b"data: " + json.dumps(obj).encode()
+    summary, findings = _observe(b"".join(e + b"\n\n" for e in evs))
+    assert (summary.outcome, summary.text_bytes, findings) == (Outcome.COMPLETED, 14, [])

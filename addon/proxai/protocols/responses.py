@@ -71,6 +71,7 @@ from .responses_items import (
     MUST_REACH,
     cannot_reach,
     client_item_call,
+    final_text,
     hosted_call,
     server_tool,
     unanswered_hosted,
@@ -941,6 +942,7 @@ class ResponsesGrammar(GrammarBase):
                 self._finish_from_item(tb, item, now)
         if streamed:
             client_tool = client_tool or any(t.kind in CLIENT_KINDS for t in acc.tool_order)
+            final_text(acc, output)
         if status == "incomplete":
             reason = as_str(as_dict(resp.get("incomplete_details")).get("reason")) or "incomplete"
             acc.stop(reason, stop_reasons.RESPONSES)

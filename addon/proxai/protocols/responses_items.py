@@ -1,8 +1,9 @@
 """The Responses output item types as the grammar (``protocols/responses.py``) reads them: the
 tool calls whose arguments stream and the field that holds them, the built-in items the client
 executes, the tool kinds the client must answer, the items a translation may not leave out
-(docs/design/translation.md, "What the client must act on"), and a finished web search call in
-neutral terms. Tables and conversions, no reading of the stream: the grammar's rules are in
+(docs/design/translation.md, "What the client must act on"), a finished web search call in
+neutral terms, and the text a terminal response holds (``final_text``). Tables and conversions, no
+reading of the stream: the grammar's rules are in
 docs/design/protocol-grammars.md, "OpenAI Responses".
 """
 
@@ -16,6 +17,7 @@ from proxai.core.errors import TranslationError
 from proxai.core.model import Protocol
 from proxai.stream.sink import WebSearchCall
 
+from .common import Accum, nbytes
 from .machine import as_dict, as_list, as_str
 
 # output item type -> tool kind (items whose arguments stream)
@@ -118,3 +120,25 @@ def cannot_reach(itype: str) -> NoReturn:
         " protocol has no counterpart for",
         "output[].type",
     )
+
+
+def final_text(acc: Accum, output: list[Any]) -> None:
+    """The summary's text and refusal bytes at a streamed terminal event: the final object's where
+    the deltas read less. Both SDKs' final object is that event's response, whose message items
+    hold the text of deltas the SDKs pass over (an event whose payload has no ``type``) or that
+    never came; a response that leaves its output out does not take the streamed text away
+    (docs/design/protocol-grammars.md, "OpenAI Responses")."""
+    text = refusal = 0
+    for raw in output:
+        item = as_dict(raw)
+        if item.get("type") != "message":
+            continue
+        for part in as_list(item.get("content")):
+            p = as_dict(part)
+            ptype = p.get("type")
+            if ptype == "output_text" and type(s := p.get("text")) is str:
+                text += nbytes(s)
+            elif ptype == "refusal" and type(s := p.get("refusal")) is str:
+                refusal += nbytes(s)
+    acc.text_bytes = max(acc.text_bytes, text)
+    acc.refusal_bytes = max(acc.refusal_bytes, refusal)
