@@ -593,6 +593,36 @@ CASES = [
         _text_is(a_input, -12),
     ),
     Case(
+        "anthropic content_block_delta without delta",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_delta", {"index": 0})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.block_delta_delta", 3)],
+    ),
+    Case(
+        "anthropic content_block_delta with a null delta",
+        "anthropic",
+        _A_S + _blk(0, _A_TOOL) + _dl(0, None) + _a("content_block_stop", {"index": 0}) + _A_E,
+        [("anthropic_messages.block_delta_delta", 2)],
+    ),
+    Case(
+        "anthropic content_block_delta whose delta is a string",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_delta", {"index": 0, "delta": "x"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.block_delta_object", 3)],
+        None,
+        _text_is(a_text, "Hi"),
+    ),
+    Case(
         "anthropic message_delta without delta",
         "anthropic",
         _A_S + _a("message_delta", {"usage": {"output_tokens": 2}}) + _a("message_stop", {}),
@@ -1318,6 +1348,39 @@ CASES = [
         [("openai_responses.part_text", 3)],
         None,
         _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses content_part.added of a message without its part",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _r("response.content_part.added", 2, item_id="msg_1", output_index=0, content_index=0)
+        + _done(3, 0, {**_MSG, "content": []})
+        + _completed({**_MSG, "content": []}, seq=4),
+        [("openai_responses.part_added_part", 2)],
+    ),
+    Case(
+        "responses content_part.added of a message whose part is a string",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _part(2, 0, 0, "x")
+        + _done(3, 0, {**_MSG, "content": []})
+        + _completed({**_MSG, "content": []}, seq=4),
+        [("openai_responses.python_part_added_part", 2)],
+        None,
+        _text_is(r_items, [("message", "msg_1")]),
+    ),
+    Case(
+        "responses content_part.added of a reasoning item without its part",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _RS)
+        + _r("response.content_part.added", 2, item_id="rs_1", output_index=0, content_index=0, part=None)
+        + _done(3, 0, _RS_DONE)
+        + _completed(_RS_DONE, seq=4),
+        [("openai_responses.node_part_added_part", 2)],
+        _text_is(r_items, [("reasoning", "rs_1")]),
     ),
     Case(
         "responses a text delta aimed at a function_call item",

@@ -88,6 +88,21 @@ def _same_input(got: str | None, buffer: str) -> bool:
     return json_valid(buffer) and orjson.loads(buffer) == orjson.loads(got)
 
 
+def named_delta(g: AnthropicGrammar, obj: dict[str, Any], now: float) -> None:
+    """A ``content_block_delta`` off the fast path with its ``event:`` line: both SDKs read its
+    ``delta``'s type, so one without a ``delta`` (or a null one) makes both raise, and one that is
+    not an object anthropic-python (Node reads no type in it)."""
+    delta = obj.get("delta")
+    if type(delta) is not dict:
+        rule = (
+            "anthropic_messages.block_delta_delta"
+            if delta is None
+            else "anthropic_messages.block_delta_object"
+        )
+        g.conform(rule, f"content_block_delta for block {obj.get('index')!r} without a delta object")
+    g._block_delta(obj, now)
+
+
 def unnamed_delta(g: AnthropicGrammar, obj: dict[str, Any], now: float) -> None:
     """A ``content_block_delta`` without an ``event:`` line. Both SDKs skip it; it is read (a
     translation's client, normalize's too, gets the block whole: the liberal reading), and a tool

@@ -153,6 +153,20 @@ _RULES = (
         Reaction("raises", "AnthropicError", "Cannot read properties of undefined (reading 'stop_reason')"),
     ),
     Rule(
+        "anthropic_messages.block_delta_delta",
+        A,
+        "`content_block_delta` carries `delta`",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'type'"),
+        Reaction("raises", "AnthropicError", "Cannot read properties of"),
+    ),
+    Rule(
+        "anthropic_messages.block_delta_object",
+        A,
+        "a `content_block_delta`'s `delta` is an object (anthropic-python reads its `type`)",
+        Reaction("raises", "AttributeError"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "anthropic_messages.delta_type",
         A,
         "a delta's type is its block's: text and citations in a text block, input_json in a "
@@ -618,6 +632,29 @@ _RULES = (
         "a refusal, annotation or reasoning-text event goes to a part of its type (openai-node)",
         Reaction("tolerates"),
         Reaction("raises", "OpenAIError", "expected content to be"),
+    ),
+    Rule(
+        "openai_responses.part_added_part",
+        R,
+        "`response.content_part.added` of a message carries `part` (openai-python appends "
+        "`part.to_dict()`, openai-node reads `part.type`)",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'to_dict'"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of"),
+    ),
+    Rule(
+        "openai_responses.python_part_added_part",
+        R,
+        "the `part` of a message's `response.content_part.added` is an object (openai-python "
+        "appends `part.to_dict()`)",
+        Reaction("raises", "AttributeError"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_responses.node_part_added_part",
+        R,
+        "`response.content_part.added` of a reasoning item carries `part` (openai-node reads `part.type`)",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of"),
     ),
     Rule(
         "openai_responses.part_text",

@@ -99,6 +99,9 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     (None, "content"): "openai_responses.node_content_index",
     ("text_type", "type"): "openai_responses.text_part_type",
     (None, "type"): "openai_responses.node_part_type",
+    ("part", "part"): "openai_responses.part_added_part",
+    ("part", None): "openai_responses.python_part_added_part",
+    (None, "part"): "openai_responses.node_part_added_part",
     ("part_text", None): "openai_responses.part_text",
     ("item_type", None): "openai_responses.delta_item_type",
     ("arguments", None): "openai_responses.call_arguments",
@@ -474,8 +477,8 @@ def _final_texts(output: list[Any]) -> list[str]:
 def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
     """What openai-python's ``accumulate_event`` and ``handle_event`` do with a content event for
     ``rec`` (an item it has)."""
-    if etype == _PART_ADDED:
-        return None
+    if etype == _PART_ADDED:  # a message's part is appended as ``part.to_dict()``
+        return "part" if rec.type == "message" and type(obj.get("part")) is not dict else None
     if etype == _FC_DELTA:
         if rec.type != "function_call":
             return "item_type"  # handle_event: assert output.type == "function_call"
@@ -495,6 +498,8 @@ def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
 
 def _node(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
     """What openai-node's ``accumulateResponse`` does with a content event for ``rec``."""
+    if etype == _PART_ADDED:  # a message's or reasoning item's part: ``part.type`` is read
+        return "part" if rec.type in ("message", "reasoning") and obj.get("part") is None else None
     ptype_needed = _PART_OF.get(etype)
     if ptype_needed is not None:
         if rec.type != "message":
@@ -557,6 +562,8 @@ def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -
         return f"{etype} for content part {ci} of output item {oi}, added without its text"
     if py == "item_type":
         return f"{etype} for output item {oi}, an item of another type"
+    if "part" in (py, node):
+        return f"{etype} for output item {oi} without a part object"
     if py == "arguments":
         return f"{etype} for output item {oi}, a function_call added without arguments"
     return f"{etype} for output item {oi}, a reasoning item without summary"
