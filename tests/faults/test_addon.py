@@ -32,11 +32,9 @@ def _flow(path: str = "/v1/messages", header: str | None = None) -> http.HTTPFlo
 
 
 def _run(a: ProxAI, f: http.HTTPFlow) -> None:
-    a.request(f)
-    a.faults.request(f)
+    a.request(f)  # the fault rules' part too
     if f.response is not None:
         a.responseheaders(f)
-        a.faults.responseheaders(f)
         a.response(f)
 
 
@@ -109,11 +107,9 @@ def test_a_stream_fault_on_a_buffered_response_says_it_did_not_apply(tctx: Any) 
     tctx.configure(a, proxai_faults="truncate after_events=2")
     f = _flow()
     a.request(f)
-    a.faults.request(f)
     f.response = tutils.tresp(content=b'{"type":"message"}')
     f.response.headers["content-type"] = "application/json"
     a.responseheaders(f)
-    a.faults.responseheaders(f)
     a.response(f)
     fault = f.metadata["proxai"]["extra"]["fault"]
     assert fault == {

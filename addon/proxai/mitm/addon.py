@@ -86,7 +86,10 @@ def _safe(default: Any = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 raise
             except Exception as exc:
                 logger.warning(
-                    "proxai: internal error in %s: %s: %s", fn.__name__, type(exc).__name__, log_safe(exc)
+                    "proxai: internal error in %s: %s: %s",
+                    fn.__name__.removeprefix("_"),  # a hook's own part (``_request``) by the hook's name
+                    type(exc).__name__,
+                    log_safe(exc),
                 )
                 logger.debug("proxai: traceback", exc_info=True)
                 return default  # type: ignore[no-any-return]
@@ -371,9 +374,26 @@ class ProxAI:
         return sniffed, "filter"
 
     # -- hooks ----------------------------------------------------------------------------------
+    #
+    # ``request`` and ``responseheaders`` call their child addons' part themselves, after their
+    # own, in the order mitmproxy would (``addons``: guard, faults, replay): mitmproxy's dispatch
+    # of a hook to a child (the hook's arguments rebuilt from its dataclass fields, a coroutine
+    # check) costs more than most of those parts do, on every flow. An error in a child's part
+    # reaches mitmproxy as it did; ProxAI's own part is wrapped (``_safe``).
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        self._request(flow)
+        self.guard.after_request(flow)
+        self.faults.after_request(flow)
+        self.replay.after_request(flow)
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        self._responseheaders(flow)
+        self.guard.after_responseheaders(flow)
+        self.faults.after_responseheaders(flow)
 
     @_safe()
-    def request(self, flow: http.HTTPFlow) -> None:
+    def _request(self, flow: http.HTTPFlow) -> None:
         if not flow.live and "outcome" in (flow.metadata.get("proxai") or {}):
             # A flow loaded from a file (-r / mitmweb open) that was recorded live: its
             # metadata is the truth; re-observing a stored (often empty) body would overwrite it.
@@ -400,7 +420,7 @@ class ProxAI:
         state.asked = request_asks(fields.content(flow.request), state.protocol)
 
     @_safe()
-    def responseheaders(self, flow: http.HTTPFlow) -> None:
+    def _responseheaders(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow)
         if state is None or flow.response is None:
             return

@@ -237,7 +237,7 @@ class FaultAddon:
         logger.info("proxai: fault rule armed: %s", text)
         return f"proxai: armed {text}"
 
-    # -- hooks (each runs after ProxAI's own) --------------------------------------------------------
+    # -- hooks (``ProxAI.request`` / ``responseheaders`` call each after their own part) ------------
 
     def _choose(self, flow: http.HTTPFlow) -> FaultRule | None:
         def matches(_: int, rule: FaultRule) -> bool:
@@ -250,7 +250,7 @@ class FaultAddon:
                 return chosen[1]
         return None
 
-    def request(self, flow: http.HTTPFlow) -> None:
+    def after_request(self, flow: http.HTTPFlow) -> None:
         if not flow.live or not (self.command_plan.armed or self.plan.armed):
             return
         state = self.state_of(flow)
@@ -282,7 +282,7 @@ class FaultAddon:
             "proxai: fault: %s answered %s (%s)", log_safe(flow.request.path), fault.status, rule.describe()
         )
 
-    def responseheaders(self, flow: http.HTTPFlow) -> None:
+    def after_responseheaders(self, flow: http.HTTPFlow) -> None:
         fault = self.flows.get(flow)
         if fault is None or fault.rule.fault not in STREAM_FAULTS or flow.response is None:
             return

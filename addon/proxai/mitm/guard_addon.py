@@ -487,9 +487,9 @@ class GuardAddon:
         if self.active:  # off: mitmproxy's internals stay untouched (setup installs if turned on later)
             injection.install()
 
-    def request(self, flow: http.HTTPFlow) -> None:
+    def after_request(self, flow: http.HTTPFlow) -> None:
         """Ask guarded LLM flows for an uncompressed body: an error injected into a gzip/br/zstd
-        pass-through stream would corrupt it. Runs after ``ProxAI.request`` (a child addon), which
+        pass-through stream would corrupt it. ``ProxAI.request`` calls it after its own part, which
         marks LLM flows with ``flow.metadata["proxai"]``."""
         if not self.active or "proxai" not in flow.metadata:
             return
@@ -502,8 +502,9 @@ class GuardAddon:
                 flow, limit, _upstream_protocol(flow), time.monotonic, later=after_reads()
             )
 
-    def responseheaders(self, flow: http.HTTPFlow) -> None:
-        """Runs after ``ProxAI.responseheaders``, which made a streamed response's carrier."""
+    def after_responseheaders(self, flow: http.HTTPFlow) -> None:
+        """``ProxAI.responseheaders`` calls it after its own part, which made a streamed
+        response's carrier."""
         wait = self.waits.get(flow)
         if wait is not None and flow.response is not None:
             streamed = bool(flow.response.stream)

@@ -192,12 +192,12 @@ class Replay:
             "waits_s": round(p.waits, 6),
             **({"again": True} if found.again else {}),
         }
-        return True  # the request goes to the player in ``request``, after the fault rules chose
+        return True  # the request goes to the player in ``after_request``, after the fault rules chose
 
-    def request(self, flow: http.HTTPFlow) -> None:
-        """The hook, after ProxAI's and the fault rules' own: a flow ``answer`` took goes to the
-        player now (a fault rule's filter saw the client's URL); one a fault rule answered gives
-        its recorded answer back."""
+    def after_request(self, flow: http.HTTPFlow) -> None:
+        """``ProxAI.request`` calls it after its own part and the fault rules': a flow ``answer``
+        took goes to the player now (a fault rule's filter saw the client's URL); one a fault rule
+        answered gives its recorded answer back."""
         state = self.state_of(flow)
         taken = state.extra.get("replay_token") if state is not None else None
         if state is None or taken is None:
