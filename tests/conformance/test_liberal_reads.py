@@ -4,8 +4,8 @@ output_text.delta with ``item_id`` null (both SDKs place an item event by its ``
 function_call_arguments.delta after its .done (both SDKs read it; their final object is
 response.completed's, whose arguments are the .done's); and one the Python SDK reads and the Node SDK
 raises on, a delta whose payload has no ``type`` (the summary counts its text as openai-python's
-final object holds it). Each is fed to the real Python and Node SDK and to the observe-only
-summary."""
+final object holds it); an Anthropic event both SDKs skip (no ``event:`` line, or empty data), LF
+and CRLF. Each is fed to the real Python and Node SDK and to the observe-only summary."""
 
 from __future__ import annotations
 
@@ -127,3 +127,40 @@ def test_a_terminal_response_without_its_output_keeps_the_streamed_text() -> Non
     evs[-1] = head + b"data: " + json.dumps(obj).encode()
     summary, findings = _observe(b"".join(e + b"\n\n" for e in evs))
     assert (summary.outcome, summary.text_bytes, findings) == (Outcome.COMPLETED, 14, [])
+
+
+_SKIPPED = [
+    b"data: ",  # no event: line, empty data
+    b"data: x\ndata:",  # no event: line, data that is not JSON ("x\n")
+    b"event: content_block_delta\ndata:",  # a named event with empty data
+]
+
+
+@pytest.mark.parametrize("crlf", [False, True], ids=["lf", "crlf"])
+@pytest.mark.parametrize("event", _SKIPPED, ids=["unnamed-empty", "unnamed-not-json", "named-empty"])
+def test_an_anthropic_payload_the_sdks_skip_is_no_violation(event: bytes, crlf: bool) -> None:
+    """Both Anthropic stream helpers skip an event without an ``event:`` line whatever its data, and
+    a named event whose data is empty (anthropic-python ``Stream.__stream__``: ``sse.event is None``,
+    ``not sse.data``; @anthropic-ai/sdk ``Stream.fromSSEResponse``: ``sse.event === null``,
+    ``!sse.data``), whatever the line ends (each SSE line decoder reads ``data:`` and ``data: ``
+    as empty data, CRLF, CR and LF alike): their final message is the stream's without it; the
+    summary, completed, notes it (``anthropic.unread_payload``)."""
+    evs = split_events((FIXTURES / "anthropic_messages" / "text.sse").read_bytes())
+    evs.insert(3, event)
+    data = b"".join(e + b"\n\n" for e in evs)
+    if crlf:
+        data = data.replace(b"\n", b"\r\n")
+    obs = StreamObserver(Protocol.ANTHROPIC_MESSAGES, start=0.0)
+    obs.headers(200, 0.0)
+    obs.observe(data, 0.0)
+    summary = obs.finish(0.0)
+    assert (summary.outcome, summary.error, summary.stop_reason) == (Outcome.COMPLETED, None, "end_turn")
+    assert summary.text_bytes == len("Hello! Grüße aus Zürich.".encode())
+    assert [(f.rule, f.event) for f in obs.findings] == [("anthropic.unread_payload", 3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        py = sdks.python("anthropic", data)
+    (nd,) = sdks.node([("anthropic", data)])
+    for got in (py, nd):
+        assert got.ok and got.final is not None, got
+        assert [c["text"] for c in got.final["content"]] == ["Hello! Grüße aus Zürich."]

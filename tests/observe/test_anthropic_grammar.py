@@ -61,11 +61,40 @@ def test_a_tool_call_left_open_with_incomplete_arguments_stays_unfinished() -> N
         assert run(A, client, [body]) == ("error", Outcome.ERROR)
 
 
-def test_an_empty_payload_followed_by_events_is_a_violation() -> None:
+@pytest.mark.parametrize("crlf", [False, True])
+@pytest.mark.parametrize(
+    ("event", "note"),
+    [
+        (b"event: content_block_delta\ndata: \n\n", "a 'content_block_delta' event with an empty payload"),
+        (b"event: message_stop\ndata:\n\n", "a 'message_stop' event with an empty payload"),
+        (b"data: \n\n", "an event without an event: line whose payload is not a JSON object"),
+        (b"data: x\ndata:\n\n", "an event without an event: line whose payload is not a JSON object"),
+    ],
+)
+def test_a_payload_the_sdks_skip_is_a_quirk(event: bytes, note: str, crlf: bool) -> None:
+    """Both SDKs skip an event without an ``event:`` line whatever its payload, and a named event
+    whose data is empty (tests/conformance/test_liberal_reads.py runs them): a note, whatever the
+    line ends, and every client reads the message."""
+    body = b.a_start() + TEXT0 + event + b.a("content_block_stop", index=0) + b.a_end()
+    if crlf:
+        body = body.replace(b"\n", b"\r\n")
+    obs = StreamObserver(A, start=0.0)
+    obs.headers(200, 0.0)
+    obs.observe(body, 1.0)
+    s = obs.finish(2.0)
+    assert (s.outcome, s.error, s.text_bytes, s.stop_reason) == (Outcome.COMPLETED, None, 2, "end_turn")
+    assert [(f.rule, f.severity, f.detail) for f in obs.findings] == [
+        ("anthropic.unread_payload", "quirk", f"ignored {note} (the SDKs skip it)")
+    ]
+    assert _clients(body) == {"success"}
+
+
+def test_a_payload_of_spaces_followed_by_events_is_a_violation() -> None:
+    """Data of spaces is not empty: both SDKs parse it as JSON and raise."""
     body = (
         b.a_start()
         + TEXT0
-        + b"event: content_block_delta\ndata: \n\n"
+        + b"event: content_block_delta\ndata:  \n\n"
         + b.a("content_block_stop", index=0)
         + b.a_end()
     )

@@ -836,13 +836,14 @@ def test_a_ping_first_counts_as_data_received_for_the_tolerated_tail(events: boo
     """Seed 002 tolerates an unparsable last payload after valid data: a ``ping`` before
     ``message_start`` is valid data (the general path takes it, and the fast path never runs
     before an event the general path took)."""
-    data = ant("ping") + b"data: {not json\n\n"
+    bad = b"event: content_block_delta\ndata: {not json\n\n"  # (named: the SDKs parse it)
+    data = ant("ping") + bad
     for pieces in ([data], bytewise(data)):
         summary, _ = run_stream(A, pieces, events=events)
         assert summary.error is None
         assert summary.outcome is Outcome.CLOSED
         assert summary.to_metadata()["extra"]["tolerated_tail"] is True
     # Before any valid data the same payload is a protocol error.
-    summary, _ = run_stream(A, [b"data: {not json\n\n"], events=events)
+    summary, _ = run_stream(A, [bad], events=events)
     assert summary.outcome is Outcome.ERROR
     assert summary.error is not None and summary.error.kind is ErrorKind.UPSTREAM_PROTOCOL

@@ -68,6 +68,37 @@ def test_mixed_terminators_in_one_stream() -> None:
     ]
 
 
+# An empty ``data`` line (``data:`` and ``data: `` alike) is a data line whose value is empty: the
+# block is dispatched with empty data (one empty line: "", two: "\n"), whatever the line ends.
+_EMPTY_DATA = [
+    (b"data:\r\n\r\n", [("message", "")]),
+    (b"data: \r\n\r\n", [("message", "")]),
+    (b"data:\r\r", [("message", "")]),
+    (b"data: \n\n", [("message", "")]),
+    (b"data: x\r\ndata:\r\n\r\n", [("message", "x\n")]),
+    (b"data:\r\ndata: \r\n\r\n", [("message", "\n")]),
+    (b"event: e\r\ndata:\r\n\r\ndata: 1\r\n\r\n", [("e", ""), ("message", "1")]),
+    (b"data:\r\n", []),  # no blank line: not dispatched
+    (b"data:\r\n\r", [("message", "")]),  # the CR at the end ends its line
+]
+
+
+@pytest.mark.parametrize(("data", "events"), _EMPTY_DATA, ids=[repr(d) for d, _ in _EMPTY_DATA])
+def test_an_empty_data_line_as_the_spec_and_the_python_sdks_read_it(
+    data: bytes, events: list[tuple[str, str]]
+) -> None:
+    """The spec's rules, and the two Python SDKs' line decoders (openai's ``_SSELineDecoder``,
+    anthropic's ``_iter_chunks``) at every chunking; the Node SDKs' decoders read the same
+    (tests/conformance/test_liberal_reads.py runs them on such events in a whole stream)."""
+    from anthropic._streaming import SSEDecoder as AnthropicDecoder
+    from openai._streaming import SSEDecoder as OpenAIDecoder
+
+    assert [(e, d) for e, d, _ in scan_all(data)] == events
+    for chunks in _chunkings(data):
+        for decoder in (OpenAIDecoder(), AnthropicDecoder()):
+            assert [(e.event or "message", e.data) for e in decoder.iter_bytes(iter(chunks))] == events
+
+
 def test_crlf_split_across_chunks_is_one_terminator() -> None:
     s = SseScanner()
     assert s.feed(b"data: a\r") == []

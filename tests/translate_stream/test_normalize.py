@@ -128,8 +128,17 @@ def test_chat_eof_after_finish_ends_the_stream_outside_normalize_too() -> None:
 def test_empty_payload_before_any_data_is_an_error() -> None:
     t = make_stream_translator(A, A, normalize=True)
     with pytest.raises(UpstreamProtocolError, match="empty payload"):
-        t.feed(SseScanner().feed(b"data: \n\n"))
+        t.feed(SseScanner().feed(b"event: message_start\ndata:  \n\n"))  # (spaces: the SDKs raise)
     assert validate_anthropic(t.fail(ErrorKind.UPSTREAM_PROTOCOL, "bad")).error is not None
+
+
+def test_a_payload_the_sdks_skip_before_any_data_is_skipped() -> None:
+    """An event without an ``event:`` line and a named one with empty data: both SDKs skip them, so
+    does normalize mode; the stream that ends there has no message (the client is told)."""
+    t = make_stream_translator(A, A, normalize=True)
+    assert t.feed(SseScanner().feed(b"data: \n\nevent: message_start\ndata:\n\n")) == b""
+    fin = validate_anthropic(t.finish())
+    assert fin.error is not None and (fin.text, fin.tools) == ("", [])
 
 
 def test_responses_normalize_passes_scenarios_through() -> None:

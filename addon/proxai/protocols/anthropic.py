@@ -40,7 +40,7 @@ from proxai.core.sse import Payloads, RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
-from .anthropic_quirks import late_args, late_text, named_delta, sdk_join, unnamed_delta
+from .anthropic_quirks import late_args, late_text, named_delta, sdk_join, unnamed_delta, unread_payload
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, FAMILIES, KINDS, KNOWN_EVENTS, TOOL_KINDS
 from .anthropic_usage import usage_into, usage_summary
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
@@ -168,18 +168,8 @@ class AnthropicGrammar(GrammarBase):
 
     def _not_object(self, name: str, data: str, obj: object) -> None:
         """A payload that is not a JSON object (``GrammarBase`` decides when it is a tolerated
-        tail), in this protocol's words. The payload of a ``ping``, or of a named event type the
-        SDKs do not read, is never read: whatever it is, it is a quirk. A data-only event is read
-        (its payload's ``type`` names it), so its payload is judged like a known event's."""
-        if name == "ping" or (name not in KNOWN_EVENTS and name not in ("error", "message")):
-            self.acc.finding(
-                "anthropic.unread_payload",
-                "quirk",
-                f"ignored a {name!r} event whose payload is not a JSON object",
-            )
-            if name != "ping" and data:  # the SDKs parse it as JSON, and read an object's type
-                rule = "event_json" if obj is _NOT_JSON else "event_object"
-                self.conform(f"anthropic_messages.{rule}", f"a {name!r} event whose payload is not an object")
+        tail), in this protocol's words, unless the SDKs do not parse it (``unread_payload``)."""
+        if unread_payload(self, name, data, obj is _NOT_JSON):
             return
         if not data or data.isspace():
             bad = "Anthropic event with an empty payload before any data"

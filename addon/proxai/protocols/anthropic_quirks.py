@@ -10,6 +10,10 @@ A client of ours was told the block ended when it stopped, so what we emit never
 SDK must read what we emit as a finished call): late text or thinking goes in a block of its own; a
 late fragment that leaves the input as the client got it is left out, one that changes it ends the
 client's stream with an error naming it. The summary reads it as the SDKs do.
+
+And a payload that is not a JSON object in an event the SDKs do not parse (``unread_payload``: a
+``ping``, an event without an ``event:`` line, a named event with empty data): skipped, as they skip
+it (docs/design/protocol-grammars.md, "Anthropic Messages").
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import orjson
 
 from proxai.core.errors import SemanticStreamError
 
-from .anthropic_tables import DELTA_FIELD, KINDS
+from .anthropic_tables import DELTA_FIELD, KINDS, KNOWN_EVENTS
 from .common import json_valid
 
 if TYPE_CHECKING:
@@ -132,3 +136,28 @@ def sdk_join(text: str, skipped: list[tuple[int, int]]) -> str:
         at = end
     parts.append(text[at:])
     return "".join(parts)
+
+
+def unread_payload(g: AnthropicGrammar, name: str, data: str, not_json: bool) -> bool:
+    """A payload that is not a JSON object (``not_json``: not JSON at all) in an event the SDKs do not
+    read as one: both stream helpers (``Stream.__stream__`` in the Python SDK's ``_streaming.py``,
+    ``Stream.fromSSEResponse`` in the Node SDK's ``core/streaming.js``) skip a ``ping`` and an event
+    without an ``event:`` line whatever its payload, and a named event whose data is empty (``if not
+    sse.data: continue``) but an ``error`` (both raise on it); a named type we do not know they
+    parse as JSON and raise on (rules ``event_json``, ``event_object``). A quirk, never a violation;
+    False: the payload is judged (a known event's, or an ``error``'s)."""
+    unnamed = name == "message"
+    empty = not data and name != "error"
+    if name != "ping" and not unnamed and not empty and (name in KNOWN_EVENTS or name == "error"):
+        return False
+    if unnamed:
+        what = "an event without an event: line whose payload is not a JSON object (the SDKs skip it)"
+    elif name in KNOWN_EVENTS:
+        what = f"a {name!r} event with an empty payload (the SDKs skip it)"
+    else:
+        what = f"a {name!r} event whose payload is not a JSON object"
+    g.acc.finding("anthropic.unread_payload", "quirk", f"ignored {what}")
+    if data and not unnamed and name != "ping" and name not in KNOWN_EVENTS:
+        rule = "event_json" if not_json else "event_object"
+        g.conform(f"anthropic_messages.{rule}", f"a {name!r} event whose payload is not an object")
+    return True
