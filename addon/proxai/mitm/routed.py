@@ -21,11 +21,13 @@ was observed):
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
+from mitmproxy.net.http import url as mitm_url
 
 from proxai.core.errors import ProxaiError, TranslationError, UpstreamProtocolError
 from proxai.core.errors.shapes import error_body, http_status_for
@@ -47,6 +49,15 @@ if TYPE_CHECKING:
     from proxai.mitm.routing import Routing
 
 JSON = "application/json"
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_url(url: str) -> tuple[bytes, str, int, bytes]:
+    """``url`` as mitmproxy's ``Request.url`` setter parses it (scheme, host, port, path; a
+    ``ValueError`` is not remembered), the host as its ``host`` setter decodes it: a route's
+    upstream URL is parsed once, not on every flow (the IDNA codec and ``urllib.parse``)."""
+    scheme, host, port, path = mitm_url.parse(url)
+    return scheme, host.decode("idna"), port, path
 
 
 def _parse(req: http.Request) -> dict[str, Any] | None:
@@ -147,7 +158,7 @@ class RoutedFlows:
 
         self._headers(req, client, route, key)
         query = req.url.split("?", 1)[1] if "?" in req.url and client is route.protocol else ""
-        req.url = route.target_url(credential_free_query(query))
+        req.scheme, req.host, req.port, req.path = _parsed_url(route.target_url(credential_free_query(query)))
         if translated.body is not body or opts.model is not None:
             # a new body (translated, or the model mapped); a plain reroute keeps the client's bytes
             if fields.has(req.headers, b"content-encoding"):
