@@ -1,17 +1,17 @@
 """Differential test of ``FlowGuard.on_chunk``'s shortcut.
 
-``on_chunk`` judges a chunk in full only when the observer interpreted an event off its fast paths
-since the last full look (``Accum.changes``: a call started or finished, the stream ended or
-failed), when the armed deadline is reached, at the end of the message, or when observing
-stopped. Otherwise calls only made progress and bytes arrived, which move every deadline later,
-so no rule can trip before the armed deadline and ``GuardTimer.arm`` would return at once.
+``on_chunk`` judges a chunk in full only when something it judges besides the clock changed since
+the last full look (``Accum.changes``: a call started or finished, the terminal event
+came, the stream failed), when the armed deadline is reached, at the end of the message, or when
+observing stopped. Otherwise calls only made progress and bytes arrived, which move every deadline
+later, so no rule can trip before the armed deadline and ``GuardTimer.arm`` would return at once.
 
-The reference below judges every chunk in full and re-arms with a freshly computed deadline
-after each one (what ``on_chunk`` did before). A due timer fires before the next read, as the
-event loop would run it, or now and then after it (both ready in one loop iteration). The armed
-time, the verdict and the client bytes must be the same after every chunk, for every fixture
-stream of the three protocols (a malformed payload, a mid-stream error, truncation and
-unfinished calls among them), at random splits, with clock steps that are mostly small and
+The reference below judges every chunk in full and re-arms with a freshly computed deadline after
+each one (what ``on_chunk`` did before). A due timer fires before the next read, as the event loop
+would run it, or now and then after it (both ready in one loop iteration). The armed time, the
+verdict and the client bytes must be the same after every chunk, for every fixture stream of the
+three protocols and every 12th real recording (a malformed payload, a mid-stream error, truncation
+and unfinished calls among them), at random splits, with clock steps that are mostly small and
 sometimes cross the stall and idle thresholds.
 """
 
@@ -38,6 +38,10 @@ from tests.splits import random_pieces
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CFG = GuardConfig(tool_stall=10.0, idle_timeout=25.0)
 STREAMS = sorted((p.parent.name, p) for p in FIXTURES.glob("*/*.sse") if p.parent.name in set(Protocol))
+# Every 12th recording of real APIs (the shapes providers send, which take the grammars' general
+# paths far more often than the fixtures: extra fields, repeated roles, reasoning fields).
+_REAL_DIRS = {"anthropic": "anthropic_messages", "chat": "openai_chat", "responses": "openai_responses"}
+REAL = sorted((_REAL_DIRS[p.parent.name], p) for p in (FIXTURES / "real").glob("*/*.sse"))[::12]
 
 
 class ReferenceGuard(FlowGuard):
@@ -126,6 +130,11 @@ def _compare(
 @pytest.mark.parametrize(("protocol", "path"), STREAMS, ids=[f"{p}/{f.name}" for p, f in STREAMS])
 def test_armed_deadline_verdict_and_bytes_match_the_reference(protocol: str, path: Path) -> None:
     _compare(protocol, path.read_bytes(), f"{protocol}/{path.name}")
+
+
+@pytest.mark.parametrize(("protocol", "path"), REAL, ids=[f"real/{p.name}" for _, p in REAL])
+def test_real_recordings_match_the_reference(protocol: str, path: Path) -> None:
+    _compare(protocol, path.read_bytes(), f"real/{path.name}")
 
 
 def _broken_arguments(data: bytes) -> bytes:

@@ -208,12 +208,12 @@ class FlowGuard:
             and self.verdict is None  # ``_guarding()`` inline; the carrier runs hooks only while
             and carrier.observe_error is None  # it streams (``Carrier._run_chunk_hooks``)
         ):
-            # Most chunks. Since the last full look the observer interpreted nothing off its fast
-            # paths (``Accum.changes``): no call started or finished, the stream did not end or
-            # fail; calls only made progress and bytes arrived, which move every deadline later.
-            # The armed deadline is at or before the earliest, and it is not reached: no rule can
-            # trip and ``arm`` would return at once. tests/guard/test_guard_timer_skip.py compares
-            # this with judging every chunk.
+            # Most chunks. Since the last full look nothing the guard judges besides the clock
+            # changed (``Accum.changes``): no call started or finished, the stream did not end or
+            # fail, whichever path read the events; calls only made progress and bytes arrived,
+            # which move every deadline later. The armed deadline is at or before the earliest,
+            # and it is not reached: no rule can trip and ``arm`` would return at once.
+            # tests/guard/test_guard_timer_skip.py compares this with judging every chunk.
             return None
         self._changes_seen = acc.changes
         if not self._guarding():

@@ -808,7 +808,7 @@ class AnthropicGrammar(GrammarBase):
 
     def _message_stop(self, obj: dict[str, Any], now: float) -> None:
         self._close_open(now)
-        self.acc.terminal = True
+        self.acc.reach_terminal()
         out = self.out
         if out is not None:
             for idx, (sid, parts) in self._searches.items():  # a search whose results never came

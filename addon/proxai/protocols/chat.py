@@ -794,7 +794,7 @@ class ChatGrammar(GrammarBase):
     def _done(self) -> None:
         acc = self.acc
         self._unfinished_choices()
-        acc.terminal = True
+        acc.reach_terminal()
         cut = self._cut
         for tb in acc.tool_order:
             if not tb.finished and tb.key not in cut:

@@ -232,9 +232,10 @@ class Accum:
         self.usage = Usage()
         self.tools: dict[Any, ToolBuffer] = {}
         self.tool_order: list[ToolBuffer] = []
-        # Events interpreted off the protocols' fast paths, plus own errors. Only those start or
-        # finish a tool call, end the stream or fail it (a fast path only adds content and argument
-        # bytes): while this stays, the guard has nothing new to judge but the clock.
+        # What the guard judges besides the clock, counted as it changes: a tool call started
+        # or finished (``tool_start``, ``tool_finish``), the terminal
+        # event (``reach_terminal``), an own error. Content and argument bytes only move every
+        # deadline later: while this stays, the guard has nothing new to judge but the clock.
         self.changes = 0
         self.finished_tools = 0  # tool calls finished (``tool_finish``)
         self.error: ErrorInfo | None = None
@@ -333,6 +334,7 @@ class Accum:
         self, key: Any, id: str | None, name: str | None, kind: str, now: float, *, has_args: bool = True
     ) -> ToolBuffer:
         self.content_seen = True
+        self.changes += 1
         tb = ToolBuffer(key, id, name, kind, now=now, limit=self.limits_tool_args, has_args=has_args)
         if self.per_fragment is not None and self.per_fragment.parses(kind, name):
             tb.lead = ""
@@ -385,6 +387,7 @@ class Accum:
     def tool_finish(self, tb: ToolBuffer) -> None:
         if not tb.finished:
             self.finished_tools += 1
+            self.changes += 1
         tb.finish()
 
     def tool_reopen(self, tb: ToolBuffer) -> None:
@@ -392,7 +395,7 @@ class Accum:
         comes after its block stopped): unfinished again, until ``tool_finish``."""
         if tb.finished:
             self.finished_tools -= 1
-            tb.finished = False
+            tb.finished = False  # (the caller finishes it again: ``tool_finish`` counts the change)
 
     def tool_complete(self, key: Any, id: str | None, name: str | None, kind: str, args: str | None) -> None:
         """A tool call seen only whole (a non-streamed body or a snapshot)."""
@@ -400,6 +403,11 @@ class Accum:
         if args is not None:
             self.tool_set(tb, args, 0.0)
         self.tool_finish(tb)
+
+    def reach_terminal(self) -> None:
+        """The protocol's terminal event came."""
+        self.terminal = True
+        self.changes += 1
 
     def open_tools(self) -> list[ToolBuffer]:
         return [t for t in self.tool_order if not t.finished and t.has_args]
@@ -666,7 +674,6 @@ class GrammarBase:
     def _general(self, name: str, data: bytes | str, obj: Any, now: float) -> bool:
         """One event off the fast path; True: interpret no more (errored, or the terminal event)."""
         self.lean_name = NO_LEAN  # whatever it changes, the lean shape is found again by ``_fast``
-        self.acc.changes += 1
         try:
             if type(obj) is dict:
                 self.acc.received = True
@@ -822,7 +829,7 @@ class GrammarBase:
         except SHAPE_ERRORS as exc:
             self.fail(UpstreamProtocolError(f"{self.protocol}: malformed response body: {exc!r}"))
         else:
-            acc.terminal = True
+            acc.reach_terminal()
 
     def http_error(self, body: bytes, status_code: int) -> None:
         """An HTTP 4xx/5xx: the body is the vendor's error object, or anything else."""

@@ -400,7 +400,7 @@ class ResponsesGrammar(GrammarBase):
                     self._completed(out, obj, etype)
             self._transition("terminal", etype)
             self._snapshot(as_dict(obj.get("response")), streamed=True, now=now, etype=etype)
-            acc.terminal = True
+            acc.reach_terminal()
             if etype == "response.failed":
                 self.upstream_failed()
         elif (handler := _HANDLERS.get(etype)) is not None:
