@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxai.core.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.core.model import Protocol
@@ -98,3 +100,28 @@ def test_parse_protocol() -> None:
     assert parse_protocol("responses") is R
     with pytest.raises(ValueError):
         parse_protocol("gemini")
+
+
+def _each_pattern_in_order(path: str) -> Protocol | None:
+    """The paths' rule as the three patterns state it, each tried in order (what
+    ``detect_protocol`` gave before it picked the one pattern by the path's last segment)."""
+    from proxai.core import detect
+
+    p = detect._strip_query(path)
+    for pattern, protocol in ((detect._MESSAGES, A), (detect._CHAT, C), (detect._RESPONSES, R)):
+        if pattern.match(p):
+            return protocol
+    return None
+
+
+_PIECES = [
+    "/", "v1", "openai", "deployments", "d", "chat", "completions", "messages", "responses",
+    "count_tokens", "\n", "?", "#", "x", "/v1/messages", "/chat/completions", "/v1/responses",
+]  # fmt: skip
+
+
+@settings(max_examples=3000, derandomize=True)
+@given(st.lists(st.sampled_from(_PIECES), max_size=10))
+def test_the_last_segment_picks_the_pattern_that_can_match(pieces: list[str]) -> None:
+    path = "".join(pieces)
+    assert detect_protocol("POST", path) is _each_pattern_in_order(path)

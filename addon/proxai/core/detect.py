@@ -45,12 +45,15 @@ def detect_protocol(method: str, path: str) -> Protocol | None:
     if method.upper() != "POST":
         return Protocol.OPENAI_RESPONSES if method.upper() == "GET" and is_resume(path) else None
     p = _strip_query(path)
-    if _MESSAGES.match(p):
-        return Protocol.ANTHROPIC_MESSAGES
-    if _CHAT.match(p):
-        return Protocol.OPENAI_CHAT
-    if _RESPONSES.match(p):
-        return Protocol.OPENAI_RESPONSES
+    # Each pattern ends in its own last segment (then an optional "/", and ``$`` allows a final
+    # newline): that segment picks the one pattern that can match, the others are not tried.
+    last = p.rstrip("/\n")
+    if last.endswith("/messages"):
+        return Protocol.ANTHROPIC_MESSAGES if _MESSAGES.match(p) else None
+    if last.endswith("/completions"):
+        return Protocol.OPENAI_CHAT if _CHAT.match(p) else None
+    if last.endswith("/responses"):
+        return Protocol.OPENAI_RESPONSES if _RESPONSES.match(p) else None
     return None
 
 
