@@ -61,6 +61,10 @@ FOUND: dict[str, list[tuple[str, int]]] = {
     "chat/groq--pydantic-ai--groq-model-web-search-tool-stream.sse": [("openai_chat.no_role", 226)],
     "chat/mistral--vercel-ai--mistral-incremental-tool-call.rebuilt.sse": [("openai_chat.no_role", 3)],
     "chat/mistral--vercel-ai--mistral-tool-call.rebuilt.sse": [("openai_chat.tool_call_no_index", 1)],
+    # OpenRouter's web plugin: one url_citation annotation per chunk, without an index
+    "chat/openrouter--pydantic-ai--openrouter-web-search-annotations-stream.sse": [
+        ("openai_chat.delta_list_index", 1)
+    ],
     "chat/perplexity--vercel-ai--perplexity-citations.rebuilt.sse": [("openai_chat.chunk_object", 7)],
     "chat/perplexity--vercel-ai--perplexity-text.rebuilt.sse": [("openai_chat.chunk_object", 7)],
     "chat/snowflake--pydantic-ai--snowflake-model-streaming.sse": [("openai_chat.no_finish_reason", 3)],

@@ -154,6 +154,20 @@ def c_args(*fragments: str) -> bytes:
     return C_ROLE + _calls(first) + b"".join(rest) + C_TOOLS_END
 
 
+_CITE_A = {
+    "type": "url_citation",
+    "url_citation": {"url": "https://a", "title": "a", "start_index": 0, "end_index": 1},
+}
+_CITE_B = {
+    "type": "url_citation",
+    "url_citation": {"url": "https://b", "title": "b", "start_index": 1, "end_index": 2},
+}
+
+
+def c_cited(final: dict[str, Any]) -> list[str]:
+    return [a["url_citation"]["url"] for a in final["choices"][0]["message"]["annotations"]]
+
+
 def c_tools(final: dict[str, Any]) -> list[Any]:
     return [
         (t.get("type"), t["function"]["name"], t["function"]["arguments"])
@@ -1572,6 +1586,41 @@ CASES = [
         None,
         _text_is(r_text, '{"a": "x"}'),
         request={**R_JSON, **R_STRICT},
+    ),
+    Case(
+        "chat annotations in two chunks, without an index",
+        "chat",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": [_CITE_A]})
+        + _c({"annotations": [_CITE_B]})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.delta_list_index", 2)],
+        None,
+        _text_is(c_cited, ["https://b"]),  # the first chunk's annotation is lost
+    ),
+    Case(
+        "chat reasoning_details in two chunks, without an index",
+        "chat",
+        C_ROLE
+        + _c({"content": "", "reasoning_details": [{"type": "reasoning.text", "text": "a"}]})
+        + _c({"content": "Hi", "reasoning_details": [{"type": "reasoning.text", "text": "b"}]})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.delta_list_index", 2)],
+        None,
+        _text_is(
+            lambda f: f["choices"][0]["message"]["reasoning_details"],
+            [{"type": "reasoning.text", "text": "b"}],
+        ),
+    ),
+    Case(
+        "chat annotations in one chunk (nothing to say)",
+        "chat",
+        C_ROLE + _c({"content": "Hi", "annotations": [_CITE_A, _CITE_B]}) + C_STOP + C_DONE,
+        [],
+        _text_is(c_cited, ["https://a", "https://b"]),
+        _text_is(c_cited, ["https://a", "https://b"]),
     ),
     Case(
         "chat a strict tool's arguments whose first fragment is whitespace",

@@ -40,6 +40,7 @@ from proxai.core.sse import RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Output, Phase, Sink, Stop, TokenUsage
 
+from .chat_delta import delta_conforms
 from .chat_usage import usage_in
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
@@ -151,7 +152,7 @@ class ChatGrammar(GrammarBase):
         self.choices: set[int] = set()  # the choice indexes seen
         self._roles: set[int] = set()  # the choices that got a role (conformance)
         self._valid = False  # a chunk the Python SDK reads came (conformance)
-        self._typed: dict[Any, Any] = {}  # the type each tool call got so far (conformance)
+        self._typed: dict[Any, Any] = {}  # each tool call's type so far, delta lists (conformance)
         self._open: list[BlockKey] = []  # the writer's open blocks in start order
         self._usage: dict[str, Any] | None = None  # the last usage the upstream reported
         self._redacted = 0  # redacted thinking blocks opened (their keys)
@@ -417,9 +418,8 @@ class ChatGrammar(GrammarBase):
         delta = choice.get("delta")
         if type(delta) is not dict:
             self.conform("openai_chat.choice_delta", f"choice {cidx} without a delta object")
-        elif delta.get("role") and indexed:
-            self._roles.add(cidx)
-        if type(delta) is dict and delta:
+        elif delta:
+            delta_conforms(self, cidx, indexed, delta)  # its role, its lists (conformance)
             self._delta(cidx, delta, now, out)
         reason = choice.get("finish_reason")
         if reason is None or reason == "":  # some compatible servers send "" for "not yet"

@@ -358,6 +358,15 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "openai_chat.delta_list_index",
+        C,
+        "a list of objects a choice's delta carries again (`annotations`, `reasoning_details`, any "
+        "field openai-node does not model) gives each object an `index` (openai-python merges it "
+        "into the list it holds by `index`)",
+        Reaction("raises", "RuntimeError", "Expected list delta entry to have an `index` key"),
+        Reaction("loses", loses="the earlier chunks' entries of the list (the last chunk's replaces them)"),
+    ),
+    Rule(
         "openai_chat.no_role",
         C,
         "every choice gets a `role`",

@@ -1,0 +1,92 @@
+"""Chat: what the SDKs keep of a choice's delta for the conformance rules: whether the choice got
+a role (openai-node, ``openai_chat.no_role``), and its lists as openai-python merges them
+(docs/design/conformance.md, "Lists in a Chat delta"). Sans-IO.
+
+openai-python's ``ChatCompletionStreamState._accumulate_chunk`` folds each chunk's delta into the
+choice's message with ``accumulate_delta`` (``lib/streaming/_deltas.py``): a list the message does
+not hold yet is taken as it came (unless an entry has an ``index``: then it is merged as below),
+a list of strings or numbers grows by the next one, and any other list is merged entry by entry by
+each entry's ``index``: an object without one raises ``RuntimeError`` ("Expected list delta entry
+to have an `index` key"). So a provider that sends ``annotations`` (OpenRouter's web plugin),
+``reasoning_details`` or any list of objects in more than one chunk, without indexes, makes it
+raise at the second; openai-node assigns every field it does not model to the message as it
+comes (``Object.assign``), so it keeps the last chunk's list and loses the earlier ones. The rule
+is ``openai_chat.delta_list_index`` (a first list with an object without an ``index`` beside
+one with it makes openai-python raise at once, where nothing is lost: not judged). ``tool_calls``
+have their own rules; ``content``, ``refusal``,
+``role``, ``audio`` and ``function_call`` openai-node reads in its own way, so they are not judged
+here (a list there is no provider's). An entry that is not an object, or an ``index`` that is not
+an integer, makes openai-python raise ``TypeError``: not judged.
+
+What the message holds of each other field is kept per choice, in a few states (``_typed``, the
+grammar's conformance memo, under ``("list", choice, field)``): nothing (absent or null), an empty
+list, a list of strings and numbers, a list holding anything else. Only a delta's lists are looked
+at (a field that came as something else before its first list, which openai-python then leaves as
+it is, is read as holding nothing: no provider sends one). Only a delta off the fast paths can
+carry such a field (the fast paths take a delta of text or tool arguments alone).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .chat import ChatGrammar
+
+# the delta fields openai-node reads in its own way, and tool_calls (rules of their own)
+_OWN = frozenset({"content", "refusal", "role", "audio", "function_call", "tool_calls"})
+_EMPTY, _SCALARS, _OBJECTS = "empty", "scalars", "objects"
+
+
+def _kind(entries: list[Any]) -> str:
+    if not entries:
+        return _EMPTY
+    return _SCALARS if all(isinstance(e, (str, int, float)) for e in entries) else _OBJECTS
+
+
+def _indexed(entries: list[Any]) -> bool:
+    return any(type(e) is dict and "index" in e for e in entries)
+
+
+def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, Any]) -> None:
+    """A choice's delta, not empty, read off the fast paths (``indexed``: the choice has an integer
+    index): its role, each list field as openai-python merges it."""
+    if indexed and delta.get("role"):
+        g._roles.add(cidx)
+    for value in delta.values():  # (a list is rare: the fields are looked at only then)
+        if type(value) is list:
+            for field, entries in delta.items():
+                if type(entries) is list and field not in _OWN:
+                    _merge(g, cidx, field, entries)
+            return
+
+
+def _merge(g: ChatGrammar, cidx: int, field: str, value: list[Any]) -> None:
+    """``delta[field]``, a list, as openai-python merges it into what the choice's message holds."""
+    memo = g._typed
+    key = ("list", cidx, field)
+    held = memo.get(key)
+    if held is _SCALARS:  # appended to the strings and numbers
+        memo[key] = _OBJECTS if _kind(value) is _OBJECTS else _SCALARS
+    elif held is _OBJECTS:  # merged by index
+        if not _merges(value):
+            g.conform(
+                "openai_chat.delta_list_index",
+                f"choice {cidx}: delta.{field} again a list whose objects have no index",
+            )
+    elif _indexed(value):  # merged by index into nothing (not judged: see above)
+        memo[key] = _OBJECTS
+    else:  # taken as it came
+        memo[key] = _kind(value)
+
+
+def _merges(entries: list[Any]) -> bool:
+    """openai-python merges ``entries`` into the list it holds by their ``index`` without the
+    ``RuntimeError`` of an object without one (False); the first entry that is not an object, or
+    whose index is not an integer, raises ``TypeError`` before any later one is looked at."""
+    for entry in entries:
+        if type(entry) is not dict or ("index" in entry and not isinstance(entry["index"], int)):
+            return True  # a TypeError: not judged
+        if "index" not in entry:
+            return False
+    return True
