@@ -382,3 +382,51 @@ def test_the_grammars_fast_paths_change_no_translated_byte_on_mutated_streams(
     with pytest.MonkeyPatch.context() as mp:
         _without_fast_paths(mp)
         assert _translated(up, raw) == expected
+
+
+_NO_START_TAIL = (
+    b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn",'
+    b'"stop_sequence":null},"usage":{"output_tokens":3}}\n\n'
+    b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+)
+
+
+@pytest.mark.parametrize(
+    "name", [b"event: content_block_delta\n", b"\x00vent: content_block_delta\n"], ids=["named", "nul"]
+)
+@pytest.mark.parametrize(
+    "delta", [b'{"type":"ext_delta","text":"x"}', b'{"type":"input_json_delta","partial_json":"{}"}']
+)
+def test_a_delta_before_message_start_that_opens_no_block_reads_alike_in_normalize_mode(
+    name: bytes, delta: bytes
+) -> None:
+    """Hypothesis found it with a NUL byte in place of an ``event:`` line's first byte (an unnamed
+    delta) in a stream whose message_start was cut: before message_start, normalize mode judged a
+    delta that opens no block (a type no block takes, a tool fragment) by its block ("a delta for
+    block 0, never started", block_index) where the observe-only reading says what the SDKs read,
+    nothing before message_start. Only a text or thinking delta starts the message there (a
+    repair); any other is read alike, and the summaries agree."""
+    body = (
+        name + b'data: {"type":"content_block_delta","index":0,"delta":' + delta + b"}\n\n" + _NO_START_TAIL
+    )
+    up = Protocol.ANTHROPIC_MESSAGES
+    unnamed = [("anthropic_messages.unnamed_event", 0)] if name.startswith(b"\x00") else []
+    for summary in (_passthrough(up, [body]), _carrier(up, up, [body])[2]):
+        meta = summary["metadata"]
+        assert meta["outcome"] == "closed"
+        assert [(c["rule"], c["event_index"]) for c in meta["extra"]["conformance"]] == [
+            *unnamed,
+            ("anthropic_messages.before_message_start", 0),
+            ("anthropic_messages.no_message_start", 3),
+        ]
+    reads, error, summary = _carrier(up, up, [body])
+    assert (reads, error, summary["repaired"]) == (
+        [
+            b"",
+            b'event: error\ndata: {"type":"error","error":{"type":"api_error",'
+            b'"message":"upstream closed the Anthropic stream before message_stop"}}\n\n',
+        ],
+        None,
+        False,
+    )
+    _check(up, [body])

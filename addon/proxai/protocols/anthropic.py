@@ -40,7 +40,15 @@ from proxai.core.sse import Payloads, RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
-from .anthropic_quirks import late_args, late_text, named_delta, sdk_join, unnamed_delta, unread_payload
+from .anthropic_quirks import (
+    late_args,
+    late_text,
+    named_delta,
+    sdk_join,
+    starts_normalized,
+    unnamed_delta,
+    unread_payload,
+)
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, FAMILIES, KINDS, KNOWN_EVENTS, TOOL_KINDS
 from .anthropic_usage import usage_into, usage_summary
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
@@ -338,7 +346,7 @@ class AnthropicGrammar(GrammarBase):
             self._unmodelled(f"anthropic.unmodelled.{etype}", keep, obj)
             return
         if state is State.WAITING and etype != "message_start":
-            if not self.normalize or etype not in ("content_block_start", "content_block_delta"):
+            if not self.normalize or not starts_normalized(etype, obj):
                 # The SDKs read nothing before message_start.
                 self.conform("anthropic_messages.before_message_start", f"{etype} before message_start")
                 return

@@ -24,7 +24,7 @@ import orjson
 
 from proxai.core.errors import SemanticStreamError
 
-from .anthropic_tables import DELTA_FIELD, KINDS, KNOWN_EVENTS
+from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, KINDS, KNOWN_EVENTS
 from .common import json_valid
 
 if TYPE_CHECKING:
@@ -161,3 +161,20 @@ def unread_payload(g: AnthropicGrammar, name: str, data: str, not_json: bool) ->
         rule = "event_json" if not_json else "event_object"
         g.conform(f"anthropic_messages.{rule}", f"a {name!r} event whose payload is not an object")
     return True
+
+
+def starts_normalized(etype: str, obj: dict[str, Any]) -> bool:
+    """Whether an event before ``message_start`` starts the message in normalize mode (a repair): a
+    block's start, or a delta that opens its block (text or thinking). Any other event there, a
+    tool fragment or a delta of a type no block takes, is read as the observe-only reading reads
+    it, as the SDKs read nothing before ``message_start`` (``before_message_start``): the two
+    readings differ only where normalize repairs."""
+    if etype == "content_block_start":
+        return True
+    delta = obj.get("delta")
+    dtype = delta.get("type") if type(delta) is dict else None
+    return (
+        etype == "content_block_delta"
+        and type(dtype) is str
+        and DELTA_FAMILY.get(dtype) in ("text", "thinking")
+    )
