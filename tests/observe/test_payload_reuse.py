@@ -372,6 +372,30 @@ def test_the_grammars_fast_paths_change_no_translated_byte(
     assert _translated(up, raw) == expected
 
 
+REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
+# The recordings of real APIs, whose shapes take fast paths the fixtures do not (the Chat deltas
+# of real providers: ``role`` repeated, ``reasoning_content`` beside ``content``, empty deltas).
+REAL_STREAMS = sorted(REAL.glob("*/*.sse"))
+_REAL_UP = {
+    "anthropic": Protocol.ANTHROPIC_MESSAGES,
+    "chat": Protocol.OPENAI_CHAT,
+    "responses": Protocol.OPENAI_RESPONSES,
+}
+
+
+@pytest.mark.parametrize("path", REAL_STREAMS[::3], ids=lambda p: f"real/{p.name}")
+def test_the_grammars_fast_paths_change_no_translated_byte_on_real_recordings(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same on every 3rd real recording: bytes, errors and summaries with and without the fast
+    paths (every pair and normalize mode, whole and at random splits)."""
+    up = _REAL_UP[path.parent.name]
+    raw = path.read_bytes()
+    expected = _translated(up, raw)
+    _without_fast_paths(monkeypatch)
+    assert _translated(up, raw) == expected
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=mutated())
 def test_the_grammars_fast_paths_change_no_translated_byte_on_mutated_streams(

@@ -41,6 +41,7 @@ from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Output, Phase, Sink, Stop, TokenUsage
 
 from .chat_delta import delta_conforms
+from .chat_fields import AUDIO_KEY, REASONING_KEY, REFUSAL_KEY, TEXT_KEY, fast_fields
 from .chat_usage import usage_in
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
@@ -93,10 +94,6 @@ _STREAMING = State.STREAMING  # the fast path's state (docs/performance.md, "Why
 _NOT_THIS_SHAPE = (KeyError, TypeError, ValueError, AttributeError)
 
 
-TEXT_KEY = "text"
-REFUSAL_KEY = "refusal"
-REASONING_KEY = "reasoning"
-AUDIO_KEY = "audio"
 #: The stream id given to a Chat stream whose chunks carry none (``"id": ""``).
 UNNAMED = "chatcmpl-unnamed"
 
@@ -240,8 +237,7 @@ class ChatGrammar(GrammarBase):
             (c,) = obj["choices"]  # a list of exactly one choice
             delta = c["delta"]
             if (
-                len(delta) != 1  # first: what fails most often (reasoning beside content)
-                or (ci := c["index"]) != 0
+                (ci := c["index"]) != 0
                 or type(ci) is float  # (openai-python raises on 0.0)
                 or obj["id"] != acc.id
                 or obj["model"] != acc.model
@@ -250,8 +246,11 @@ class ChatGrammar(GrammarBase):
                 or ("usage" in obj and obj["usage"] is not None)
                 or ("error" in obj and obj["error"] is not None)
                 or (out is not None and c.get("logprobs"))
+                or type(delta) is not dict
             ):
                 return False
+            if len(delta) != 1:
+                return fast_fields(self, delta)
             s = delta.get("content")
         except _NOT_THIS_SHAPE:
             return False
@@ -270,7 +269,7 @@ class ChatGrammar(GrammarBase):
             return True
         calls = delta.get("tool_calls")
         if calls is None:
-            return False  # another one-field delta (reasoning): no exception raised for it
+            return fast_fields(self, delta)  # another one-field delta (reasoning)
         try:
             (tc,) = calls  # exactly {"index": i, "function": {"arguments": ...}}
             index = tc["index"]

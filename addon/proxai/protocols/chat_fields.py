@@ -1,0 +1,61 @@
+"""Chat Completions: the block keys a Chat stream's writer is driven with, and the delta shapes of
+real providers read on the grammar's fast path (docs/design/protocol-grammars.md, "Chat Completions:
+liberal where the SDK is liberal"; docs/performance.md, "The real corpus's Chat deltas on the fast
+path").
+
+Mid-stream, providers send more than one ``content`` field per delta: ``role`` repeated in every
+chunk, ``reasoning_content`` or ``reasoning`` (with ``content: null`` or ``""``), fields no SDK
+reads (``token_id``, ``channel``, ``name``), or an empty delta. ``ChatGrammar._delta`` reads the
+same effect from them; ``fast_fields`` reads it without the general path's checks of the chunk,
+which ``ChatGrammar._fast`` has already made. Equivalence: tests/observe/test_payload_reuse.py
+(fast paths off, every fixture and real recording).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .chat import ChatGrammar
+
+TEXT_KEY = "text"
+REFUSAL_KEY = "refusal"
+REASONING_KEY = "reasoning"
+AUDIO_KEY = "audio"
+
+
+def fast_fields(g: ChatGrammar, delta: dict[str, Any]) -> bool:
+    """``ChatGrammar._fast``'s delta of other fields than one ``content`` or argument fragment,
+    as real providers send it mid-stream (``role`` repeated, ``reasoning_content`` or
+    ``reasoning`` beside ``content``, nulls, fields no SDK reads, an empty delta): the text and
+    reasoning ``ChatGrammar._delta`` reads, in its order. False (the general path) for a delta
+    with anything else."""
+    out = g.out
+    role = delta.get("role")
+    if (
+        (role is not None and role != "assistant")
+        or delta.get("tool_calls")
+        or delta.get("refusal")
+        or delta.get("audio")
+        or delta.get("function_call") is not None
+        or (out is not None and (delta.get("annotations") or delta.get("reasoning_details")))
+    ):
+        return False
+    field = "reasoning_content"
+    if not (reasoning := delta.get(field)):
+        reasoning = delta.get(field := "reasoning")
+    content = delta.get("content")
+    if (reasoning and type(reasoning) is not str) or (content and type(content) is not str):
+        return False
+    g._valid = True  # its object is chat.completion.chunk
+    if role:
+        g._roles.add(0)
+    if reasoning:
+        g.acc.reasoning(reasoning)
+        if out is not None:
+            g._think(out, reasoning, field)
+    if content:
+        g.acc.text(content)
+        if out is not None:
+            g._text(out, TEXT_KEY, "text", content)
+    return True
