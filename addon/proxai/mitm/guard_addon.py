@@ -51,15 +51,18 @@ from proxai.safety.termsafe import log_safe
 logger = logging.getLogger(__name__)
 
 
+# ``Protocol(name)`` as a dict: the enum's call (its value lookup through ``EnumType.__call__``)
+# costs several times this on every guarded flow.
+_PROTOCOLS: dict[str, Protocol] = {p.value: p for p in Protocol}
+
+
 def _upstream_protocol(flow: http.HTTPFlow) -> Protocol:
-    """The protocol the upstream answers in (a route's, else the detected one)."""
+    """The protocol the upstream answers in (a route's, else the detected one; Chat if neither
+    names a protocol)."""
     meta = flow.metadata.get("proxai") or {}
     route: dict[str, Any] = meta["route"] if isinstance(meta.get("route"), dict) else {}
     name = str(route.get("upstream_protocol") or meta.get("protocol"))
-    try:
-        return Protocol(name)
-    except ValueError:
-        return Protocol.OPENAI_CHAT
+    return _PROTOCOLS.get(name, Protocol.OPENAI_CHAT)
 
 
 def after_reads() -> Callable[[Callable[[], None]], None] | None:
