@@ -607,6 +607,28 @@ CASES = [
         _text_is(a_input, -12),
     ),
     Case(
+        "anthropic content_block_start without content_block",
+        "anthropic",
+        _A_S + _a("content_block_start", {"index": 0}) + _a("content_block_stop", {"index": 0}) + _A_E,
+        [("anthropic_messages.block_start_block", 1)],
+        None,
+        _text_is(lambda f: f["content"], [{}]),  # an empty block
+    ),
+    Case(
+        "anthropic content_block_start whose content_block is a string, then a text block",
+        "anthropic",
+        _A_S
+        + _a("content_block_start", {"index": 0, "content_block": "x"})
+        + _a("content_block_stop", {"index": 0})
+        + _blk(1, _A_TEXT)
+        + _dl(1, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_stop", {"index": 1})
+        + _A_E,
+        [("anthropic_messages.block_start_block", 1)],
+        None,
+        _text_is(a_text, "Hi"),
+    ),
+    Case(
         "anthropic content_block_delta without delta",
         "anthropic",
         _A_S

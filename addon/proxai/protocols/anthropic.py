@@ -40,15 +40,7 @@ from proxai.core.sse import Payloads, RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
-from .anthropic_quirks import (
-    late_args,
-    late_text,
-    named_delta,
-    sdk_join,
-    starts_normalized,
-    unnamed_delta,
-    unread_payload,
-)
+from .anthropic_quirks import late_args, late_text, read_first, sdk_join, starts_normalized, unread_payload
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, FAMILIES, KINDS, KNOWN_EVENTS, TOOL_KINDS
 from .anthropic_usage import usage_into, usage_summary
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
@@ -355,8 +347,7 @@ class AnthropicGrammar(GrammarBase):
         elif etype == "message_start" and state is not State.WAITING:
             self._restart(obj, now)
             return
-        if etype == "content_block_delta":  # judged by its block (unnamed: the SDKs skip it)
-            (unnamed_delta if name == "message" else named_delta)(self, obj, now)
+        if read_first(self, name, etype, obj, now):  # a delta, judged by its block (unnamed: skipped)
             return
         self.state = _MACHINE.step(self.state, etype)
         _HANDLERS[etype](self, obj, now)

@@ -92,6 +92,22 @@ def _same_input(got: str | None, buffer: str) -> bool:
     return json_valid(buffer) and orjson.loads(buffer) == orjson.loads(got)
 
 
+def read_first(g: AnthropicGrammar, name: str, etype: str, obj: dict[str, Any], now: float) -> bool:
+    """A known event off the fast path, before the grammar's state machine: a ``content_block_delta``
+    is read here (True; one without an ``event:`` line the SDKs skip, ``unnamed_delta``); a named
+    ``content_block_start`` without a ``content_block`` object makes anthropic-python raise
+    (``event.content_block.to_dict()``), where anthropic-node keeps an empty block."""
+    if etype == "content_block_delta":
+        (unnamed_delta if name == "message" else named_delta)(g, obj, now)
+        return True
+    if etype == "content_block_start" and name != "message" and type(obj.get("content_block")) is not dict:
+        g.conform(
+            "anthropic_messages.block_start_block",
+            f"content_block_start {obj.get('index')!r} without a block",
+        )
+    return False
+
+
 def named_delta(g: AnthropicGrammar, obj: dict[str, Any], now: float) -> None:
     """A ``content_block_delta`` off the fast path with its ``event:`` line: both SDKs read its
     ``delta``'s type, so one without a ``delta`` (or a null one) makes both raise, and one that is

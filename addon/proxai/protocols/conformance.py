@@ -153,6 +153,14 @@ _RULES = (
         Reaction("raises", "AnthropicError", "Cannot read properties of undefined (reading 'stop_reason')"),
     ),
     Rule(
+        "anthropic_messages.block_start_block",
+        A,
+        "`content_block_start` carries a `content_block` object (anthropic-python appends "
+        "`content_block.to_dict()`)",
+        Reaction("raises", "AttributeError"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "anthropic_messages.block_delta_delta",
         A,
         "`content_block_delta` carries `delta`",
