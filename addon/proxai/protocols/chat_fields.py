@@ -29,7 +29,8 @@ def fast_fields(g: ChatGrammar, delta: dict[str, Any]) -> bool:
     as real providers send it mid-stream (``role`` repeated, ``reasoning_content`` or
     ``reasoning`` beside ``content``, nulls, fields no SDK reads, an empty delta): the text and
     reasoning ``ChatGrammar._delta`` reads, in its order. False (the general path) for a delta
-    with anything else."""
+    with anything else, and for ``annotations`` / ``reasoning_details``, the lists whose repeats
+    ``chat_delta`` judges (a list in a field no provider is known to send is not looked at here)."""
     out = g.out
     role = delta.get("role")
     if (
@@ -38,7 +39,8 @@ def fast_fields(g: ChatGrammar, delta: dict[str, Any]) -> bool:
         or delta.get("refusal")
         or delta.get("audio")
         or delta.get("function_call") is not None
-        or (out is not None and (delta.get("annotations") or delta.get("reasoning_details")))
+        or delta.get("annotations")  # lists openai-python merges (``chat_delta``); translated
+        or delta.get("reasoning_details")
     ):
         return False
     field = "reasoning_content"
