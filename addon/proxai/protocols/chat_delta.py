@@ -23,7 +23,7 @@ grammar's conformance memo, under ``("list", choice, field)``): nothing (absent 
 list, a list of strings and numbers, a list holding anything else. Only a delta's lists are looked
 at (a field that came as something else before its first list, which openai-python then leaves as
 it is, is read as holding nothing: no provider sends one). Only a delta off the fast paths can
-carry such a field (the fast paths take a delta of text or tool arguments alone).
+carry such a field (the fast paths take no delta that holds a list: ``chat_fields``).
 """
 
 from __future__ import annotations
