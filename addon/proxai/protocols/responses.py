@@ -28,8 +28,7 @@ stream translator is attached (``out``, a ``Sink``), drives its writer, in the s
 event carries beyond the deltas (one that contradicts them is a violation) and gets items and
 events the neutral calls do not model (hosted tools, annotations) as opaque Responses content.
 A problem found while reading an event ends the reading at that event, for the summary and the
-client alike (docs/design/translation.md).
-"""
+client alike (docs/design/translation.md)."""
 
 from __future__ import annotations
 
