@@ -54,6 +54,18 @@ def _finals(data: bytes) -> list[dict[str, Any]]:
     return [py.final, nd.final]
 
 
+def test_a_text_delta_naming_no_item_added_is_read_by_its_output_index() -> None:
+    """An item_id no item was added with (the SDK property's find): both SDKs read no item_id."""
+    data = _text_delta_item_id_null().replace(b'"item_id": null', b'"item_id": "x1"')
+    assert b'"item_id": "x1"' in data
+    summary, findings = _observe(data)
+    assert summary.outcome is Outcome.COMPLETED and summary.error is None
+    assert findings == [("openai_responses.item_id_unknown", 4)]
+    assert summary.text_bytes == len("Hi there! \N{WAVING HAND SIGN}".encode())
+    for final in _finals(data):
+        assert [c["text"] for c in final["output"][0]["content"]] == ["Hi there! \N{WAVING HAND SIGN}"]
+
+
 def test_a_text_delta_with_item_id_null_is_read_by_its_output_index() -> None:
     data = _text_delta_item_id_null()
     summary, findings = _observe(data)

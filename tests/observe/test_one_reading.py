@@ -294,8 +294,8 @@ def test_a_responses_item_violation_has_one_error_text(event: str, want: str) ->
         body += r.ev("response.output_item.added", output_index=1, item=item)
     else:
         body += r.ev(
-            "response.output_text.delta", item_id="msg_2", output_index=0, content_index=0, delta="x"
-        )
+            "response.output_text.delta", item_id="msg_2", output_index=1, content_index=0, delta="x"
+        )  # (no item at output_index 1 either: the SDKs place an item event by its output_index)
     body += r.completed([])
     observed = _observed_summary(R_, body)
     assert observed.error is not None and observed.error.message == want

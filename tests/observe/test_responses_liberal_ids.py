@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from proxai.core.model import ErrorKind, Outcome, Protocol, StreamSummary
 from tests.observe.harness import FIXTURES, run_stream
+from tests.observe.test_payload_reuse import CLIENTS, _carrier, _check
 
 R = Protocol.OPENAI_RESPONSES
 
@@ -59,3 +61,39 @@ def test_an_item_event_with_an_empty_item_id_is_the_one_at_its_output_index() ->
     assert _tools(s) == _tools(whole)
     notes = [f.detail for f in obs.findings if f.rule == "openai_responses.item_id_null"]
     assert len(notes) == 1 and f"with item_id '': read as item {iid!r}" in notes[0]
+
+
+@pytest.mark.parametrize(
+    "etype",
+    [
+        "response.output_text.delta",
+        "response.content_part.added",
+        "response.output_text.done",
+        "response.content_part.done",
+    ],
+)
+def test_an_item_event_naming_no_item_added_is_the_one_at_its_output_index(etype: str) -> None:
+    """Both SDKs place every item event by its ``output_index`` and read no ``item_id`` (the SDK
+    property found a text delta, and a function call's .done, with the id of no item added, which
+    the grammar refused): read as the item added there, noted in every reading (observe-only looks
+    the item of a content part up as a translation does), never a violation; every client gets the
+    text (tests/conformance/test_liberal_reads.py runs the SDKs on it)."""
+    whole, _ = run_stream(R, [(FIXTURES / "openai_responses" / "text.sse").read_bytes()])
+    events = _events("text.sse")
+    event = next(e for e in events if e["type"] == etype)
+    iid, event["item_id"] = event["item_id"], "x1"
+    body = _sse(events)
+    s, obs = run_stream(R, [body])
+    assert (s.outcome, s.error, s.text_bytes) == (Outcome.COMPLETED, None, whole.text_bytes)
+    notes = [(f.rule, f.detail) for f in obs.findings if f.rule.startswith("openai_responses.item_id")]
+    assert notes == [
+        (
+            "openai_responses.item_id_unknown",
+            f"{etype} with item_id 'x1': read as item {iid!r}, the one at its output_index",
+        )
+    ]
+    for client in CLIENTS[R]:
+        _, error, summary = _carrier(R, client, [body])
+        assert error is None, (client, error)
+        assert summary["metadata"]["extra"]["notes"] == [notes[0][1]]
+    _check(R, [body])

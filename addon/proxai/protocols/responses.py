@@ -32,6 +32,7 @@ client alike (docs/design/translation.md)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import orjson
@@ -462,21 +463,29 @@ class ResponsesGrammar(GrammarBase):
             acc.model = model
 
     def _item(self, obj: dict[str, Any], etype: str) -> tuple[str, _Item]:
-        """The item an event names by ``item_id``: it must have been added. With ``item_id`` null or
-        empty, or naming an item added without an id, the item added at its ``output_index``, as
-        both SDKs read every item event (noted)."""
+        """The item an event names by ``item_id``. With ``item_id`` null or empty, naming an item
+        added without an id, or naming no item added, the item added at its ``output_index``, as
+        both SDKs read every item event (noted); an event no item was added for is refused."""
         iid = obj.get("item_id")
         item = self.items.get(iid) if type(iid) is str else None
         if item is None and type(oi := obj.get("output_index")) is int:
             at = next((i for i in self.items.values() if i.sdk.key == oi), None)
-            if at is not None and (not iid or at.id == f"output_{oi}"):
+            if at is not None:
+                null = not iid or at.id == f"output_{oi}"
+                rule = "openai_responses.item_id_null" if null else "openai_responses.item_id_unknown"
                 msg = f"{etype} with item_id {iid!r}: read as item {at.id!r}, the one at its output_index"
-                self.acc.finding_once("openai_responses.item_id_null", "quirk", msg)
+                self.acc.finding_once(rule, "quirk", msg)
                 return at.id, at
         if item is None:
             raise SemanticStreamError(f"openai_responses: {etype} for item {iid!r} that was never added")
         assert type(iid) is str
         return iid, item
+
+    def _seen(self, obj: dict[str, Any], etype: str) -> None:
+        """Observe-only, an item's event the summary does not read: its item looked up as a
+        translation's reading looks it up, so both readings note the same ids (never a refusal)."""
+        with contextlib.suppress(SemanticStreamError):
+            self._item(obj, etype)
 
     def _open_item(self, iid: str, item: _Item, kind: str, etype: str) -> None:
         """The writer's check of an item's event: the item is of ``kind`` and not done."""
@@ -712,7 +721,7 @@ class ResponsesGrammar(GrammarBase):
     def _part_added(self, obj: dict[str, Any], etype: str, now: float) -> None:
         out = self.out
         if out is None:
-            return
+            return self._seen(obj, etype)
         iid, item = self._item(obj, etype)
         part = as_dict(obj.get("part"))
         ptype = as_str(part.get("type")) or ""
@@ -757,7 +766,7 @@ class ResponsesGrammar(GrammarBase):
     def _part_text_done(self, obj: dict[str, Any], etype: str, now: float) -> None:
         out = self.out
         if out is None:
-            return
+            return self._seen(obj, etype)
         key = self._part_key(obj, etype)
         final = as_str(obj.get("text" if etype == "response.output_text.done" else "refusal"))
         if final is not None:
@@ -766,7 +775,7 @@ class ResponsesGrammar(GrammarBase):
     def _part_done(self, obj: dict[str, Any], etype: str, now: float) -> None:
         out = self.out
         if out is None:
-            return
+            return self._seen(obj, etype)
         part = as_dict(obj.get("part"))
         if as_str(part.get("type")) == "reasoning_text":
             return
