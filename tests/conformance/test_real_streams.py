@@ -61,6 +61,8 @@ FOUND: dict[str, list[tuple[str, int]]] = {
     "chat/groq--pydantic-ai--groq-model-web-search-tool-stream.sse": [("openai_chat.no_role", 226)],
     "chat/mistral--vercel-ai--mistral-incremental-tool-call.rebuilt.sse": [("openai_chat.no_role", 3)],
     "chat/mistral--vercel-ai--mistral-tool-call.rebuilt.sse": [("openai_chat.tool_call_no_index", 1)],
+    # magistral: the content as a list of parts in every chunk, without an index
+    "chat/mistral--vercel-ai--mistral-reasoning.rebuilt.sse": [("openai_chat.content_list_index", 1)],
     # OpenRouter's web plugin: one url_citation annotation per chunk, without an index
     "chat/openrouter--pydantic-ai--openrouter-web-search-annotations-stream.sse": [
         ("openai_chat.delta_list_index", 1)

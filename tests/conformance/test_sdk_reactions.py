@@ -1637,6 +1637,18 @@ CASES = [
         ),
     ),
     Case(
+        "chat content as a list of parts in two chunks, without an index (Mistral reasoning)",
+        "chat",
+        _c({"role": "assistant"})
+        + _c({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "a"}]}]})
+        + _c({"content": [{"type": "text", "text": "Hi"}]})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.content_list_index", 2)],
+        None,
+        _text_is(lambda f: f["choices"][0]["message"]["content"], "[object Object][object Object]"),
+    ),
+    Case(
         "chat annotations in one chunk (nothing to say)",
         "chat",
         C_ROLE + _c({"content": "Hi", "annotations": [_CITE_A, _CITE_B]}) + C_STOP + C_DONE,

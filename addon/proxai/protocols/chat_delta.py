@@ -13,17 +13,21 @@ raise at the second; openai-node assigns every field it does not model to the me
 comes (``Object.assign``), so it keeps the last chunk's list and loses the earlier ones. The rule
 is ``openai_chat.delta_list_index`` (a first list with an object without an ``index`` beside
 one with it makes openai-python raise at once, where nothing is lost: not judged). ``tool_calls``
-have their own rules; ``content``, ``refusal``,
-``role``, ``audio`` and ``function_call`` openai-node reads in its own way, so they are not judged
-here (a list there is no provider's). An entry that is not an object, or an ``index`` that is not
-an integer, makes openai-python raise ``TypeError``: not judged.
+have their own rules; ``refusal``, ``role``, ``audio`` and ``function_call`` openai-node reads in
+its own way, so they are not judged here (a list there is no provider's); ``content``: below.
+An entry that is not an object, or an ``index`` that is not an integer, makes openai-python raise
+``TypeError``: not judged.
 
 What the message holds of each other field is kept per choice, in a few states (``_typed``, the
 grammar's conformance memo, under ``("list", choice, field)``): nothing (absent or null), an empty
 list, a list of strings and numbers, a list holding anything else. Only a delta's lists are looked
 at (a field that came as something else before its first list, which openai-python then leaves as
 it is, is read as holding nothing: no provider sends one). Only a delta off the fast paths can
-carry such a field (the fast paths take no delta that holds a list: ``chat_fields``).
+carry a list (the fast paths take no delta that holds one: ``chat_fields``).
+A ``content`` list after a string content (``""`` included, as a delta off the fast paths or any
+text counted before) is left as it was by openai-python (note ``openai_chat.content_parts``), and
+a content list that comes again without indexes is ``openai_chat.content_list_index`` (openai-node
+appends each list to the content as a string, ``[object Object]``).
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ if TYPE_CHECKING:
     from .chat import ChatGrammar
 
 # the delta fields openai-node reads in its own way, and tool_calls (rules of their own)
-_OWN = frozenset({"content", "refusal", "role", "audio", "function_call", "tool_calls"})
-_EMPTY, _SCALARS, _OBJECTS = "empty", "scalars", "objects"
+_OWN = frozenset({"refusal", "role", "audio", "function_call", "tool_calls"})
+_EMPTY, _SCALARS, _OBJECTS, _TEXT = "empty", "scalars", "objects", "text"
 
 
 def _kind(entries: list[Any]) -> str:
@@ -53,6 +57,8 @@ def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, An
     index): its role, each list field as openai-python merges it."""
     if indexed and delta.get("role"):
         g._roles.add(cidx)
+    if type(delta.get("content")) is str and ("list", cidx, "content") not in g._typed:
+        g._typed["list", cidx, "content"] = _TEXT  # openai-python's message holds a string
     for value in delta.values():  # (a list is rare: the fields are looked at only then)
         if type(value) is list:
             for field, entries in delta.items():
@@ -66,14 +72,14 @@ def _merge(g: ChatGrammar, cidx: int, field: str, value: list[Any]) -> None:
     memo = g._typed
     key = ("list", cidx, field)
     held = memo.get(key)
+    if held is _TEXT or (field == "content" and held is None and g.acc.text_bytes):
+        return  # a list is no string: openai-python leaves its content as it was
     if held is _SCALARS:  # appended to the strings and numbers
         memo[key] = _OBJECTS if _kind(value) is _OBJECTS else _SCALARS
     elif held is _OBJECTS:  # merged by index
         if not _merges(value):
-            g.conform(
-                "openai_chat.delta_list_index",
-                f"choice {cidx}: delta.{field} again a list whose objects have no index",
-            )
+            rule = "openai_chat.content_list_index" if field == "content" else "openai_chat.delta_list_index"
+            g.conform(rule, f"choice {cidx}: delta.{field} again a list whose objects have no index")
     elif _indexed(value):  # merged by index into nothing (not judged: see above)
         memo[key] = _OBJECTS
     else:  # taken as it came

@@ -375,6 +375,14 @@ _RULES = (
         Reaction("loses", loses="the earlier chunks' entries of the list (the last chunk's replaces them)"),
     ),
     Rule(
+        "openai_chat.content_list_index",
+        C,
+        "a content given again as a list of parts (Mistral's reasoning models) gives each part an "
+        "`index` (openai-python merges it into the parts it holds by `index`)",
+        Reaction("raises", "RuntimeError", "Expected list delta entry to have an `index` key"),
+        Reaction("loses", loses="the parts (it appends each list to the content as a string)"),
+    ),
+    Rule(
         "openai_chat.no_role",
         C,
         "every choice gets a `role`",
