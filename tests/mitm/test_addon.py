@@ -122,8 +122,9 @@ def _stream(a: ProxAI, f: http.HTTPFlow, wire: bytes, sizes: int = 7, end: bool 
         out = stream(b"")
         got += out if isinstance(out, bytes) else b"".join(out)
         a.response(f)
-        # The flow's body is exactly what the client received (kept), or not stored (keep off).
-        assert f.response.raw_content == (got if a.keep_body else None)
+        # The flow's body is exactly what the client received (kept), or not stored (keep off: the
+        # visibility addon's empty placeholder, so the ProxAI view shows the summary).
+        assert f.response.raw_content == (got if a.keep_body else b"")
     return got
 
 
@@ -439,6 +440,10 @@ def test_flow_state_is_released_when_the_flow_ends(tctx: Any) -> None:
     g.error = tflow.terr("gone")  # type: ignore[attr-defined]
     a.error(g)
     assert len(a.flows) == 0
+    # the visibility addon remembers the last LLM flows for proxai.report (mitmdump has no view);
+    # nothing else holds them
+    assert list(a.visibility.recent) == [f, g]
+    a.visibility.recent.clear()
     ref = weakref.ref(f)
     del f
     gc.collect()
@@ -633,7 +638,7 @@ def test_body_past_the_per_flow_cap_is_dropped_with_a_note(tctx: Any) -> None:
     got = b"".join(bytes(b) for b in [*stream(CHAT_TEXT), *stream(b"")])
     assert got == CHAT_TEXT  # the client's bytes never change
     a.response(f)
-    assert f.response.raw_content is None
+    assert f.response.raw_content == b""  # not kept: the visibility addon's empty placeholder
     m = f.metadata["proxai"]
     assert m["outcome"] == "completed" and m["usage"]["total_tokens"] == 14
     assert m["body_not_kept"] == (
@@ -662,6 +667,7 @@ def test_total_cap_counts_live_bodies_and_frees_them_with_their_flows(tctx: Any)
         f"({len(CHAT_TEXT) * 2} bytes)"
     )
     assert a.keep_budget.used == len(CHAT_TEXT) * 2
+    a.visibility.recent.clear()  # (it remembers the last LLM flows for proxai.report)
     del flows[0]
     gc.collect()
     assert a.keep_budget.used == len(CHAT_TEXT)  # the freed flow gave its bytes back

@@ -132,7 +132,7 @@ def _all_outputs(evil: str, tmp: Path, capsys: Any, caplog: Any, *, command: boo
         with taddons.context(a, dumper, dump_line) as tctx:
             tctx.configure(a, proxai_diagnostics_dir=str(tmp / "live-diag"))
             tctx.configure(dumper, flow_detail=1)
-            a.visibility.response(flows[0])
+            a.visibility.after_response(flows[0])
             with caplog.at_level(logging.INFO):
                 tctx.master.commands.call("proxai.report")
             out["proxai.report"] = "\n".join(r.getMessage() for r in caplog.records)

@@ -209,7 +209,7 @@ def test_unstored_streamed_body_gets_an_empty_placeholder(tctx: taddons.context)
     f.response.raw_content = None
     assert contentviews.prettify_message(f.response, f).text == "Content is missing."
     headers = f.response.headers.fields
-    Visibility().response(f)
+    Visibility().after_response(f)
     assert f.response.raw_content == b"" and f.response.headers.fields == headers
     res = contentviews.prettify_message(f.response, f)
     assert res.view_name == "ProxAI"
@@ -219,5 +219,5 @@ def test_unstored_streamed_body_gets_an_empty_placeholder(tctx: taddons.context)
     assert g.response is not None
     g.live = True
     g.response.raw_content = None
-    Visibility().error(g)
+    Visibility().after_error(g)
     assert g.response.raw_content is None

@@ -147,7 +147,7 @@ def test_report_command_logs_the_table(tmp_path: Path, caplog: pytest.LogCapture
     flows = demo_flows(tmp_path)
     with taddons.context(vis) as tctx:
         for f in flows:
-            vis.response(f)  # mitmdump has no view: the addon remembers the LLM flows it saw
+            vis.after_response(f)  # mitmdump has no view: the addon remembers the LLM flows it saw
         with caplog.at_level(logging.INFO):
             returned = tctx.master.commands.call("proxai.report")
     (record,) = [r for r in caplog.records if r.getMessage().startswith("proxai.report:")]

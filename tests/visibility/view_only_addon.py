@@ -9,6 +9,6 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "addon"))
 
-from proxai.mitm.commands import Visibility
+from proxai.mitm.commands import ViewOnly
 
-addons = [Visibility()]
+addons = [ViewOnly()]

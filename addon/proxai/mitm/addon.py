@@ -375,8 +375,8 @@ class ProxAI:
 
     # -- hooks ----------------------------------------------------------------------------------
     #
-    # ``request`` and ``responseheaders`` call their child addons' part themselves, after their
-    # own, in the order mitmproxy would (``addons``: guard, faults, replay): mitmproxy's dispatch
+    # Every flow hook calls its child addons' part itself, after its own, in the order mitmproxy
+    # would (``addons``: guard, visibility, faults, replay, those that take part): mitmproxy's dispatch
     # of a hook to a child (the hook's arguments rebuilt from its dataclass fields, a coroutine
     # check) costs more than most of those parts do, on every flow. An error in a child's part
     # reaches mitmproxy as it did; ProxAI's own part is wrapped (``_safe``).
@@ -391,6 +391,16 @@ class ProxAI:
         self._responseheaders(flow)
         self.guard.after_responseheaders(flow)
         self.faults.after_responseheaders(flow)
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._response(flow)
+        self.guard.after_response(flow)
+        self.visibility.after_response(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._error(flow)
+        self.guard.after_error(flow)
+        self.visibility.after_error(flow)
 
     @_safe()
     def _request(self, flow: http.HTTPFlow) -> None:
@@ -471,7 +481,7 @@ class ProxAI:
             flow.response.stream = stream
 
     @_safe()
-    def response(self, flow: http.HTTPFlow) -> None:
+    def _response(self, flow: http.HTTPFlow) -> None:
         # The flow is done: forget its state (the carrier and its hooks reference the flow, so a
         # kept entry would keep the flow alive through the weak dictionary's value).
         state = self.flows.pop(flow, None)
@@ -529,7 +539,7 @@ class ProxAI:
         self.record(flow, state, summary)
 
     @_safe()
-    def error(self, flow: http.HTTPFlow) -> None:
+    def _error(self, flow: http.HTTPFlow) -> None:
         state = self.flows.pop(flow, None)
         if state is None:
             return

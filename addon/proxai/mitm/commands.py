@@ -87,11 +87,14 @@ class Visibility:
         if list(opts.web_columns) == list(default) and "comment" not in default:
             opts.update(web_columns=[*default, "comment"])  # type: ignore[no-untyped-call]
 
-    def response(self, flow: http.HTTPFlow) -> None:
+    # ``ProxAI.response`` / ``ProxAI.error`` call these after their own part (mitmproxy's dispatch
+    # of the hook to a child costs more than the part); ``ViewOnly`` is the addon on its own.
+
+    def after_response(self, flow: http.HTTPFlow) -> None:
         self._body_placeholder(flow)
         self._remember(flow)
 
-    def error(self, flow: http.HTTPFlow) -> None:
+    def after_error(self, flow: http.HTTPFlow) -> None:
         self._body_placeholder(flow)
         self._remember(flow)
 
@@ -154,3 +157,14 @@ class Visibility:
         table = "\n".join(escape(line, newlines=False) for line in table_lines(rows))
         logger.info("proxai.report:\n%s", table)
         return table
+
+
+class ViewOnly(Visibility):
+    """The visibility addon loaded without ``ProxAI`` (its view and commands over saved flows):
+    mitmproxy calls its flow hooks itself."""
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self.after_response(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self.after_error(flow)

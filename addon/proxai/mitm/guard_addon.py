@@ -515,8 +515,9 @@ class GuardAddon:
             if streamed:
                 del self.waits[flow]
 
-    def response(self, flow: http.HTTPFlow) -> None:
-        """Runs after ``ProxAI.response`` recorded the flow: a guard answer is the outcome."""
+    def after_response(self, flow: http.HTTPFlow) -> None:
+        """``ProxAI.response`` calls it after its own part recorded the flow: a guard answer is
+        the outcome."""
         wait = self.waits.pop(flow, None)
         if wait is None:
             return
@@ -529,7 +530,8 @@ class GuardAddon:
             if marker:
                 flow.marked = marker
 
-    def error(self, flow: http.HTTPFlow) -> None:
+    def after_error(self, flow: http.HTTPFlow) -> None:
+        """``ProxAI.error`` calls it after its own part."""
         wait = self.waits.pop(flow, None)
         if wait is not None:
             wait.cancel()
