@@ -32,7 +32,6 @@ client alike (docs/design/translation.md)."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import orjson
@@ -73,6 +72,8 @@ from .responses_items import (
     client_item_call,
     final_text,
     hosted_call,
+    item_seen,
+    open_item,
     server_tool,
     unanswered_hosted,
     web_search_call,
@@ -481,19 +482,6 @@ class ResponsesGrammar(GrammarBase):
         assert type(iid) is str
         return iid, item
 
-    def _seen(self, obj: dict[str, Any], etype: str) -> None:
-        """Observe-only, an item's event the summary does not read: its item looked up as a
-        translation's reading looks it up, so both readings note the same ids (never a refusal)."""
-        with contextlib.suppress(SemanticStreamError):
-            self._item(obj, etype)
-
-    def _open_item(self, iid: str, item: _Item, kind: str, etype: str) -> None:
-        """The writer's check of an item's event: the item is of ``kind`` and not done."""
-        if item.kind != kind:
-            raise SemanticStreamError(f"{etype} inside a {item.kind} item ({iid!r})")
-        if item.done:
-            raise SemanticStreamError(f"{etype} for item {iid!r} after output_item.done")
-
     def _keep(self, acc: bytearray, text: str) -> None:
         """Keep ``text`` (UTF-8) in ``acc``; the count bounds the bytes really held."""
         b = text.encode()
@@ -721,17 +709,17 @@ class ResponsesGrammar(GrammarBase):
     def _part_added(self, obj: dict[str, Any], etype: str, now: float) -> None:
         out = self.out
         if out is None:
-            return self._seen(obj, etype)
+            return item_seen(self, obj, etype)
         iid, item = self._item(obj, etype)
         part = as_dict(obj.get("part"))
         ptype = as_str(part.get("type")) or ""
         if ptype == "reasoning_text":
-            self._open_item(iid, item, "reasoning", etype)
+            open_item(iid, item, "reasoning", etype)
             if not item.started:
                 item.started = True
                 out.block_start(iid, "thinking")
             return
-        self._open_item(iid, item, "message", etype)
+        open_item(iid, item, "message", etype)
         self._unanswered = False
         ci = as_int(obj.get("content_index")) or 0
         key = (iid, ci)
@@ -757,7 +745,7 @@ class ResponsesGrammar(GrammarBase):
 
     def _part_key(self, obj: dict[str, Any], etype: str) -> tuple[str, int]:
         iid, item = self._item(obj, etype)
-        self._open_item(iid, item, "message", etype)
+        open_item(iid, item, "message", etype)
         key = (iid, as_int(obj.get("content_index")) or 0)
         if key not in self._parts:
             raise SemanticStreamError(f"{etype} for {iid!r} part {key[1]} without content_part.added")
@@ -766,7 +754,7 @@ class ResponsesGrammar(GrammarBase):
     def _part_text_done(self, obj: dict[str, Any], etype: str, now: float) -> None:
         out = self.out
         if out is None:
-            return self._seen(obj, etype)
+            return item_seen(self, obj, etype)
         key = self._part_key(obj, etype)
         final = as_str(obj.get("text" if etype == "response.output_text.done" else "refusal"))
         if final is not None:
@@ -775,7 +763,7 @@ class ResponsesGrammar(GrammarBase):
     def _part_done(self, obj: dict[str, Any], etype: str, now: float) -> None:
         out = self.out
         if out is None:
-            return self._seen(obj, etype)
+            return item_seen(self, obj, etype)
         part = as_dict(obj.get("part"))
         if as_str(part.get("type")) == "reasoning_text":
             return
@@ -833,7 +821,7 @@ class ResponsesGrammar(GrammarBase):
         out = self.out
         text: Any
         if out is not None:
-            self._open_item(iid, item, "reasoning", etype)
+            open_item(iid, item, "reasoning", etype)
             if not item.started:
                 item.started = True
                 out.block_start(iid, "thinking")
@@ -861,7 +849,7 @@ class ResponsesGrammar(GrammarBase):
         out = self.out
         if out is not None:
             if etype == _FC_DELTA:
-                self._open_item(iid, item, "function_call", etype)
+                open_item(iid, item, "function_call", etype)
                 if delta:
                     self._keep(item.acc, delta)
                     out.delta(iid, "args", delta)
@@ -878,7 +866,7 @@ class ResponsesGrammar(GrammarBase):
         out = self.out
         if out is not None:
             if etype == _FC_DONE:
-                self._open_item(iid, item, "function_call", etype)
+                open_item(iid, item, "function_call", etype)
                 if type(whole) is str:
                     self._catch_up(out, iid, item.acc, whole, etype)
             else:

@@ -2,23 +2,28 @@
 tool calls whose arguments stream and the field that holds them, the built-in items the client
 executes, the tool kinds the client must answer, the items a translation may not leave out
 (docs/design/translation.md, "What the client must act on"), a finished web search call in
-neutral terms, and the text a terminal response holds (``final_text``). Tables and conversions, no
-reading of the stream: the grammar's rules are in
+neutral terms, the text a terminal response holds (``final_text``), and two checks of an item's
+event the grammar makes (``item_seen``, ``open_item``). Tables, conversions and checks, no reading
+of the stream: the grammar's rules are in
 docs/design/protocol-grammars.md, "OpenAI Responses".
 """
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import contextlib
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 
-from proxai.core.errors import TranslationError
+from proxai.core.errors import SemanticStreamError, TranslationError
 from proxai.core.model import Protocol
 from proxai.stream.sink import WebSearchCall
 
 from .common import Accum, nbytes
 from .machine import as_dict, as_list, as_str
+
+if TYPE_CHECKING:
+    from .responses import ResponsesGrammar, _Item
 
 # output item type -> tool kind (items whose arguments stream)
 ARG_TOOLS: dict[str, str] = {"function_call": "function", "custom_tool_call": "custom", "mcp_call": "mcp"}
@@ -142,3 +147,19 @@ def final_text(acc: Accum, output: list[Any]) -> None:
                 refusal += nbytes(s)
     acc.text_bytes = max(acc.text_bytes, text)
     acc.refusal_bytes = max(acc.refusal_bytes, refusal)
+
+
+def item_seen(g: ResponsesGrammar, obj: dict[str, Any], etype: str) -> None:
+    """Observe-only, an item's event the summary does not read: its item looked up as a
+    translation's reading looks it up (``ResponsesGrammar._item``), so both readings note the same
+    ids (never a refusal)."""
+    with contextlib.suppress(SemanticStreamError):
+        g._item(obj, etype)
+
+
+def open_item(iid: str, item: _Item, kind: str, etype: str) -> None:
+    """The writer's check of an item's event: the item is of ``kind`` and not done."""
+    if item.kind != kind:
+        raise SemanticStreamError(f"{etype} inside a {item.kind} item ({iid!r})")
+    if item.done:
+        raise SemanticStreamError(f"{etype} for item {iid!r} after output_item.done")
