@@ -454,3 +454,24 @@ def test_a_delta_before_message_start_that_opens_no_block_reads_alike_in_normali
         False,
     )
     _check(up, [body])
+
+
+def test_the_comment_lines_note_is_last_on_every_route() -> None:
+    """Hypothesis found a Chat stream with a comment line before its first chunk and no [DONE]:
+    the pass-through summary noted the comment lines before the end's own notes, a translated
+    flow after them (its writer's finish asked for those first). The note is the last on every
+    route."""
+    chunk = (
+        b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
+        b'"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}\r\n\r\n'
+    )
+    body = b": keep-alive\r\n\r\n" + chunk % (b'{"content":"Hi"}', b"null") + chunk % (b"{}", b'"stop"')
+    up = Protocol.OPENAI_CHAT
+    notes = [
+        "the stream ended after finish_reason without [DONE]",
+        "choice 0 got no role",
+        "sse.comments: 1 SSE comment line (not events, the SDKs skip them)",
+    ]
+    for summary in (_passthrough(up, [body]), *(_carrier(up, c, [body])[2] for c in CLIENTS[up])):
+        assert _route_free(summary)["metadata"]["extra"]["notes"] == notes
+    _check(up, [body])

@@ -374,11 +374,13 @@ class StreamObserver:
         if self._done is not None:
             return self._done
         self.end_payloads(now)
-        self._note_comments()
         proto = self._proto
         proto.eof()
         if not proto.errored and proto.acc.received:
             self._judge_end()
+        # after the end's own notes, which a translated flow's writer may have asked for before
+        # (its finish): the comment lines' note is last on every route
+        self._note_comments()
         self._http_error()
         self._done = self._build(now, final=True)
         self._special = True  # (no chunk is counted after the end)
