@@ -91,6 +91,7 @@ _PHASES = {
 _C = Protocol.OPENAI_CHAT
 _STREAMING = State.STREAMING  # the fast path's state (docs/performance.md, "Why the hot code looks so")
 #: What reading a chunk's shape by subscripts raises when the shape is another (``_fast``).
+_ZERO = 0  # CPython has one int 0: ``is`` tests the type and the value in one
 _NOT_THIS_SHAPE = (KeyError, TypeError, ValueError, AttributeError)
 
 
@@ -237,8 +238,7 @@ class ChatGrammar(GrammarBase):
             (c,) = obj["choices"]  # a list of exactly one choice
             delta = c["delta"]
             if (
-                (ci := c["index"]) != 0
-                or type(ci) is float  # (openai-python raises on 0.0)
+                c["index"] is not _ZERO  # the int 0 (not 0.0, on which openai-python raises)
                 or obj["id"] != acc.id
                 or obj["model"] != acc.model
                 or obj["object"] != "chat.completion.chunk"

@@ -56,7 +56,7 @@ MAX_NOTES = 20
 MAX_FINDINGS = 100  # classified deviations kept per stream (bounded on untrusted input)
 
 _loads = orjson.loads
-NO_LEAN = object()  # ``GrammarBase.lean_name`` when no shape is read lean: equal to no event name
+NO_LEAN = b"\n"  # ``GrammarBase.lean_name`` when no shape is read lean: no event type has an LF
 _JSONDecodeError = orjson.JSONDecodeError
 _NOT_JSON = object()
 
@@ -635,8 +635,9 @@ class GrammarBase:
             k += 1
             try:
                 # The grammar's lean shape (``lean_name``, a bytes type: the scanner's payload path,
-                # whose data is bytes too), read without a parse of the whole payload.
-                if raw_name == self.lean_name and self._lean(data, now):  # type: ignore[arg-type]
+                # whose data is bytes too), read without a parse of the whole payload. An unnamed
+                # event (None) is never lean: its identity test spares Chat's events the comparison.
+                if raw_name is not None and raw_name == self.lean_name and self._lean(data, now):  # type: ignore[arg-type]
                     continue
                 try:
                     obj = loads(data)

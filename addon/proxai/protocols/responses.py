@@ -279,13 +279,13 @@ class ResponsesGrammar(GrammarBase):
                 item = self._last_item = self.items[iid]
                 self._last_iid = iid
             seq = obj["sequence_number"]
-            s = obj["delta"]
+            s, oi = obj["delta"], obj["output_index"]  # (no tuple: two stores)
         except (KeyError, TypeError):
             return False
         if type(seq) is not int or seq != self.next_seq or type(s) is not str:
             return False
         sdk = item.sdk  # the indexes both SDKs read it with (responses_sdk), else the slow way
-        if obj.get("output_index") is not sdk.oi:
+        if oi is not sdk.oi:
             return False
         acc = self.acc
         out = self.out

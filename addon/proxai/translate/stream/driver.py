@@ -39,6 +39,7 @@ from proxai.stream.sink import Phase, Sink
 
 class Writer(Sink, TypingProtocol):
     protocol: Protocol
+    out: list[bytes]  # the client bytes written since the last ``take``, in order
 
     def take(self) -> bytes: ...
 
@@ -67,6 +68,7 @@ class StreamTranslatorImpl:
     __slots__ = (
         "_closed",
         "_failed",
+        "_out",
         "_pending",
         "client_protocol",
         "error",
@@ -79,6 +81,7 @@ class StreamTranslatorImpl:
     def __init__(self, reading: GrammarBase, writer: Writer, upstream: Protocol, *, normalize: bool) -> None:
         self.reading = reading
         self.writer = writer
+        self._out = writer.out  # (``collect`` joins it: the writer's ``take`` without a call per read)
         self.client_protocol = writer.protocol
         self.upstream_protocol = upstream
         self.normalize = normalize
@@ -109,7 +112,10 @@ class StreamTranslatorImpl:
             raise exc
         if g.errored or g.acc.terminal:  # the upstream's stream is over (its end, or its error)
             self._closed = True
-        return self.writer.take()
+        out = self._out
+        data = b"".join(out)
+        out.clear()
+        return data
 
     def finish(self) -> bytes:
         if self._closed:
