@@ -38,7 +38,7 @@ from proxai.core.decode import DEFAULT_MAX_DECODED, Decoder, IdentityDecoder, ma
 from proxai.core.detect import detect_protocol, parse_protocol, sniff_protocol
 from proxai.core.errors import ConfigError, DecodeError, ProxaiError
 from proxai.core.model import ErrorKind, Outcome, Protocol, StopClass, StreamSummary
-from proxai.mitm import fields
+from proxai.mitm import fields, urls
 from proxai.mitm.carrier import Carrier, strip_translated_headers
 from proxai.mitm.commands import Visibility
 from proxai.mitm.diagnostics import build_report, write_report
@@ -416,7 +416,7 @@ class ProxAI:
             protocol=protocol,
             start=self.clock(),
             detected_by=how,
-            original_url=redact_url(flow.request.pretty_url),
+            original_url=redact_url(urls.pretty_url(flow.request)),
         )
         self.flows[flow] = state
         flow.metadata["proxai"] = {
@@ -670,7 +670,7 @@ class ProxAI:
             # What came last before the stream ended without its terminal event (names only): the
             # view shows it when the body was not kept, and for the upstream side of a translation.
             meta["last_events"] = view_text.last_event_names(bytes(carrier.observer.tail))
-        cost.add_cost(meta, api_url=flow.request.pretty_url, at=flow.request.timestamp_start)
+        cost.add_cost(meta, api_url=urls.pretty_url(flow.request), at=flow.request.timestamp_start)
         red = live_redactor(flow)
         if summary.outcome is Outcome.UNFINISHED_TOOL or "guard" in summary.extra:
             path = self.write_diagnostics(flow, state, summary, red)

@@ -26,6 +26,7 @@ from mitmproxy import flow as mflow
 from mitmproxy import http
 from mitmproxy.addons.savehar import SaveHar
 
+from proxai.mitm import urls
 from proxai.mitm.flowrows import report_rows, write_flows
 from proxai.outputs.report import report_json
 from proxai.safety.redact import Redactor, truncate_body
@@ -69,7 +70,7 @@ def live_redactor(flow: http.HTTPFlow) -> Redactor:
     ``flow_redactor``, which also reads the bodies): it knows the credentials of the request (URL
     and headers) and of the response headers, so their echoes are removed too."""
     red = Redactor()
-    red.learn_url(flow.request.url)
+    red.learn_url(urls.url(flow.request))
     red.learn_headers(flow.request.headers.fields)
     if flow.response is not None:
         red.learn_headers(flow.response.headers.fields)
