@@ -165,11 +165,14 @@ def protocol_label(meta: Mapping[str, Any]) -> str:
     return terminal_safe(short)
 
 
+# The members by value: ``StopClass(text)`` / ``Outcome(text)`` with the ``ValueError`` caught give
+# the same, through the enum's call (several thousand instructions each, on every recorded flow).
+_STOP_CLASSES: dict[str, StopClass] = {str(c): c for c in StopClass}
+_OUTCOMES: dict[str, Outcome] = {str(o): o for o in Outcome}
+
+
 def _stop_class(meta: Mapping[str, Any]) -> StopClass | None:
-    try:
-        return StopClass(str(meta.get("stop_class")))
-    except ValueError:
-        return None
+    return _STOP_CLASSES.get(str(meta.get("stop_class")))
 
 
 def _translated_class(meta: Mapping[str, Any]) -> StopClass | None:
@@ -245,13 +248,16 @@ def _upstream_cut(meta: Mapping[str, Any]) -> bool:
 def verdict(meta: Mapping[str, Any]) -> Verdict | None:
     """The flow's verdict, or None when ProxAI recorded no outcome. ``truncated``: the upstream cut
     the answer short (whatever the translation told a client of another protocol)."""
-    try:
-        outcome = Outcome(str(meta.get("outcome")))
-    except ValueError:
+    outcome = _OUTCOMES.get(str(meta.get("outcome")))
+    if outcome is None:
         return None
     if outcome is Outcome.COMPLETED and _upstream_cut(meta):
         return Verdict.TRUNCATED
-    return Verdict(str(outcome))
+    return _VERDICTS[outcome]
+
+
+# each outcome's verdict (``Verdict(str(outcome))``)
+_VERDICTS: dict[Outcome, Verdict] = {o: Verdict(str(o)) for o in Outcome}
 
 
 def _truncation_reason(meta: Mapping[str, Any]) -> str | None:
