@@ -32,12 +32,7 @@ def url(req: http.Request) -> str:
     d = req.data
     key = (d.method, d.scheme, d.host, d.port, d.path)
     got = _URLS.get(key)
-    if got is None:
-        got = req.url
-        if len(_URLS) >= MEMO:
-            _URLS.clear()
-        _URLS[key] = got
-    return got
+    return _remember(_URLS, key, req.url) if got is None else got
 
 
 def pretty_url(req: http.Request) -> str:
@@ -54,9 +49,12 @@ def pretty_url(req: http.Request) -> str:
         d.path,
     )
     got = _PRETTY.get(key)
-    if got is None:
-        got = req.pretty_url
-        if len(_PRETTY) >= MEMO:
-            _PRETTY.clear()
-        _PRETTY[key] = got
-    return got
+    return _remember(_PRETTY, key, req.pretty_url) if got is None else got
+
+
+def _remember(memo: dict[tuple[object, ...], str], key: tuple[object, ...], value: str) -> str:
+    """``value`` kept under ``key`` (the memo emptied first when full)."""
+    if len(memo) >= MEMO:
+        memo.clear()
+    memo[key] = value
+    return value
