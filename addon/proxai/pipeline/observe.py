@@ -173,7 +173,7 @@ class StreamObserver:
         self._gap = -math.inf  # the largest gap between chunks (-inf: fewer than two chunks)
         self._stopped = False  # a limit error: no more scanning
         self._body: bytearray | None = None  # the body of an HTTP error response
-        self._special = False  # ``_stopped``, ``_body`` or ``_done``: ``_account`` takes its slow path
+        self._special = False  # ``_stopped`` or ``_body``: ``_account`` takes its slow path
         self._done: StreamSummary | None = None
         self._aborted = False
         self._ended = False  # ``end_payloads`` ran
@@ -260,41 +260,19 @@ class StreamObserver:
         """``observe`` returning the events (the carrier's call on every flow): the same
         accounting, scanning, limits and observation, and the chunk's events as ``Payloads``
         (none when there was nothing to scan). The list is the caller's; nothing here reads it
-        afterwards. (``_account`` and ``_observe`` written out: two calls less per read.)"""
-        if self._special or not chunk:
-            if not self._account(chunk, now):
-                return []
-        else:
-            self._bytes += len(chunk)
-            self._chunks += 1
-            gap = now - self._prev_at
-            if gap > self._gap:  # noqa: PLR1730 (no call to max per chunk)
-                self._gap = gap
-            self._prev_at = self.last_byte_at = now
-            self._tail.append(chunk)
-            if self._bytes - self._tail_from > self._tail_cut:
-                self._cut_tail()
-        scanner = self._scanner
+        afterwards."""
+        if not self._account(chunk, now):
+            return []
         try:
-            payloads = scanner.feed_payloads(chunk)
+            payloads = self._scanner.feed_payloads(chunk)
         except SseLimitError as exc:
             payloads = payloads_of(exc.events)
             self._limit(exc)
         if not payloads:
-            if scanner.dataless or scanner.comments:
+            if self._scanner.dataless or self._scanner.comments:
                 self._observe_marked(payloads, now)
             return payloads
-        if self._first_event_at is None:
-            self._first_event_at = now
-        proto = self._proto
-        if scanner.dataless or scanner.comments:
-            self._observe_marked(payloads, now)
-        else:
-            proto.observe(payloads, now)
-        if self.failed is None and proto.failed is not None:
-            self.failed = proto.failed
-        if self._first_token_at is None and proto.acc.content_seen:
-            self._first_token_at = now
+        self._observe(now, payloads)
         return payloads
 
     def observe_events(self, payloads: Payloads, now: float) -> None:
@@ -383,7 +361,6 @@ class StreamObserver:
         self._note_comments()
         self._http_error()
         self._done = self._build(now, final=True)
-        self._special = True  # (no chunk is counted after the end)
         return self._done
 
     def _judge_end(self) -> None:
@@ -421,7 +398,6 @@ class StreamObserver:
         elif acc.error is None:
             acc.error = ErrorInfo(kind=kind, message=error_message(message), source="proxy")
         self._done = self._build(now, final=True)
-        self._special = True  # (no chunk is counted after the end)
         return self._done
 
     def summary(self) -> StreamSummary:
