@@ -11,14 +11,19 @@ and to ProxAI's observe-only summary. Per protocol, on every example:
 
 Derandomized, no example database, and hypothesis's pool of constants read from the imported
 source modules pinned empty (``fixed_draws``): the same examples on every run, whatever other tests
-ran before in the process. ``KNOWN`` lists the gaps found and not closed yet; each is excused in the
-property only where its predicate matches, and its minimal stream is checked to still show it (a
-test that fails as soon as the gap is closed)."""
+ran before in the process. ``--hypothesis-seed`` does nothing to a derandomized test: to look for new
+gaps locally, ``PROXAI_PROPERTY_SEED`` (an integer, or ``random`` for a fresh one, named in the
+failure) runs the property with that seed instead, and ``PROXAI_PROPERTY_EXAMPLES`` sets the examples
+per protocol (docs/conformance.md, "The property test"). CI sets neither. ``KNOWN`` lists the gaps
+found and not closed yet; each is excused in the property only where its predicate matches, and its
+minimal stream is checked to still show it (a test that fails as soon as the gap is closed)."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
+import random
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -27,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import providers
 
@@ -40,7 +45,17 @@ from .mutations import FOLDER, mutated, sources, split_events
 
 # Examples per protocol: about 15 s each on CI's 2 cores (Python SDK, Node SDK and ProxAI per example).
 EXAMPLES = {Protocol.ANTHROPIC_MESSAGES: 100, Protocol.OPENAI_CHAT: 100, Protocol.OPENAI_RESPONSES: 100}
+SEED_ENV, EXAMPLES_ENV = "PROXAI_PROPERTY_SEED", "PROXAI_PROPERTY_EXAMPLES"
 POOLS = {p: sources(p) for p in FOLDER}
+
+
+def random_run(env: dict[str, str]) -> tuple[int | None, int | None]:
+    """The seed and the examples per protocol a local run asks for in ``env`` (None: CI's
+    derandomized run, ``EXAMPLES``). ``random`` draws a seed (the failure names it)."""
+    raw = env.get(SEED_ENV, "").strip()
+    examples = env.get(EXAMPLES_ENV, "").strip()
+    chosen = None if not raw else random.randrange(2**32) if raw == "random" else int(raw)
+    return chosen, int(examples) if examples else None
 
 
 @pytest.fixture(scope="session")
@@ -174,10 +189,12 @@ def check(
 def test_sdk_raises_are_predicted_and_sdk_accepts_are_no_violation(
     protocol: Protocol, node: sdks.NodeSession
 ) -> None:
+    chosen, examples = random_run(dict(os.environ))
+
     @settings(
-        derandomize=True,
+        derandomize=chosen is None,
         deadline=None,
-        max_examples=EXAMPLES[protocol],
+        max_examples=examples or EXAMPLES[protocol],
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
@@ -187,9 +204,16 @@ def test_sdk_raises_are_predicted_and_sdk_accepts_are_no_violation(
         note("; ".join(done))
         found, known, said = check(protocol, pieces, node)
         note(said)
-        assert known or not found, found
+        assert known or not found, (found, f"{SEED_ENV}={chosen}" if chosen is not None else "derandomized")
 
-    run()
+    (run if chosen is None else seed(chosen)(run))()
+
+
+def test_a_local_run_reads_its_seed_from_the_environment() -> None:
+    assert random_run({}) == (None, None)  # CI: derandomized, EXAMPLES
+    assert random_run({SEED_ENV: "201", EXAMPLES_ENV: "300"}) == (201, 300)
+    drawn = random_run({SEED_ENV: "random"})[0]
+    assert drawn is not None and 0 <= drawn < 2**32
 
 
 def test_the_known_gaps_are_still_open(node: sdks.NodeSession) -> None:
@@ -206,18 +230,28 @@ def test_the_pools_hold_fixtures_and_recordings() -> None:
         assert len(hand) >= 8 and len(real) >= 50, (protocol, len(hand), len(real))
 
 
-def _draws(protocol: Protocol) -> list[list[bytes]]:
+def _draws(protocol: Protocol, chosen: int | None = None) -> list[list[bytes]]:
     """The streams, in their pieces, that the property's strategy draws first for ``protocol``
-    (derandomized as the property is, without the SDKs)."""
+    (derandomized as the property is, or with the seed ``chosen`` as a local run, without the
+    SDKs)."""
     out: list[list[bytes]] = []
 
-    @settings(derandomize=True, deadline=None, max_examples=40, database=None)
+    @settings(derandomize=chosen is None, deadline=None, max_examples=40, database=None)
     @given(st.data())
     def run(data: st.DataObject) -> None:
         out.append(data.draw(mutated(protocol, POOLS[protocol]))[0])
 
-    run()
+    (run if chosen is None else seed(chosen)(run))()
     return out
+
+
+@pytest.mark.usefixtures("fixed_draws")
+def test_a_seed_gives_its_own_examples_again() -> None:
+    """A local run's seed draws other examples than CI's derandomized run, the same ones each time."""
+    fixed = _draws(Protocol.OPENAI_CHAT)
+    seeded = _draws(Protocol.OPENAI_CHAT, 201)
+    assert seeded == _draws(Protocol.OPENAI_CHAT, 201)
+    assert seeded != fixed and seeded != _draws(Protocol.OPENAI_CHAT, 202)
 
 
 @pytest.mark.usefixtures("fixed_draws")
