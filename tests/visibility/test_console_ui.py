@@ -70,22 +70,16 @@ def test_console_shows_the_proxai_view_of_a_streamed_flow(console: tuple[Tmux, i
     tmux, port = console
     _stream(port, "max_tokens")
     # The flow list: the flow, marked as truncated.
-    tmux.wait_for("/v1/chat/completions")
-    row = poll(
-        "the flow's marker",
-        lambda: next(
-            (x for x in tmux.screen().splitlines() if "/v1/chat/completions" in x and "✂" in x), None
-        ),
-        last=tmux.screen,
-    )
-    assert "200" in row
+    screen = tmux.wait_for("✂")
+    rows = [x for x in screen.splitlines() if "/v1/chat/completions" in x]
+    assert len(rows) == 1 and "✂" in rows[0] and "200" in rows[0], screen
     tmux.keys("Enter")
     tmux.wait_for("Flow Details")
     tmux.keys("Tab")  # Request -> Response
     screen = tmux.wait_for("ProxAI · truncated (length) · openai_chat max_tokens · streamed")
     lines = [line.rstrip() for line in screen.splitlines()]
     at = lines.index("ProxAI · truncated (length) · openai_chat max_tokens · streamed")
-    assert lines[at - 1].startswith("ProxAI ") and "[m:auto]" in lines[at - 1]  # chosen automatically
+    assert lines[at - 1].startswith("ProxAI ") and "[m:auto]" in lines[at - 1], screen  # chosen automatically
     assert lines[at + 1 : at + 6] == [
         "The answer was cut by the token limit (length): the client got a partial answer.",
         "── answer ──",
@@ -93,7 +87,8 @@ def test_console_shows_the_proxai_view_of_a_streamed_flow(console: tuple[Tmux, i
         # openai-python's final Chat completion refuses a choice that ended with length
         "── official SDKs ──",
         "openai_chat.finish_length at event 12: choice 0 ended with finish_reason 'length'",
-    ]
+    ], screen
     usage = lines.index("── usage and timing ──")
-    assert usage > at + 6 and lines[usage + 1] == "tokens: input 25 · output 8 · total 33 · cache read 0"
+    assert usage > at + 6, screen
+    assert lines[usage + 1] == "tokens: input 25 · output 8 · total 33 · cache read 0", screen
     assert "No content" not in screen

@@ -110,9 +110,15 @@ class Tmux:
         self.run("send-keys", "-t", "ui", *keys)
 
     def wait_for(self, text: str, limit: float = LIMIT) -> str:
+        """The screen once it shows ``text`` and has settled: two captures in a row alike. The
+        console paints a screen in several writes, and on a loaded machine a capture can fall
+        between them (the first lines of a view drawn, the rest still the old screen)."""
+        seen = [""]
+
         def probe() -> str | None:
             screen = self.screen()
-            return screen if text in screen else None
+            settled, seen[0] = screen == seen[0], screen
+            return screen if settled and text in screen else None
 
         return poll(repr(text), probe, limit, self.screen)
 
