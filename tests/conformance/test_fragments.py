@@ -18,6 +18,7 @@ import jiter
 import pytest
 
 from proxai.protocols.common import ToolBuffer, json_valid
+from proxai.protocols.conformance import too_deep
 from proxai.protocols.fragments import input_fault, torn
 
 from . import sdks
@@ -173,3 +174,38 @@ def test_a_kept_start_is_judged_again_with_the_next_fragment() -> None:
 def test_input_fault_is_where_anthropic_node_raises(node_refuses: dict[str, tuple[bool, bool]]) -> None:
     wrong = [p for p in PREFIXES if (input_fault(p, json_valid(p)) is not None) != node_refuses[p][1]]
     assert wrong == []
+
+
+def _deep_docs() -> list[str]:
+    """Documents around jiter's recursion limit: arrays and objects 199 to 202 deep, with a number,
+    an empty container or a string of brackets innermost, a key at the deepest level."""
+    rng = random.Random(11)
+    out = []
+    for depth in (199, 200, 201, 202):
+        for inner in ("1", "[]", "{}", '"[{]}"', '{"k": 2}'):
+            opens = [rng.choice(("[", '{"a": ')) for _ in range(depth)]
+            closes = "".join("]" if o == "[" else "}" for o in reversed(opens))
+            out.append("".join(opens) + inner + closes)
+    return out
+
+
+def test_too_deep_is_where_jiter_hits_its_recursion_limit() -> None:
+    """On every prefix of the documents around the limit (and a string full of brackets, which
+    is no depth), ``too_deep`` says True exactly where jiter raises "recursion limit exceeded"."""
+    texts = [d[:i] for d in _deep_docs() for i in range(1, len(d) + 1)]
+    texts.append(json.dumps("[" * 300))
+    wrong = []
+    for t in texts:
+        try:
+            jiter.from_json(t.encode(), partial_mode=True)
+            deep = False
+        except ValueError as e:
+            deep = "recursion limit" in str(e)
+        if too_deep(t) != deep:
+            wrong.append(t[-40:])
+    assert wrong == []
+    assert [too_deep("[" * n + "1") for n in (200, 201)] == [False, True]
+    assert [too_deep("[" * n + "]" * n) for n in (201, 202)] == [False, True]
+    assert [too_deep('{"a":' * 200 + '{"b"'), too_deep('{"a":' * 200 + '{"b": 1}')] == [False, True]
+    assert input_fault("[" * 201 + "1" + "]" * 201, True) == "depth"
+    assert input_fault("[" * 201 + "1", False) == "depth"  # cut short: jiter reads it, to its limit

@@ -44,7 +44,7 @@ from .anthropic_quirks import late_args, late_text, read_first, sdk_join, starts
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, FAMILIES, KINDS, KNOWN_EVENTS, TOOL_KINDS
 from .anthropic_usage import usage_into, usage_summary
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
-from .fragments import input_fault
+from .fragments import FAULTS, input_fault
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 
 
@@ -755,7 +755,7 @@ class AnthropicGrammar(GrammarBase):
         text = sdk_join(buf.getvalue(), blk.skipped) if blk.skipped else buf.getvalue()
         if (fault := input_fault(text, json_valid(text))) is not None:
             how = "as the SDKs join it (without its unnamed fragments) " if blk.skipped else ""
-            what = "is not JSON" if fault == "json" else "ends with a top-level number"
+            what = FAULTS[fault]
             self.conform(
                 f"anthropic_messages.tool_input_{fault}", f"tool_use block {idx}: the input {how}{what}"
             )

@@ -18,6 +18,7 @@ Sans-IO, no state.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -144,6 +145,14 @@ _RULES = (
         "parser drops a number that ends the text as unfinished)",
         Reaction("tolerates"),
         Reaction("raises", "AnthropicError", "Unexpected end of JSON input"),
+    ),
+    Rule(
+        "anthropic_messages.tool_input_depth",
+        A,
+        "a tool block's input nests no value in more than 200 objects or arrays (anthropic-python "
+        "parses it with `jiter`, whose recursion limit is 200)",
+        Reaction("raises", "ValueError", "Unable to parse tool parameter JSON from model."),
+        Reaction("tolerates"),
     ),
     Rule(
         "anthropic_messages.message_delta_delta",
@@ -485,6 +494,14 @@ _RULES = (
         "a top-level string or literal cut short (openai-python's partial parser reads them only "
         "whole)",
         Reaction("raises", "ValueError", "EOF while parsing a"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.strict_tool_arguments_depth",
+        C,
+        "the arguments of a call of a tool the request declares `strict` nest no value in more than "
+        "200 objects or arrays (openai-python parses them with `jiter`, whose recursion limit is 200)",
+        Reaction("raises", "ValueError", "recursion limit exceeded"),
         Reaction("tolerates"),
     ),
     Rule(
@@ -933,6 +950,7 @@ _STRICT_ARGS = {
     (R, True): "openai_responses.strict_tool_arguments",
 }
 _CUSTOM_CALL = "openai_chat.custom_tool_call"
+_STRICT_DEPTH = "openai_chat.strict_tool_arguments_depth"
 _JSON_TEXT = ("openai_responses.json_text", "openai_responses.json_text_strict")  # (no strict tool, one)
 # (the content starts as JSON, a strict tool in the request) -> the rule of Chat content not JSON
 _JSON_CONTENT = {
@@ -955,7 +973,7 @@ AT_END_RULES = (
     frozenset(_FINISH.values())
     | frozenset(_STRICT_ARGS.values())
     | frozenset(_JSON_CONTENT.values())
-    | {_CUSTOM_CALL, *_JSON_TEXT, _JSON_SCHEMA[C], _JSON_SCHEMA[R]}
+    | {_CUSTOM_CALL, _STRICT_DEPTH, *_JSON_TEXT, _JSON_SCHEMA[C], _JSON_SCHEMA[R]}
 )
 
 
@@ -998,6 +1016,12 @@ def at_end(
                     (rule, f"the arguments of strict tool {tb.name!r} (call {tb.id!r}) are not JSON")
                 )
             break
+    if protocol is C:  # openai-python's partial parse after every fragment (jiter)
+        for tb in tools:
+            if tb.kind == "function" and tb.name in strict and tb.final is not None and too_deep(tb.final):
+                where = f"the arguments of strict tool {tb.name!r} (call {tb.id!r})"
+                found.append((_STRICT_DEPTH, f"{where} nest a value in more than {JITER_DEPTH} containers"))
+                break
     return found
 
 
@@ -1133,6 +1157,45 @@ def json_prefix(text: str, *, trailing: bool = False) -> bool:
             return False
         i += 1
     return True
+
+
+#: ``jiter``'s recursion limit: the Python SDKs' partial JSON parser (and pydantic's) raises on a value
+#: with more than this many objects or arrays open around it (an empty innermost one is no value)
+JITER_DEPTH = 200
+# what the depth count reads: a string (a key or a value), a bracket or separator, a scalar
+_DEPTH_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}:,]|[^\s\[\]{}:,"]+')
+
+
+def too_deep(text: str) -> bool:
+    """``text`` (JSON, or JSON cut short) holds a value inside more than ``JITER_DEPTH`` objects or
+    arrays, where ``jiter`` raises "recursion limit exceeded" (measured: ``[`` x 201 then ``]`` x
+    201 reads, ``[`` x 201 then ``1`` raises, as does ``[`` x 202; a key at that depth reads, its
+    value raises). Counting brackets first (two scans in C) leaves almost every text at that."""
+    if text.count("[") + text.count("{") <= JITER_DEPTH:
+        return False
+    depth = 0
+    value = True  # a value may start here (not a key, not after a value)
+    arrays: list[bool] = []  # each open container: an array
+    for m in _DEPTH_TOKEN.finditer(text):
+        c = m.group()[0]
+        if c in "]}":
+            if not arrays:
+                return False
+            arrays.pop()
+            depth -= 1
+            value = False
+        elif c == ",":
+            value = bool(arrays) and arrays[-1]
+        elif c == ":":
+            value = True
+        elif value:
+            if depth > JITER_DEPTH:
+                return True
+            value = c == "["
+            if c in "[{":
+                arrays.append(c == "[")
+                depth += 1
+    return False
 
 
 def _number(tok: str) -> bool:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from proxai.core.model import Protocol
 
-from .conformance import _NOT_JSON, Asked, _json, json_prefix
+from .conformance import _NOT_JSON, JITER_DEPTH, Asked, _json, json_prefix, too_deep
 
 if TYPE_CHECKING:
     from .common import ToolBuffer
@@ -128,12 +128,22 @@ def torn(tb: ToolBuffer, s: str) -> str | None:
     return "scalar" if any(lit != rest and lit.startswith(rest) for lit in _LITERALS) else None
 
 
+#: what the input does, for each fault ``input_fault`` names
+FAULTS = {
+    "json": "is not JSON",
+    "number": "ends with a top-level number",
+    "depth": f"nests a value in more than {JITER_DEPTH} objects or arrays",
+}
+
+
 def input_fault(text: str, valid: bool) -> str | None:
     """How a tool block's whole input (``text``, as the SDKs join it; ``valid``: it is JSON) breaks
     what both Anthropic SDKs read: ``json`` (not JSON, nor a JSON object or array cut short: both
-    raise), ``number`` (a top-level number with nothing after it: anthropic-node raises), or None."""
+    raise), ``number`` (a top-level number with nothing after it: anthropic-node raises), ``depth``
+    (a value deeper than ``jiter``'s recursion limit: anthropic-python's parse after the fragment
+    that brought it raises, and every later one; judged once, here), or None."""
     if valid:  # (JSON that ends with a digit is a number)
-        return "number" if text[-1:] in _DIGITS else None
+        return "number" if text[-1:] in _DIGITS else "depth" if too_deep(text) else None
     if text.lstrip(_WS)[:1] in ("{", "[") and json_prefix(text):
-        return None
+        return "depth" if too_deep(text) else None
     return "json"
