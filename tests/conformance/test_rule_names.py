@@ -106,11 +106,12 @@ def test_every_name_given_to_conform_is_a_rule() -> None:
     names, other = _conform_names()
     assert names, "no conform call found: the scan is broken"
     assert names - set(RULES) == set()
-    # the calls with a computed name: the data-less rules (common.py), the SDK view's table and the
+    # the calls with a computed name: the data-less and tail rules (common.py), the SDK view's table and the
     # structured answer's rule (json_answer.py: ``conformance.judge_answer``, ANSWER_RULES)
     assert sorted(other) == [
         "common.py: rules[0]",
         "common.py: rules[1]",
+        "common.py: tail[0] if _NOT_JSON_TEXT in bad else tail[1]",
         "json_answer.py: *judged",
         "responses_sdk.py: rule",
     ]
@@ -118,6 +119,7 @@ def test_every_name_given_to_conform_is_a_rule() -> None:
 
 def test_the_rule_tables_name_rules() -> None:
     dataless = {r for rules in conformance.DATALESS_RULES.values() for r in rules[:2]}
+    dataless |= {r for rules in conformance.TAIL_RULES.values() for r in rules}
     assert set(responses_sdk._PAIRS.values()).issubset(responses_sdk.RULES)
     # and each rule of the catalogue is given by some grammar
     assert conformance.AT_END_RULES.issubset(RULES)

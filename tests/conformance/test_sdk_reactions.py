@@ -115,6 +115,7 @@ def _c(delta: dict[str, Any], finish: str | None = None, index: int = 0) -> byte
 
 
 C_HI = _c({"role": "assistant", "content": "Hi"})
+C_USAGE = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
 C_STOP = _c({}, "stop")
 C_DONE = b"data: [DONE]\n\n"
 
@@ -1788,6 +1789,62 @@ CASES = [
         R_CREATED + R_ITEM[0] + b"id: 7\n\n" + b"".join(R_ITEM[1:]) + R_COMPLETED,
         [("openai_responses.dataless_block", 2)],
         None,
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "chat an empty data: line after the finish, no [DONE]",
+        "chat",
+        C_HI + C_STOP + b"data: \n\n",
+        [("openai_chat.tail_json", 2)],
+        rule="openai_chat.tail_json",
+    ),
+    Case(
+        "chat a null payload after the finish, no [DONE]",
+        "chat",
+        C_HI + C_STOP + b"data: null\n\n",
+        [("openai_chat.tail_object", 2)],
+    ),
+    Case("chat [DONE] alone", "chat", C_DONE, [("openai_chat.no_chunk", 0)]),
+    Case(
+        "chat a usage chunk alone",
+        "chat",
+        _raw({**_chunk([]), "usage": C_USAGE}) + C_DONE,
+        [("openai_chat.no_assistant", 1)],
+        _text_is(lambda f: (f["choices"], f["usage"]["total_tokens"]), ([], 3)),
+    ),
+    Case(
+        "chat the role user",
+        "chat",
+        _c({"role": "user", "content": "Hi"}) + C_STOP + C_DONE,
+        [("openai_chat.no_assistant", 2)],
+        _text_is(lambda f: (f["choices"][0]["message"]["role"], c_message(f)), ("user", ("Hi", "stop"))),
+    ),
+    Case(
+        "chat the role assistant, then user",
+        "chat",
+        C_HI + _c({"role": "user"}) + C_STOP + C_DONE,
+        [("openai_chat.no_assistant", 3)],
+        _text_is(
+            lambda f: (f["choices"][0]["message"]["role"], c_message(f)), ("assistantuser", ("Hi", "stop"))
+        ),
+    ),
+    Case(
+        "responses an empty data: line after response.completed",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED + b"data: \n\n",
+        [("openai_responses.tail_json", 7)],
+    ),
+    Case(
+        "responses a number payload after response.completed",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED + b"data: 5\n\n",
+        [("openai_responses.tail_object", 7)],
+    ),
+    Case(
+        "responses an unknown event type after response.completed",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED + _r("response.x_unknown", 7),
+        [("openai_responses.unknown_event", 7)],
         _text_is(r_text, "Hi"),
     ),
 ]

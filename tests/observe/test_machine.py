@@ -78,6 +78,8 @@ def test_findings_carry_rule_severity_and_event_index() -> None:
             3,
             "ignored an empty or unparsable JSON tail after valid data",
         ),
+        # which the OpenAI SDKs parse, and raise on
+        Finding("openai_chat.tail_json", "quirk", 3, "openai_chat: event 'message' data is not JSON: '{'"),
         Finding("openai_chat.no_done", "quirk", 4, "the stream ended after finish_reason without [DONE]"),
         # and since no chunk has it, openai-python keeps none and its final completion fails
         Finding("openai_chat.no_valid_chunk", "quirk", 4, "no chunk has object chat.completion.chunk"),

@@ -40,7 +40,7 @@ from proxai.core.sse import RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Output, Phase, Sink, Stop, TokenUsage
 
-from .chat_delta import delta_conforms
+from .chat_delta import delta_conforms, end_conforms
 from .chat_fields import AUDIO_KEY, REASONING_KEY, REFUSAL_KEY, TEXT_KEY, fast_fields
 from .chat_usage import usage_in
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
@@ -771,15 +771,7 @@ class ChatGrammar(GrammarBase):
         out.end(Stop(cls, finish), TokenUsage() if u is None else usage_in(u, self.normalize))
 
     def _unfinished_choices(self) -> None:
-        if not self._valid and self.broken is not None and "openai_chat.chunk_object" in self.broken:
-            self.conform("openai_chat.no_valid_chunk", "no chunk has object chat.completion.chunk")
-        if missing := sorted(self.choices - self.finished_choices):
-            self.conform("openai_chat.no_finish_reason", f"choice {missing[0]} got no finish_reason")
-        if roleless := sorted(self.choices - self._roles):
-            self.conform("openai_chat.no_role", f"choice {roleless[0]} got no role")
-        untyped = [k for k in self.acc.tools if k not in self._typed]
-        if untyped:
-            self.conform("openai_chat.tool_call_type", f"tool call {untyped[0][1]} got no type")
+        end_conforms(self)  # what the SDKs make of the completion at the end (conformance)
 
     def _ended_early(self) -> None:
         """EOF before ``[DONE]``: right after a ``finish_reason`` it is the stream's end

@@ -40,6 +40,34 @@ if TYPE_CHECKING:
 # the delta fields openai-node reads in its own way, and tool_calls (rules of their own)
 _OWN = frozenset({"refusal", "role", "audio", "function_call", "tool_calls"})
 _EMPTY, _SCALARS, _OBJECTS, _TEXT = "empty", "scalars", "objects", "text"
+_ROLE = "role"  # ``_typed``'s key of choice 0's last role when it is not ``assistant``
+
+
+def end_conforms(g: ChatGrammar) -> None:
+    """The completion as the SDKs hold it at the end of the stream (``[DONE]`` or EOF): openai-python
+    builds it from the first chunk whose ``object`` is ``chat.completion.chunk`` (``no_chunk`` when
+    no chunk came at all, ``no_valid_chunk`` when none has it: ``get_final_completion`` asserts a
+    snapshot); openai-node from the first chunk whatever its ``object`` (``_endRequest``: "request
+    ended without sending any chunks"), then ``finalizeChatCompletion`` wants each choice's
+    ``finish_reason``, ``role`` and tool-call ``type``, and ``finalChatCompletion`` an assistant
+    message (``AbstractChatCompletionRunner`` ``_emitFinal``: choice 0 with the role ``assistant``,
+    the last one a delta gave)."""
+    if not g.acc.received:
+        g.conform("openai_chat.no_chunk", "no chunk came before the end")
+        return
+    if not g._valid:
+        g.conform("openai_chat.no_valid_chunk", "no chunk has object chat.completion.chunk")
+    if missing := sorted(g.choices - g.finished_choices):
+        g.conform("openai_chat.no_finish_reason", f"choice {missing[0]} got no finish_reason")
+    if roleless := sorted(g.choices - g._roles):
+        g.conform("openai_chat.no_role", f"choice {roleless[0]} got no role")
+    if not g.choices:
+        g.conform("openai_chat.no_assistant", "no chunk had a choice")
+    elif (role := g._typed.get(_ROLE)) is not None and 0 in g._roles:
+        g.conform("openai_chat.no_assistant", f"choice 0's role is {role!r}, not 'assistant'")
+    untyped = [k for k in g.acc.tools if k not in g._typed]
+    if untyped:
+        g.conform("openai_chat.tool_call_type", f"tool call {untyped[0][1]} got no type")
 
 
 def _kind(entries: list[Any]) -> str:
@@ -55,8 +83,10 @@ def _indexed(entries: list[Any]) -> bool:
 def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, Any]) -> None:
     """A choice's delta, not empty, read off the fast paths (``indexed``: the choice has an integer
     index): its role, each list field as openai-python merges it."""
-    if indexed and delta.get("role"):
+    if indexed and (role := delta.get("role")):
         g._roles.add(cidx)
+        if cidx == 0:  # openai-node keeps the last role a delta gives (``no_assistant``)
+            g._typed[_ROLE] = None if role == "assistant" else role
     if type(delta.get("content")) is str and ("list", cidx, "content") not in g._typed:
         g._typed["list", cidx, "content"] = _TEXT  # openai-python's message holds a string
     for value in delta.values():  # (a list is rare: the fields are looked at only then)

@@ -55,6 +55,8 @@ def fast_fields(g: ChatGrammar, delta: dict[str, Any]) -> bool:
     g._valid = True  # its object is chat.completion.chunk
     if role:
         g._roles.add(0)
+        if g._typed:  # an assistant role again after another (chat_delta ``no_assistant``)
+            g._typed.pop("role", None)
     if reasoning:
         g.acc.reasoning(reasoning)
         if out is not None:

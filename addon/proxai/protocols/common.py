@@ -59,6 +59,7 @@ _loads = orjson.loads
 NO_LEAN = b"\n"  # ``GrammarBase.lean_name`` when no shape is read lean: no event type has an LF
 _JSONDecodeError = orjson.JSONDecodeError
 _NOT_JSON = object()
+_NOT_JSON_TEXT = " data is not JSON: "  # how ``_not_object`` tells a payload that does not parse
 
 
 def _text(data: bytes) -> str:
@@ -711,7 +712,7 @@ class GrammarBase:
 
     def eof(self) -> None:
         """Upstream EOF: a pending unparsable tail payload is tolerated (a quirk, with a note)."""
-        if self.pending_bad is not None:
+        if (bad := self.pending_bad) is not None:
             self.pending_bad = None
             acc = self.acc
             acc.event_index = self.pending_at
@@ -721,6 +722,9 @@ class GrammarBase:
                 "ignored an empty or unparsable JSON tail after valid data",
             )
             acc.extra["tolerated_tail"] = True
+            if (tail := conformance.TAIL_RULES.get(self.protocol)) is not None:
+                # the OpenAI SDKs parse it (Anthropic's skip a payload without an event: name)
+                self.conform(tail[0] if _NOT_JSON_TEXT in bad else tail[1], bad)
         if not self.errored and not self.acc.terminal:
             self._ended_early()
 
@@ -765,7 +769,7 @@ class GrammarBase:
         """A payload that is not a JSON object: a tolerated tail candidate after valid data
         (decided at the next event or EOF), a violation before any."""
         if obj is _NOT_JSON:
-            self._judge_bad(f"{self.protocol}: event {name!r} data is not JSON: {data[:80]!r}")
+            self._judge_bad(f"{self.protocol}: event {name!r}{_NOT_JSON_TEXT}{data[:80]!r}")
         else:
             self._judge_bad(f"{self.protocol}: event {name!r} data is not a JSON object: {data[:80]!r}")
 

@@ -569,6 +569,38 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "openai_chat.tail_json",
+        C,
+        "no payload that is not JSON (an empty `data:`) ends the stream after its chunks (the SDKs "
+        "parse every payload before `[DONE]`)",
+        Reaction("raises", "JSONDecodeError"),
+        Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
+        "openai_chat.tail_object",
+        C,
+        "no JSON payload that is not an object (`null`, a number) ends the stream after its chunks "
+        "(the SDKs read every payload before `[DONE]` as a chunk)",
+        Reaction("raises", "AttributeError"),
+        Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
+        "openai_chat.no_chunk",
+        C,
+        "a chunk comes before `[DONE]` (the SDKs build the completion from the chunks and read "
+        "nothing after `[DONE]`)",
+        Reaction("raises", "AssertionError"),
+        Reaction("raises", "OpenAIError", "request ended without sending any chunks"),
+    ),
+    Rule(
+        "openai_chat.no_assistant",
+        C,
+        "the completion has a choice 0 whose last `role` is `assistant` (openai-node's "
+        "`finalChatCompletion` ends by looking for the assistant message)",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "stream ended without producing a ChatCompletionMessage"),
+    ),
+    Rule(
         "openai_responses.created_first",
         R,
         "`response.created` is the first event",
@@ -833,6 +865,22 @@ _RULES = (
         _JSON_PY,
         Reaction("tolerates"),
     ),
+    Rule(
+        "openai_responses.tail_json",
+        R,
+        "no payload that is not JSON (an empty `data:`) ends the stream or follows "
+        "`response.completed` (the SDKs parse every payload to the end of the stream)",
+        Reaction("raises", "JSONDecodeError"),
+        Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
+        "openai_responses.tail_object",
+        R,
+        "no JSON payload that is not an object (`null`, a number) ends the stream or follows "
+        "`response.completed` (the SDKs read every payload to the end of the stream as an event)",
+        Reaction("raises", "AttributeError"),
+        Reaction("raises", "OpenAIError"),
+    ),
 )
 
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}
@@ -843,6 +891,14 @@ RULES: dict[str, Rule] = {r.id: r for r in _RULES}
 DATALESS_RULES: dict[Protocol, tuple[str, str, bool]] = {
     C: ("openai_chat.dataless_event", "openai_chat.dataless_block", True),
     R: ("openai_responses.dataless_event", "openai_responses.dataless_block", False),
+}
+
+# Per protocol: the rule of a payload that is not JSON, and of one that is JSON but no object, when
+# the grammar tolerates it (after the stream's data, at its end or after the terminal event) where
+# the SDKs parse it (docs/design/conformance.md, "The end of a stream").
+TAIL_RULES: dict[Protocol, tuple[str, str]] = {
+    C: ("openai_chat.tail_json", "openai_chat.tail_object"),
+    R: ("openai_responses.tail_json", "openai_responses.tail_object"),
 }
 
 # The type a Responses event is read with when its payload has no ``type`` (absent, null, empty or

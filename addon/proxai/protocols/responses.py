@@ -78,7 +78,7 @@ from .responses_items import (
     unanswered_hosted,
     web_search_call,
 )
-from .responses_sdk import NO_OUT, SdkView
+from .responses_sdk import NO_OUT, SdkView, after_terminal
 from .responses_usage import USAGE_FIELDS, usage_in
 
 
@@ -169,6 +169,7 @@ class ResponsesGrammar(GrammarBase):
 
     protocol = Protocol.OPENAI_RESPONSES
     state: State
+    _after_end = after_terminal  # what the SDKs do with the events after the terminal one
 
     __slots__ = (
         "_custom",

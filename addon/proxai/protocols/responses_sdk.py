@@ -18,9 +18,15 @@ the delta with. Sans-IO, one view per stream.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from proxai.protocols.conformance import NODE_RESPONSES_EVENTS
+import orjson
+
+from proxai.core.sse import Payloads
+from proxai.protocols.conformance import NODE_RESPONSES_EVENTS, UNTYPED
+
+if TYPE_CHECKING:
+    from .common import GrammarBase
 
 _NO: Any = object()  # no delta's index is this object: the fast path declines
 
@@ -567,3 +573,37 @@ def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -
     if py == "arguments":
         return f"{etype} for output item {oi}, a function_call added without arguments"
     return f"{etype} for output item {oi}, a reasoning item without summary"
+
+
+def after_terminal(g: GrammarBase, payloads: Payloads, base: int) -> None:
+    """The events after the terminal event (the first at ``base``), which both SDKs read on to the
+    end of the stream (openai ``_streaming.py`` ``Stream.__stream__`` and openai-node
+    ``core/streaming.js`` stop at ``[DONE]`` alone): a payload that is not JSON, or not an object,
+    makes both raise (``tail_json``, ``tail_object``); openai-node's ``accumulateResponse`` raises on
+    a type it does not know (``unknown_event``). Not interpreted otherwise."""
+    for k, (_name, data) in enumerate(payloads):
+        if data[:6] in (b"[DONE]", "[DONE]"):
+            return
+        g.acc.event_index = base + k
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            g.conform(
+                "openai_responses.tail_json", f"a payload that is not JSON after the end: {text[:80]!r}"
+            )
+            return
+        if type(obj) is not dict:
+            g.conform(
+                "openai_responses.tail_object",
+                f"a payload that is not an object after the end: {text[:80]!r}",
+            )
+            return
+        etype = obj.get("type")
+        if type(etype) is not str or not etype:
+            etype = UNTYPED
+        if etype not in NODE_RESPONSES_EVENTS:
+            g.conform(
+                "openai_responses.unknown_event",
+                f"event type {etype!r} after the end is unknown to the Node SDK",
+            )
