@@ -71,7 +71,9 @@ def args_frame(prefix: bytes, index: int) -> bytes:
     return head.replace(b"%", b"%%") + b"%b" + ARGS_TAIL
 
 
-def usage_chunk(prefix: bytes, usage: TokenUsage) -> bytes:
+def usage_chunk(prefix: bytes, usage: TokenUsage, fields: dict[str, Any] | None = None) -> bytes:
+    """The usage-only chunk; ``fields``: the upstream's own fields on it (normalize mode), but the
+    stream's identity and ``choices``."""
     body: dict[str, Any] = {
         "prompt_tokens": usage.input or 0,
         "completion_tokens": usage.output or 0,
@@ -86,7 +88,9 @@ def usage_chunk(prefix: bytes, usage: TokenUsage) -> bytes:
         body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning}
     if usage.extra:  # (normalize mode: a gateway's cost, as it came)
         body.update(usage.extra)
-    return b"data: " + prefix + b'"choices":[],"usage":' + orjson.dumps(body) + b"}\n\n"
+    extra = {k: v for k, v in fields.items() if k not in _IDENTITY_KEYS} if fields else None
+    rest = b"," + orjson.dumps(extra)[1:-1] if extra else b""
+    return b"data: " + prefix + b'"choices":[],"usage":' + orjson.dumps(body) + rest + b"}\n\n"
 
 
 def role_delta() -> dict[str, Any]:

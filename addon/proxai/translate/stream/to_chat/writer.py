@@ -38,6 +38,7 @@ class ChatWriter:
         "created",
         "foreign",
         "frames",
+        "held",
         "include_usage",
         "out",
         "st",
@@ -60,6 +61,9 @@ class ChatWriter:
         self.chars = 0
         self.starts: dict[BlockKey, tuple[int, int | None]] = {}
         self.citations: list[tuple[BlockKey, Citation]] = []
+        # Normalize mode: the upstream's chunks without ``choices`` that carry a usage, held for
+        # the end (``opaque_event``)
+        self.held: list[dict[str, Any]] = []
 
     def take(self) -> bytes:
         out = b"".join(self.out)
@@ -134,6 +138,12 @@ class ChatWriter:
             whole = payload.get("chunk")
             if kind == "chunk" and isinstance(whole, dict) and self.st.prefix:
                 # (before the stream's first chunk it has no identity: counted as left out below)
+                if whole.get("usage") is not None:
+                    # A usage on it (the upstream's last chunk, its choices null): it goes after
+                    # the finish chunk, which the writer holds back to the end, where every SDK
+                    # and the protocol have the usage-only chunk (``end``)
+                    self.held.append(whole)
+                    return
                 self.out.append(output.choiceless_chunk(self.st.prefix, whole))
                 return
         self.foreign.event(key, payload)
@@ -179,8 +189,14 @@ class ChatWriter:
         if self.citations:
             self.out.append(output.chunk(st.prefix, {"annotations": self._annotations()}))
         self.out.append(output.chunk(st.prefix, {}, finish))
+        held = self.held
         if self.include_usage:
-            self.out.append(output.usage_chunk(st.prefix, usage))
+            # the held chunks' other fields ride on the usage-only chunk, their usage the last one
+            # the upstream sent (``usage``): one usage-only chunk, as the protocol has it
+            fields = {k: v for w in held for k, v in w.items() if k != "usage"}
+            self.out.append(output.usage_chunk(st.prefix, usage, fields))
+        else:
+            self.out.extend(output.choiceless_chunk(st.prefix, w) for w in held)
         self.out.append(output.DONE)
         self.comments.flush(self.out)
 
