@@ -139,7 +139,7 @@ def _ch(delta: Any, finish: str | None = None) -> dict[str, Any]:
     return {"index": 0, "delta": delta, "finish_reason": finish}
 
 
-def _calls(*calls: dict[str, Any]) -> bytes:
+def _calls(*calls: Any) -> bytes:
     return _raw(_chunk([_ch({"tool_calls": list(calls)})]))
 
 
@@ -1742,6 +1742,74 @@ CASES = [
         [],
         _text_is(c_tools, [("function", "f", '{"a":' * 201 + "1" + "}" * 201)]),
         _text_is(c_tools, [("function", "f", '{"a":' * 201 + "1" + "}" * 201)]),
+    ),
+    Case(
+        "chat a choice that is a number",
+        "chat",
+        C_HI + _raw(_chunk([1])) + C_STOP + C_DONE,
+        [("openai_chat.choice_object", 1)],
+        None,
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "chat a choice that is null",
+        "chat",
+        C_HI + _raw(_chunk([None])) + C_STOP + C_DONE,
+        [("openai_chat.choice_null", 1)],
+    ),
+    Case(
+        "chat a choice index that is a string of digits",
+        "chat",
+        C_HI
+        + _raw(_chunk([{"index": "0", "delta": {"content": " there"}, "finish_reason": None}]))
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.choice_index_type", 1)],
+        None,
+        _text_is(c_message, ("Hi there", "stop")),
+    ),
+    Case(
+        "chat a second choice whose index is an integral float (read as choice 1)",
+        "chat",
+        C_HI
+        + _raw(
+            _chunk([{"index": 1.0, "delta": {"role": "assistant", "content": "Yo"}, "finish_reason": None}])
+        )
+        + _raw(_chunk([_ch({}, "stop"), {"index": 1, "delta": {}, "finish_reason": "stop"}]))
+        + C_DONE,
+        [("openai_chat.choice_index_type", 1)],
+        None,
+        _text_is(
+            lambda f: [(c["message"]["content"], c["finish_reason"]) for c in f["choices"]],
+            [("Hi", "stop"), ("Yo", "stop")],
+        ),
+    ),
+    Case(
+        "chat a tool-call delta that is a string",
+        "chat",
+        C_ROLE + _tool(0, "a", "f") + _calls("x") + C_TOOLS_END,
+        [("openai_chat.tool_call_object", 2)],
+        None,
+        _text_is(c_tools, [("function", "f", "{}")]),
+    ),
+    Case(
+        "chat a tool-call delta that is null",
+        "chat",
+        C_ROLE + _tool(0, "a", "f") + _calls(None) + C_TOOLS_END,
+        [("openai_chat.tool_call_null", 2)],
+    ),
+    Case(
+        "chat tool-call indexes a string of digits and an integral float (both SDKs read them, a note)",
+        "chat",
+        C_ROLE
+        + _calls(
+            {"index": "0", "id": "a", "type": "function", "function": {"name": "f", "arguments": '{"a"'}}
+        )
+        + _calls({"index": 0.0, "function": {"arguments": ": 1}"}})
+        + C_TOOLS_END,
+        [],
+        _text_is(c_tools, [("function", "f", '{"a": 1}')]),
+        _text_is(c_tools, [("function", "f", '{"a": 1}')]),
     ),
     Case(
         "chat a strict tool's arguments: an empty first fragment (nothing to parse, nothing to say)",

@@ -139,8 +139,11 @@ def test_anthropic_deltas_off_the_hot_path(body: bytes, error: str | None) -> No
             "TranslationError: choices[].index: only choice index 0 can be translated",
         ),
         (C_OPEN + _c({"content": "x"}, id="c2"), None),  # the SDK reads on (Groq's web search)
+        # an entry that is no object: openai-node skips it (rule openai_chat.tool_call_object), so
+        # does the translation; an object without an index or an id cannot be keyed
+        (C_OPEN + _c({"tool_calls": [5]}), None),
         (
-            C_OPEN + _c({"tool_calls": [5]}),
+            C_OPEN + _c({"tool_calls": [{"function": {"arguments": "{}"}}]}),
             "UpstreamProtocolError: tool call delta without an integer index or an id",
         ),
         (C_OPEN + _c({"tool_calls": "x"}), "UpstreamProtocolError: delta.tool_calls is not an array"),

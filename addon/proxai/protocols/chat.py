@@ -40,7 +40,7 @@ from proxai.core.sse import RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Output, Phase, Sink, Stop, TokenUsage
 
-from .chat_delta import delta_conforms, end_conforms
+from .chat_delta import choice_index, delta_conforms, end_conforms, node_index, tool_index
 from .chat_fields import AUDIO_KEY, REASONING_KEY, REFUSAL_KEY, TEXT_KEY, fast_fields
 from .chat_usage import usage_in
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
@@ -323,8 +323,11 @@ class ChatGrammar(GrammarBase):
             out = self._writer_chunk(out, obj, choices)
         self._identity(obj)
         finished = False
-        for choice in choices:
-            c = choice if type(choice) is dict else {}
+        for c in choices:
+            if type(c) is not dict:  # openai-python reads its index; openai-node skips it, or raises on null
+                rule = "openai_chat.choice_null" if c is None else "openai_chat.choice_object"
+                self.conform(rule, f"a choice that is {str(c)[:40]}")
+                continue
             if out is not None and self.normalize and c.get("index", 0) != 0:
                 # n > 1 in normalize mode: the other choices pass through as they came
                 out.opaque_event(TEXT_KEY, _C, {"type": "choice", "choice": c})
@@ -357,7 +360,7 @@ class ChatGrammar(GrammarBase):
             if len(choices) > 1:
                 raise TranslationError("multi-choice chunks (n > 1) cannot be translated", "choices")
             ci = as_dict(choices[0]).get("index")
-            if ci is not None and ci != 0 and as_int(ci) is not None:
+            if ci is not None and ci != 0 and (as_int(ci) or node_index(ci)):
                 raise TranslationError("only choice index 0 can be translated", "choices[].index")
         if self.state is State.WAITING:
             cid = obj.get("id")
@@ -399,9 +402,8 @@ class ChatGrammar(GrammarBase):
         """One choice of a chunk (``out``: the writer, when it takes it); True if it has a finish_reason."""
         acc = self.acc
         cidx = choice.get("index")
-        if not (indexed := isinstance(cidx, int)):  # openai-node keeps it under no index (its role, finish)
-            self.conform("openai_chat.choice_no_index", f"a choice with index {cidx!r}")
-            cidx = 0
+        if not (indexed := isinstance(cidx, int)):
+            cidx, indexed = choice_index(self, cidx)
         if cidx not in self.choices:
             if cidx != len(self.choices):
                 expected = len(self.choices)
@@ -518,7 +520,11 @@ class ChatGrammar(GrammarBase):
                     raise UpstreamProtocolError("delta.tool_calls is not an array")
                 return
             for pos, tc in enumerate(calls):
-                self._tool_delta(cidx, pos, as_dict(tc), now, out)
+                if type(tc) is not dict:  # openai-python raises; openai-node skips it, or raises on null
+                    rule = "openai_chat.tool_call_null" if tc is None else "openai_chat.tool_call_object"
+                    self.conform(rule, f"a tool-call delta that is {str(tc)[:40]}")
+                    continue
+                self._tool_delta(cidx, pos, tc, now, out)
 
     def _audio(self, audio: object, out: Sink | None) -> None:
         """``delta.audio`` (audio output: data, transcript): a Chat client gets it as it came;
@@ -635,7 +641,7 @@ class ChatGrammar(GrammarBase):
         after the calls so far (without an id either: its position in the chunk; a translation
         cannot key it)."""
         acc = self.acc
-        given = as_int(tc.get("index"))
+        given = tool_index(self, tc.get("index"))
         if given is None:
             self.conform("openai_chat.tool_call_no_index", "a tool-call delta without an integer index")
         idx = given

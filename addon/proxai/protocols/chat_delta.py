@@ -1,6 +1,9 @@
 """Chat: what the SDKs keep of a choice's delta for the conformance rules: whether the choice got
 a role (openai-node, ``openai_chat.no_role``), and its lists as openai-python merges them
-(docs/design/conformance.md, "Lists in a Chat delta"). Sans-IO.
+(docs/design/conformance.md, "Lists in a Chat delta"); a choice's or a tool call's ``index`` that
+is no JSON integer as each SDK reads it (``choice_index``, ``tool_index``: openai-node finds
+``"1"`` and ``1.0`` at place 1, openai-python refuses them for a choice and converts them for a
+tool call). Sans-IO.
 
 openai-python's ``ChatCompletionStreamState._accumulate_chunk`` folds each chunk's delta into the
 choice's message with ``accumulate_delta`` (``lib/streaming/_deltas.py``): a list the message does
@@ -32,6 +35,7 @@ appends each list to the content as a string, ``[object Object]``).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -68,6 +72,46 @@ def end_conforms(g: ChatGrammar) -> None:
     untyped = [k for k in g.acc.tools if k not in g._typed]
     if untyped:
         g.conform("openai_chat.tool_call_type", f"tool call {untyped[0][1]} got no type")
+
+
+# a string openai-node reads as an array index (``snapshot.choices["1"]`` is ``choices[1]``)
+_CANONICAL = re.compile(r"0|[1-9][0-9]{0,8}")
+
+
+def node_index(v: Any) -> int | None:
+    """An ``index`` that is no JSON integer as openai-node reads it, a property of an array: a
+    string of digits in canonical form or an integral float (``1.0`` is ``1`` once parsed) is that
+    place; anything else (``"01"``, ``-1``, ``true``, null) no place in it (None)."""
+    if type(v) is str:
+        return int(v) if _CANONICAL.fullmatch(v) else None
+    if type(v) is float and v.is_integer() and 0 <= v < 1e9:
+        return int(v)
+    return None
+
+
+def choice_index(g: ChatGrammar, v: Any) -> tuple[int, bool]:
+    """A choice's ``index`` that is not an integer (openai-python looks the choice up by it:
+    ``TypeError``): the index to read it at, and whether openai-node keeps it there
+    (``openai_chat.choice_index_type``) or under no index (``openai_chat.choice_no_index``: read as
+    choice 0, its role and finish_reason not counted)."""
+    n = node_index(v) if type(v) is not bool else None
+    if n is None:
+        g.conform("openai_chat.choice_no_index", f"a choice with index {v!r}")
+        return 0, False
+    g.conform("openai_chat.choice_index_type", f"a choice with index {v!r}, read as {n}")
+    return n, True
+
+
+def tool_index(g: ChatGrammar, v: Any) -> int | None:
+    """A tool-call delta's ``index``: an integer, or a string of digits or an integral float both
+    SDKs read as that integer (openai-python's message model converts it, openai-node finds the
+    call at that place): read so, a note. None: no index either reads."""
+    if type(v) is int:
+        return v
+    n = node_index(v)
+    if n is not None:
+        g.acc.finding_once("openai_chat.index_not_integer", "quirk", f"tool call index {v!r} read as {n}")
+    return n
 
 
 def _kind(entries: list[Any]) -> str:

@@ -332,6 +332,29 @@ _RULES = (
         Reaction("loses", loses="the choice's delta (kept under no index, left out of the message)"),
     ),
     Rule(
+        "openai_chat.choice_index_type",
+        C,
+        "every choice's `index` is a JSON integer, not a string of digits or a float (openai-python "
+        'looks its choice up by it; openai-node reads `"1"` and `1.0` as 1)',
+        Reaction("raises", "TypeError", "list indices must be integers or slices, not"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.choice_object",
+        C,
+        "every entry of a chunk's `choices` is an object (openai-python reads its `index`; "
+        "openai-node skips an entry that is not one)",
+        Reaction("raises", "AttributeError"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.choice_null",
+        C,
+        "no entry of a chunk's `choices` is null",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute"),
+        Reaction("raises", "OpenAIError", "Cannot destructure property 'delta'"),
+    ),
+    Rule(
         "openai_chat.tool_call_index",
         C,
         "tool-call indexes first appear in order 0, 1, ... within a choice",
@@ -404,6 +427,21 @@ _RULES = (
         "every tool-call delta has an integer `index`",
         Reaction("raises", "TypeError", "list indices must be integers or slices, not NoneType"),
         Reaction("loses", loses="the tool call (kept under no index, left out of the message)"),
+    ),
+    Rule(
+        "openai_chat.tool_call_object",
+        C,
+        "every entry of a delta's `tool_calls` is an object (openai-python reads its `index` or "
+        "merges it into the calls; openai-node skips an entry that is not one)",
+        Reaction("raises", "TypeError"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.tool_call_null",
+        C,
+        "no entry of a delta's `tool_calls` is null",
+        Reaction("raises", "TypeError", "Unexpected list delta entry is not a dictionary"),
+        Reaction("raises", "OpenAIError", "Cannot destructure property 'index'"),
     ),
     Rule(
         "openai_chat.tool_call_type",
