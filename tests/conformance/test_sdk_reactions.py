@@ -320,6 +320,7 @@ def _completed(*output: dict[str, Any], seq: int = 9) -> bytes:
 
 
 _MSG_ADDED = {**_MSG, "status": "in_progress", "content": []}
+R_PART = {"type": "output_text", "text": "", "annotations": []}
 _FC = {
     "id": "fc_1",
     "type": "function_call",
@@ -1895,6 +1896,20 @@ CASES = [
         _text_is(
             lambda f: (f["choices"][0]["message"]["role"], c_message(f)), ("assistantuser", ("Hi", "stop"))
         ),
+    ),
+    Case(
+        "responses a text delta for a part only openai-node's snapshot has (response.in_progress's)",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _r("response.in_progress", 2, response=_resp("in_progress", [{**_MSG_ADDED, "content": [R_PART]}]))
+        + _text(3, 0, 0)
+        + _text_done(4, 0, 0)
+        + _done(5, 0, _MSG)
+        + _completed(_MSG, seq=6),
+        [("openai_responses.python_content_index", 3)],
+        None,
+        _text_is(r_text, "Hi"),
     ),
     Case(
         "responses an empty data: line after response.completed",

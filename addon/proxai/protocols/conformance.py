@@ -717,6 +717,15 @@ _RULES = (
         Reaction("raises", "OpenAIError", "missing content at index"),
     ),
     Rule(
+        "openai_responses.python_content_index",
+        R,
+        "an `output_text` delta or done names, by `content_index`, a part openai-python's message "
+        "has (the one `output_item.added` gave, with the parts added to it; openai-node reads the "
+        "parts of a later lifecycle event's `response.output`)",
+        Reaction("raises", "IndexError", "list index out of range"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_responses.content_index_type",
         R,
         "an `output_text` delta or done for a message carries an integer `content_index`",

@@ -101,6 +101,7 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     ("index", None): "openai_responses.python_output_index",
     ("duplicate", None): "openai_responses.output_index_repeated",
     ("content", "content"): "openai_responses.content_index",
+    ("content", None): "openai_responses.python_content_index",
     ("content_type", "content"): "openai_responses.content_index_type",
     (None, "content"): "openai_responses.node_content_index",
     ("text_type", "type"): "openai_responses.text_part_type",
@@ -128,6 +129,18 @@ RULES = frozenset(_PAIRS.values()) | {
     "openai_responses.completed_output",
     "openai_responses.unfinished_item",
 }
+
+
+def _side_rules(py: str, node: str) -> list[tuple[str, tuple[str | None, str | None]]]:
+    """The rules of a pair of failures no rule names together (openai-python's item has no such
+    part where openai-node has no item there), each with the side it is for: each SDK's own rule,
+    else a rule of both whose reaction of that SDK is its (the other SDK raises too)."""
+    out: list[tuple[str, tuple[str | None, str | None]]] = []
+    for side, at in (((py, None), 0), ((None, node), 1)):
+        rule = _PAIRS.get(side) or next((r for k, r in _PAIRS.items() if k[at] == side[at]), None)
+        if rule is not None:
+            out.append((rule, side))
+    return out
 
 
 def _text_ok(part: dict[str, Any]) -> bool:
@@ -229,10 +242,15 @@ class SdkView:
         # the output_text of response.completed's final-answer messages (what the parse helpers parse)
         self.texts: list[str] = []
 
-    def _report(self, py: str | None, node: str | None, detail: str) -> None:
-        rule = _PAIRS.get((py, node))
-        if rule is not None:
-            self._conform(rule, detail)
+    def _report(
+        self, py: str | None, node: str | None, detail: str | Callable[[str | None, str | None], str]
+    ) -> None:
+        """The rule of the pair of failures, or, when both SDKs raise and no rule names them
+        together, each one's own (``detail``: the words, or what gives them for a pair)."""
+        pair = _PAIRS.get((py, node))
+        found = [(pair, (py, node))] if pair is not None else _side_rules(py, node) if py and node else []
+        for rule, (p, n) in found:
+            self._conform(rule, detail if isinstance(detail, str) else detail(p, n))
 
     def _node_at(self, oi: object) -> Out | None:
         node = self._node
@@ -416,12 +434,15 @@ class SdkView:
             else:
                 old.oi = _NO
                 self._node[oi] = rec  # type: ignore[index]
+        if node and (py is None or (py, node) not in _PAIRS):
+            self._report(
+                None, node, f"output_item.done at output_index {oi}, which openai-node does not have"
+            )
+            node = None  # (openai-python's reason on its own, below)
         if py == "conflict":
             self._report(py, node, f"output_item.done at output_index {oi} repeats the identity of item {at}")
         elif py:
             self._report(py, node, f"output_item.done at output_index {oi} is not the item added there")
-        else:
-            self._report(py, node, f"output_item.done at output_index {oi}, which openai-node does not have")
 
     # -- content --------------------------------------------------------------------------------
 
@@ -441,7 +462,7 @@ class SdkView:
         if etype == _PART_ADDED:
             self._part_added(obj, rec_p, rec_n)
         if py or node:
-            self._report(py, node, _detail(etype, obj, py, node))
+            self._report(py, node, lambda p, n: _detail(etype, obj, p, n))
 
     def _part_added(self, obj: dict[str, Any], rec_p: Out | None, rec_n: Out | None) -> None:
         part = _part(obj.get("part"))
