@@ -427,7 +427,7 @@ CASES = [
         + _dl(1, {"type": "text_delta", "text": "Hi"})
         + _a("content_block_stop", {"index": 1})
         + _A_E,
-        [("anthropic_messages.block_index", 1)],
+        [("anthropic_messages.block_index", 2)],  # at the delta naming it: the start is appended
         None,
         _text_is(a_text, ""),  # the text found no block
     ),
@@ -851,6 +851,107 @@ CASES = [
         [("anthropic_messages.negative_index", 3)],
         _text_is(a_text, "Hi there"),  # counted from the end: the last block
         _text_is(a_text, "Hi"),
+    ),
+    Case(
+        "anthropic a delta whose index is null: Python TypeError, Node writes it under 'null'",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_delta", {"index": None, "delta": {"type": "text_delta", "text": " there"}})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.index_type", 3)],
+        None,
+        _text_is(a_text, "Hi"),
+    ),
+    Case(
+        "anthropic a delta without an index (Python TypeError), a delta index 1.5 (Node loses it)",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _a("content_block_delta", {"delta": {"type": "text_delta", "text": "Hi"}})
+        + _a("content_block_delta", {"index": 1.5, "delta": {"type": "text_delta", "text": "!"}})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.index_type", 2)],
+        None,
+        _text_is(a_text, ""),
+    ),
+    Case(
+        "anthropic a delta index [1]: Node reads it as 1, Python raises TypeError",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _blk(1, _A_TEXT)
+        + _a("content_block_delta", {"index": [1], "delta": {"type": "text_delta", "text": "Hi"}})
+        + _A_E,
+        [("anthropic_messages.index_type_python", 3)],
+        None,
+        _text_is(a_text, "Hi"),
+    ),
+    Case(
+        "anthropic a content_block_stop without an index: Python TypeError, Node reads nothing",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_stop", {})
+        + _A_E,
+        [("anthropic_messages.index_type_python", 3)],
+        None,
+        _text_is(a_text, "Hi"),
+    ),
+    Case(
+        "anthropic a delta index '01': Python reads it as 1, Node writes it under '01'",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _blk(1, _A_TEXT)
+        + _a("content_block_delta", {"index": "01", "delta": {"type": "text_delta", "text": "Hi"}})
+        + _A_E,
+        [("anthropic_messages.index_form", 3)],
+        _text_is(a_text, "Hi"),
+        _text_is(a_text, ""),
+    ),
+    Case(
+        "anthropic a delta index true: Python reads it as 1, Node writes it under 'true'",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _blk(1, _A_TEXT)
+        + _a("content_block_delta", {"index": True, "delta": {"type": "text_delta", "text": "Hi"}})
+        + _A_E,
+        [("anthropic_messages.index_form", 3)],
+        _text_is(a_text, "Hi"),
+        _text_is(a_text, ""),
+    ),
+    Case(
+        "anthropic block indexes both SDKs read: a start's null, '0', -1 (appended), a delta's '1', "
+        "1.0, a stop's '1', ' 0' and -1 (nothing to say)",
+        "anthropic",
+        _A_S
+        + _a("content_block_start", {"index": None, "content_block": _A_TEXT})
+        + _a("content_block_start", {"index": "0", "content_block": _A_TEXT})
+        + _a("content_block_start", {"index": -1, "content_block": _A_TEXT})
+        + _a("content_block_delta", {"index": "1", "delta": {"type": "text_delta", "text": "Hi"}})
+        + _a("content_block_delta", {"index": 1.0, "delta": {"type": "text_delta", "text": " there"}})
+        + _a("content_block_delta", {"index": 2, "delta": {"type": "text_delta", "text": "!"}})
+        + _a("content_block_stop", {"index": "1"})
+        + _a("content_block_stop", {"index": " 0"})
+        + _a("content_block_stop", {"index": -1})
+        + _A_E,
+        [],
+        _text_is(a_text, "Hi there!"),
+        _text_is(a_text, "Hi there!"),
+    ),
+    Case(
+        "anthropic a negative delta index past the first block: Python IndexError",
+        "anthropic",
+        _A_S + _blk(0, _A_TEXT) + _dl(-2, {"type": "text_delta", "text": "Hi"}) + _A_E,
+        [("anthropic_messages.block_index", 2)],
+        None,
+        _text_is(a_text, ""),
     ),
     Case(
         "anthropic an unknown named event whose payload is not JSON",

@@ -401,8 +401,9 @@ def test_anthropic_event_before_message_start_is_not_read() -> None:
 
 
 def test_anthropic_sparse_block_index_is_a_quirk() -> None:
-    """Block indexes that are not dense are accepted (the SDKs read blocks by the index given):
-    the summary is complete, with a finding and its note."""
+    """Block indexes that are not dense are read as the provider meant them: the summary is
+    complete, with a note at the start (the SDKs append it) and a finding at the delta naming the
+    index (the SDKs find no block there: Python raises, Node loses it)."""
     body = (
         MSG_START
         + ant("content_block_start", index=1, content_block={"type": "text", "text": ""})
@@ -416,12 +417,12 @@ def test_anthropic_sparse_block_index_is_a_quirk() -> None:
     s = obs.finish(2.0)
     assert s.outcome is Outcome.COMPLETED and s.text_bytes == 2 and obs.failed is None
     assert [(f.rule, f.severity, f.event) for f in obs.findings] == [
-        ("anthropic_messages.block_index", "quirk", 1),  # the Python SDK raises, the Node SDK loses it
         ("anthropic.sparse_index", "quirk", 1),
+        ("anthropic_messages.block_index", "quirk", 2),  # the Python SDK raises, the Node SDK loses it
     ]
     assert s.extra["notes"] == [
-        "content block 1 after 0 blocks",
         "content_block_start index 1, expected 0 (blocks are kept by index)",
+        "content_block_delta for block 1, which is block 0 in the content",
     ]
 
 

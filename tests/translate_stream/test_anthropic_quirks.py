@@ -105,6 +105,11 @@ class Case:
     outcome: Outcome = Outcome.COMPLETED
 
 
+def at(etype: str, index: Any, **body: Any) -> bytes:
+    """An event with this ``index`` value as it goes on the wire (``...``: no index at all)."""
+    return ev(etype, **({} if index is ... else {"index": index}), **body)
+
+
 # a tool block that stopped with its start's input, then a fragment (both SDKs read it alone)
 LATE_INPUT = START + bs(0, TOOL) + st(0) + jd(0, '{"a":1}') + md("tool_use") + MS
 
@@ -258,6 +263,84 @@ CASES = [
             "anthropic": ("accepted", "end_turn", "Hi there", []),
             "chat": ("accepted", "stop", "Hi", []),
             "responses": ("accepted", "completed", "Hi", []),
+        },
+    ),
+    Case(
+        "h: block indexes both SDKs read: a start's null and '0' (appended), a delta's '1' and 1.0, "
+        "a stop's ' 0' and -1",
+        START
+        + at("content_block_start", None, content_block=TEXT)
+        + at("content_block_start", "0", content_block=TEXT)
+        + at("content_block_delta", "1", delta={"type": "text_delta", "text": "Hi"})
+        + at("content_block_delta", 1.0, delta={"type": "text_delta", "text": " there"})
+        + at("content_block_stop", " 0")
+        + at("content_block_stop", -1)
+        + END,
+        ("accepted", "end_turn", "Hi there", [], ""),
+        ("Hi there", []),
+        [],
+        [
+            "content_block_start index None: the SDKs append the block, read as block 0",
+            "content_block_stop index -1: no block started with it, read as the block at that place "
+            "in the content",
+        ],
+    ),
+    Case(
+        "h: a delta index '00': Python reads it as 0, Node loses it",
+        START
+        + bs(0, TEXT)
+        + td(0, "Hi")
+        + at("content_block_delta", "00", delta={"type": "text_delta", "text": " there"})
+        + st(0)
+        + END,
+        ("accepted", "end_turn", "Hi there", [], ""),
+        ("Hi", []),
+        ["anthropic_messages.index_form"],
+        ["content_block_delta index '00': anthropic-python reads it as 0, anthropic-node loses it"],
+    ),
+    Case(
+        "h: a delta index null: Python TypeError, Node loses it; no client gets a reading",
+        START
+        + bs(0, TEXT)
+        + td(0, "Hi")
+        + at("content_block_delta", None, delta={"type": "text_delta", "text": " there"})
+        + st(0)
+        + END,
+        ("rejected",),
+        ("Hi", []),
+        ["anthropic_messages.index_type"],
+        ["content_block_delta index None: no SDK reads it"],
+        clients={"anthropic": ("rejected",), "chat": ("rejected",), "responses": ("rejected",)},
+    ),
+    Case(
+        "h: a content_block_stop without an index: Python TypeError, Node reads nothing",
+        START + bs(0, TEXT) + td(0, "Hi") + at("content_block_stop", ...) + END,
+        ("rejected",),
+        ("Hi", []),
+        ["anthropic_messages.index_type_python"],
+        ["content block 0 was not stopped before the message ended"],
+        clients={
+            "anthropic": ("accepted", "end_turn", "Hi", []),
+            "chat": ("accepted", "stop", "Hi", []),
+            "responses": ("accepted", "completed", "Hi", []),
+        },
+    ),
+    Case(
+        "h: a tool fragment whose index is [0]: Node reads it as 0, Python TypeError",
+        START
+        + bs(0, TOOL)
+        + at("content_block_delta", [0], delta={"type": "input_json_delta", "partial_json": '{"a":1}'})
+        + st(0)
+        + md("tool_use")
+        + MS,
+        ("rejected",),
+        ("", [("t1", "f", {"a": 1})]),
+        ["anthropic_messages.index_type_python"],
+        ["content_block_delta index [0]: anthropic-node reads it as 0"],
+        clients={
+            "anthropic": ("accepted", "tool_use", "", [("t1", "f", '{"a":1}')]),
+            "chat": ("accepted", "tool_calls", "", [("t1", "f", '{"a":1}')]),
+            "responses": ("accepted", "completed", "", [("t1", "f", '{"a":1}')]),
         },
     ),
     Case(

@@ -75,7 +75,7 @@ def _run(up: Protocol, body: bytes) -> tuple[bytes, str | None]:
         ),
         (
             A_OPEN + _a("content_block_delta", index="x", delta={"type": "text_delta", "text": "x"}),
-            "UpstreamProtocolError: content_block_delta without an integer index",
+            "UpstreamProtocolError: content_block_delta index 'x' names no block",
         ),
         (  # the SDKs read "0" as 0
             A_OPEN + _a("content_block_delta", index="0", delta={"type": "text_delta", "text": "x"}),

@@ -40,6 +40,7 @@ from proxai.core.sse import Payloads, RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
+from .anthropic_index import delta_index, start_index, stop_index
 from .anthropic_quirks import late_args, late_text, read_first, sdk_join, starts_normalized, unread_payload
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, FAMILIES, KINDS, KNOWN_EVENTS, TOOL_KINDS
 from .anthropic_usage import usage_into, usage_summary
@@ -466,30 +467,18 @@ class AnthropicGrammar(GrammarBase):
             acc.stop(reason, stop_reasons.ANTHROPIC)
             self._stop_raw = reason
 
-    def _index(self, obj: dict[str, Any], what: str) -> int:
-        raw = obj.get("index")
-        idx = as_int(raw)
-        if idx is None:  # the SDKs read "1" and 1.0 as 1
-            s = raw if type(raw) is str else repr(raw) if type(raw) is float and raw.is_integer() else ""
-            if not s.removesuffix(".0").isdigit() or (s.startswith("0") and s.removesuffix(".0") != "0"):
-                raise UpstreamProtocolError(f"{what} without an integer index")
-            idx = int(s.removesuffix(".0"))
-            self.acc.finding_once(
-                "anthropic.index_not_integer", "quirk", f"{what} index {raw!r} read as {idx}"
-            )
-        return idx
-
     def _block_start(self, obj: dict[str, Any], now: float) -> None:
-        idx = self._index(obj, "content_block_start")
+        idx = start_index(self, obj)
         n = len(self.blocks)  # the SDKs append each block: this one's place in their content
-        if idx in self.blocks:
+        # Past the blocks: a gap, kept apart (``anthropic_index.by_place``: a delta naming it finds
+        # no block in the SDKs, a delta naming its place is the SDKs' reading).
+        key: Key = idx if idx <= n else ("gap", idx)
+        if key in self.blocks:
             # The SDKs append a second block; the deltas of this index still go to the first.
             self.conform("anthropic_messages.duplicate_block_start", f"content block {idx} started again")
             key = ("duplicate", n)
             self._close(key, self._open(key, as_dict(obj.get("content_block")), now), now)
             return
-        if idx > n:
-            self.conform("anthropic_messages.block_index", f"content block {idx} after {n} blocks")
         if idx != self.next_index:
             self.acc.finding(
                 "anthropic.sparse_index",
@@ -501,7 +490,7 @@ class AnthropicGrammar(GrammarBase):
                 "anthropic.block_after_message_delta", "quirk", "a block after message_delta"
             )
         self.next_index = idx + 1
-        self._open(idx, as_dict(obj.get("content_block")), now)
+        self._open(key, as_dict(obj.get("content_block")), now)
 
     def _open(self, idx: Key, block: dict[str, Any], now: float) -> _Block:
         """Block ``idx`` as its start (or a whole message's content) gives it. A block type the
@@ -623,7 +612,9 @@ class AnthropicGrammar(GrammarBase):
     def _block_delta(self, obj: dict[str, Any], now: float) -> None:
         # Every content_block_delta off the fast path, read as the SDKs read it: the block it
         # names takes it when its type is the block's, stopped or not; any other is dropped.
-        idx = self._index(obj, "content_block_delta")
+        idx = delta_index(self, obj)
+        if idx is None:
+            return
         delta = as_dict(obj.get("delta"))
         dtype = as_str(delta.get("type")) or ""
         out = self.out
@@ -632,11 +623,12 @@ class AnthropicGrammar(GrammarBase):
         want = DELTA_FAMILY.get(dtype)
         blk = self.blocks.get(idx)
         if blk is None:
-            if self.normalize and want in ("text", "thinking"):
+            if self.normalize and want in ("text", "thinking") and type(idx) is int:
                 blk = self._open_normalized(idx, want)
             else:  # Python IndexError (negative: from the end); Node drops it, or raises on no block
                 no_block = want and not self.blocks
-                rule = "no_block" if no_block else "negative_index" if idx < 0 else "block_index"
+                back = type(idx) is int and -len(self.blocks) <= idx < 0  # Python: from the end
+                rule = "no_block" if no_block else "negative_index" if back else "block_index"
                 self.conform(f"anthropic_messages.{rule}", f"a delta for block {idx}, never started")
                 return
         family = blk.family
@@ -715,7 +707,9 @@ class AnthropicGrammar(GrammarBase):
         return blk
 
     def _block_stop(self, obj: dict[str, Any], now: float) -> None:
-        idx = self._index(obj, "content_block_stop")
+        idx = stop_index(self, obj)
+        if idx is None:
+            return
         blk = self.blocks.get(idx)
         if blk is None:  # Python raises IndexError, Node reads nothing
             self.conform(

@@ -116,8 +116,8 @@ _RULES = (
     Rule(
         "anthropic_messages.block_index",
         A,
-        "content block indexes have no gaps: block n is the n-th `content_block_start`, and a delta "
-        "or stop names a block that started (the SDKs append each block and look it up by `index`)",
+        "a delta or stop names a block that started, by its place: block n is the n-th "
+        "`content_block_start` (the SDKs append each block and look it up by `index`)",
         Reaction("raises", "IndexError", "list index out of range"),
         Reaction("loses", loses="the deltas that find no block at their index"),
     ),
@@ -195,6 +195,31 @@ _RULES = (
         "anthropic_messages.negative_index",
         A,
         "a delta's `index` is not negative (Python counts it from the end)",
+        Reaction("tolerates"),
+        Reaction("loses", loses="the delta (kept under a key that is not a place in the content)"),
+    ),
+    Rule(
+        "anthropic_messages.index_type",
+        A,
+        "a delta's `index` is an integer, or a form of one both SDKs read (anthropic-python indexes "
+        "its content with it, anthropic-node writes the delta back under it)",
+        Reaction("raises", "TypeError", "list indices must be integers or slices"),
+        Reaction("loses", loses="the delta (kept under a key that is not a place in the content)"),
+    ),
+    Rule(
+        "anthropic_messages.index_type_python",
+        A,
+        "a delta's or stop's `index` is what anthropic-python reads as an integer (pydantic's lax "
+        "int: anthropic-node reads a stop's as anything, and a delta's `[1]` as 1)",
+        Reaction("raises", "TypeError", "list indices must be integers or slices"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "anthropic_messages.index_form",
+        A,
+        'a delta\'s `index` that is not a JSON integer is written as its place (`"1"`, `1.0`; '
+        'anthropic-node writes the delta back under the index as it came: `"01"`, `" 1"`, `true` '
+        "are no places)",
         Reaction("tolerates"),
         Reaction("loses", loses="the delta (kept under a key that is not a place in the content)"),
     ),

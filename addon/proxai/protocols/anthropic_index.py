@@ -1,0 +1,199 @@
+"""Anthropic Messages: a content block's ``index`` as both official SDKs read it (docs/design/
+protocol-grammars.md, "Anthropic Messages: liberal where the SDKs are"; docs/conformance.md, the
+rules ``index_type``, ``index_type_python``, ``index_form``, ``block_index``).
+
+Both stream helpers append each ``content_block_start``'s block to the message's content and never
+read the start's ``index``; a delta or a stop names its block by its place in that list.
+
+- anthropic-python (``accumulate_event`` in ``lib/streaming/_messages.py``) gets the event from
+  ``_models.construct_type``: pydantic's lax validation of the whole event (``"01"``, ``" 1"``,
+  ``"1.0"``, ``1.0``, ``true`` are integers then: ``lax_int``), the event as it came when that
+  fails. It indexes its content list with the index: negative counts from the end, past the end
+  raises IndexError, anything but an integer TypeError.
+- @anthropic-ai/sdk (``MessageStream#accumulateMessage``) reads ``content.at(index)`` (a number
+  made of anything, negative from the end) and writes the grown block back to
+  ``content[index]``: only an index whose text is its place's (``1``, ``"1"``, ``[1]``:
+  ``node_place``) lands in the content, any other delta is lost. A stop only reads.
+
+The grammar keys a block by the index its start gives; a start's index that is not an integer, or
+is negative, is the block's place, as the SDKs read it. A start past the blocks before it (a gap) is
+kept apart, as ``("gap", index)``: a delta or stop naming that index is read into it as the
+provider meant it, with the rule ``block_index`` (the SDKs find no block there), and one naming its
+place is read at that place, as the SDKs read it (``by_place``). The fast path looks blocks up by
+integer index, so it never reads a gap's delta.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from proxai.core.errors import UpstreamProtocolError
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicGrammar, Key
+
+# pydantic's lax ``int`` from a string: stripped of Unicode white space (not Python's wider
+# ``str.strip`` set), ASCII digits with single underscores between them, a fraction of zeros.
+_WHITE = " \t\n\r\x0b\x0c\x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(
+    map(chr, range(0x2000, 0x200B))
+)
+_LAX_INT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?")
+_CANONICAL = re.compile(r"0|[1-9][0-9]*")
+_I64 = 2.0**63
+_JS_INDEX_END = 2**32 - 1  # a JavaScript array index is below it
+
+# The delta types anthropic-python's event union validates, with the string field each carries.
+_DELTA_FIELDS = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "signature",
+    "input_json_delta": "partial_json",
+}
+
+
+def lax_int(v: Any) -> int | None:
+    """The integer pydantic's lax validation makes of JSON value ``v`` (``None``: it raises)."""
+    t = type(v)
+    if t is int or t is bool:
+        return int(v)
+    if t is float:
+        return int(v) if v.is_integer() and -_I64 <= v < _I64 else None
+    if t is str:
+        s = v.strip(_WHITE)
+        if _LAX_INT.fullmatch(s) is None:
+            return None
+        return int(s.partition(".")[0].replace("_", ""))
+    return None
+
+
+def _js_string(v: Any, nested: bool = False) -> str:
+    """JavaScript's ``String(v)`` of JSON value ``v`` (only as far as telling an array index)."""
+    if v is None:
+        return "" if nested else "null"
+    if type(v) is bool:
+        return "true" if v else "false"
+    if type(v) is float:
+        return str(int(v)) if v.is_integer() and abs(v) < 1e21 else "x"
+    if type(v) is list:
+        return ",".join(_js_string(e, True) for e in v)
+    if type(v) is dict:
+        return "[object Object]"
+    return str(v)
+
+
+def node_place(v: Any) -> int | None:
+    """The content place anthropic-node writes a delta of index ``v`` back to (``None``: a key that
+    is no place in the array, the delta is lost)."""
+    s = _js_string(v)
+    if _CANONICAL.fullmatch(s) is None or int(s) >= _JS_INDEX_END:
+        return None
+    return int(s)
+
+
+def _validates(delta: Any) -> bool:
+    """anthropic-python's event union validates a delta of this shape (a citation is taken as
+    valid when it is an object)."""
+    if type(delta) is not dict:
+        return False
+    dtype = delta.get("type")
+    if dtype == "citations_delta":
+        return type(delta.get("citation")) is dict
+    field = _DELTA_FIELDS.get(dtype) if type(dtype) is str else None
+    return field is not None and type(delta.get(field)) is str
+
+
+def by_place(g: AnthropicGrammar, idx: int, what: str, *, from_end: bool = False) -> Key:
+    """The block integer index ``idx`` names: the block started with it (a gap's too: the rule
+    ``block_index``), else the block at that place in the SDKs' content (``from_end``: a negative
+    one counted from the end, as both SDKs read a stop's), else ``idx`` (no block: the caller's
+    rules)."""
+    blocks = g.blocks
+    if idx in blocks:
+        return idx
+    gap = ("gap", idx)
+    if gap in blocks:  # started past the blocks before it: read as the provider meant it
+        place = list(blocks).index(gap)
+        g.conform(
+            "anthropic_messages.block_index", f"{what} for block {idx}, which is block {place} in the content"
+        )
+        return gap
+    n = len(blocks)
+    if 0 <= idx < n or (from_end and -n <= idx < 0):
+        key = list(blocks)[idx]
+        g.acc.finding_once(
+            "anthropic.index_by_place",
+            "quirk",
+            f"{what} index {idx}: no block started with it, read as the block at that place in the content",
+        )
+        return key
+    return idx
+
+
+def start_index(g: AnthropicGrammar, obj: dict[str, Any]) -> int:
+    """A ``content_block_start``'s index: the one it gives, or (not an integer, or negative) its place
+    in the content, where both SDKs put it."""
+    raw = obj.get("index")
+    if type(raw) is int and raw >= 0:
+        return raw
+    n = len(g.blocks)
+    g.acc.finding_once(
+        "anthropic.index_not_integer",
+        "quirk",
+        f"content_block_start index {raw!r}: the SDKs append the block, read as block {n}",
+    )
+    return n
+
+
+def delta_index(g: AnthropicGrammar, obj: dict[str, Any]) -> Key | None:
+    """The block a ``content_block_delta`` goes to, as the SDK that reads it does: both (a note),
+    anthropic-python only (``index_form``: Node writes it where it is lost), anthropic-node only
+    (``index_type_python``: Python raises TypeError); ``None`` when neither does (``index_type``:
+    dropped; a translation ends with an error, having nothing to carry)."""
+    raw = obj.get("index")
+    if type(raw) is int:
+        return by_place(g, raw, "content_block_delta")
+    py = lax_int(raw) if _validates(obj.get("delta")) else None
+    node = node_place(raw)
+    n = len(g.blocks)
+    if py is None:
+        if node is not None and node < n:
+            g.conform(
+                "anthropic_messages.index_type_python",
+                f"content_block_delta index {raw!r}: anthropic-node reads it as {node}",
+            )
+            return by_place(g, node, "content_block_delta")
+        g.conform("anthropic_messages.index_type", f"content_block_delta index {raw!r}: no SDK reads it")
+        if g.out is not None:
+            raise UpstreamProtocolError(f"content_block_delta index {raw!r} names no block")
+        return None
+    if node == py:
+        g.acc.finding_once(
+            "anthropic.index_not_integer", "quirk", f"content_block_delta index {raw!r} read as {py}"
+        )
+    elif 0 <= py < n:
+        g.conform(
+            "anthropic_messages.index_form",
+            f"content_block_delta index {raw!r}: anthropic-python reads it as {py}, anthropic-node loses it",
+        )
+    return by_place(g, py, "content_block_delta")
+
+
+def stop_index(g: AnthropicGrammar, obj: dict[str, Any]) -> Key | None:
+    """The block a ``content_block_stop`` stops: anthropic-python's reading (anthropic-node only
+    reads the block), ``None`` where it raises TypeError (``index_type_python``; no block stops
+    there, the message's end closes it)."""
+    raw = obj.get("index")
+    if type(raw) is not int:
+        py = lax_int(raw)
+        if py is None:
+            g.conform(
+                "anthropic_messages.index_type_python",
+                f"content_block_stop index {raw!r}: anthropic-python raises",
+            )
+            return None
+        g.acc.finding_once(
+            "anthropic.index_not_integer", "quirk", f"content_block_stop index {raw!r} read as {py}"
+        )
+        raw = py
+    return by_place(g, raw, "content_block_stop", from_end=True)

@@ -1,0 +1,43 @@
+"""``anthropic_index.lax_int`` is pydantic's lax ``int`` (what anthropic-python's ``construct_type``
+makes of a block index, the event validating), over the forms an index arrives in; and
+``node_place`` is the place anthropic-node's ``content[index] = ...`` writes to (measured with the
+real SDKs in test_sdk_reactions.py: ``index_form``, ``index_type``, ``index_type_python``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+import pytest
+
+from proxai.protocols.anthropic_index import lax_int, node_place
+
+FORMS: list[Any] = [
+    0, 1, -1, 2**70, True, False, None, [], [1], {}, 0.0, -0.0, 1.0, 1.5, -1.0, 1e20, 9.2e18, 9.3e18,
+    -9.2e18, 2.0**63, float("inf"), 1e-300,
+    "0", "1", "01", "00", "-0", "+1", "-1", " 1", "1 ", "\t1\n", "\u30001", "\u20031", "\xa01", "\x851",
+    "\u200b1", "\x1c1", "\u180e1", "1_0", "1__0", "_1", "1_", "1.0", "1.00", "1.", ".0", "1.5", "1.0_0",
+    "1_0.0", "1e0", "0x1", "\u0661", "\uff11", "", " ", "+", "-", "--1", "1 0", "abc", "9" * 30,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("v", FORMS, ids=repr)
+def test_lax_int_is_pydantics(v: Any) -> None:
+    try:
+        want: int | None = pydantic.TypeAdapter(int).validate_python(v)
+    except pydantic.ValidationError:
+        want = None
+    assert lax_int(v) == want
+
+
+@pytest.mark.parametrize(
+    ("v", "place"),
+    [
+        (0, 0), (1, 1), ("1", 1), ("0", 0), (1.0, 1), (-0.0, 0), ([1], 1), (["1"], 1), ([[2]], 2),
+        (-1, None), ("01", None), (" 1", None), ("1.0", None), (1.5, None), (True, None), (None, None),
+        ([], None), ([1, 2], None), ({}, None), ("abc", None), (2**32 - 1, None), (1e21, None),
+    ],
+    ids=repr,
+)  # fmt: skip
+def test_node_place(v: Any, place: int | None) -> None:
+    assert node_place(v) == place
