@@ -410,3 +410,22 @@ def test_arbitrary_bytes_raise_only_typed_errors(raw: bytes) -> None:
     # bounded memory: buffered bytes never exceed the limits by more than one chunk
     assert s._line_size <= 64 + 7
     assert s._block_size + s._data_size <= 256 + 64 + 7
+
+
+_RETRIES = [b"5", b"+5", b"-1", b" 5", b"5 ", b"1_0", b"\xd9\xa5", b"x", b"5s", b"1.5", b"0x1", b"", b"+"]
+
+
+@pytest.mark.parametrize("value", _RETRIES, ids=repr)
+def test_a_retry_block_is_marked_where_openai_python_dispatches_it(value: bytes) -> None:
+    """A block of a ``retry:`` line alone: openai-python's SSE decoder keeps a value ``int()`` reads
+    (``+5``, ``-1``, ``1_0``, an Arabic-Indic digit) and dispatches the block with empty data, which
+    it fails to parse; the scanner marks exactly those blocks (``dataless``), and takes a retry
+    time from ASCII digits alone, as the standard says."""
+    from openai._streaming import SSEDecoder
+
+    block = b"retry: " + value + b"\n\n"
+    dispatched = [e for e in SSEDecoder().iter_bytes(iter([block]))]
+    _, s = _feed([block])
+    assert [(i, named) for i, named in s.dataless] == ([(0, False)] if dispatched else [])
+    assert s.retry == (5 if value == b"5" else None)
+    assert (value in (b"5", b"+5", b"-1", b" 5", b"5 ", b"1_0", b"\xd9\xa5")) == bool(dispatched)

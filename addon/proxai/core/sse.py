@@ -23,7 +23,8 @@ Spec notes (https://html.spec.whatwg.org/multipage/server-sent-events.html#parsi
   came, and fail to parse its empty data: ``dataless`` marks where such blocks were
   (docs/design/conformance.md);
 - the event type resets after each dispatch; the last event ID persists across events;
-- an ``id`` containing NUL is ignored; ``retry`` takes ASCII digits only;
+- an ``id`` containing NUL is ignored; ``retry`` takes ASCII digits only (a value the Python SDKs'
+  ``int()`` reads, ``+5`` or ``-1``, still marks its block for ``dataless``);
 - an unfinished block at EOF is not dispatched.
 
 Two ways to read the same events: ``feed`` returns ``SseEvent`` objects (tests, the translation
@@ -548,9 +549,12 @@ class SseScanner:
         elif field == b"id":
             if b"\x00" not in value:
                 self._last_id = value.decode("utf-8", "replace")
-        elif field == b"retry" and value and value.isdigit() and value.isascii():
-            self.retry = int(value)
-            self._retry_block = True
+        elif field == b"retry" and value:
+            if value.isdigit() and value.isascii():
+                self.retry = int(value)
+                self._retry_block = True
+            elif _python_int(value):  # not a retry to the standard, but openai-python keeps it
+                self._retry_block = True
         # any other field is ignored
 
     def _dispatch(self, out: list[SseEvent]) -> None:
@@ -574,6 +578,16 @@ class SseScanner:
         if len(self.dataless) < MAX_DATALESS:
             self.dataless.append((index, self._event_type != ""))
         self._retry_block = False
+
+
+def _python_int(value: bytes) -> bool:
+    """The Python SDKs' decoders keep a ``retry`` value that ``int()`` reads (``+5``, ``-1``, ``1_0``,
+    `` 5``, digits of other scripts), and then dispatch the block even without data."""
+    try:
+        int(value.decode("utf-8"))
+    except ValueError:
+        return False
+    return True
 
 
 def encode_event(data: str | bytes, event: str | None = None, id: str | None = None) -> bytes:
