@@ -1080,7 +1080,7 @@ CASES = [
         "chat a tool call without type",
         "chat",
         C_ROLE + _calls({"index": 0, "id": "a", "function": {"name": "f", "arguments": "{}"}}) + C_TOOLS_END,
-        [("openai_chat.tool_call_type", 3)],
+        [("openai_chat.tool_call_type", 2)],
         _text_is(c_tools, [(None, "f", "{}")]),
     ),
     Case(
@@ -1089,7 +1089,7 @@ CASES = [
         C_ROLE
         + _calls({"index": 0, "id": "a", "type": None, "function": {"name": "f", "arguments": "{}"}})
         + C_TOOLS_END,
-        [("openai_chat.tool_call_type", 3)],
+        [("openai_chat.tool_call_type", 2)],
         _text_is(c_tools, [(None, "f", "{}")]),
     ),
     Case(
@@ -2035,6 +2035,24 @@ CASES = [
         [("openai_responses.python_content_index", 3)],
         None,
         _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "chat tool call 1 alone (no tool call 0)",
+        "chat",
+        _c({"role": "assistant", "content": None}) + _tool(1, "call_b", "f") + C_TOOLS_END,
+        [("openai_chat.tool_call_index", 1), ("openai_chat.tool_call_gap", 3)],
+        rule="openai_chat.tool_call_gap",
+    ),
+    Case(
+        "chat tool call 0 gets its type after tool call 1 started",
+        "chat",
+        C_ROLE
+        + _calls({"index": 0, "id": "a", "function": {"name": "f", "arguments": "{}"}})
+        + _tool(1, "b", "g")
+        + _calls({"index": 0, "type": "function", "function": {"arguments": ""}})
+        + C_TOOLS_END,
+        [("openai_chat.tool_call_type", 2)],
+        _text_is(c_tools, [("function", "f", "{}"), ("function", "g", "{}")]),
     ),
     Case(
         "responses an empty data: line after response.completed",

@@ -40,7 +40,7 @@ from proxai.core.sse import RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Output, Phase, Sink, Stop, TokenUsage
 
-from .chat_delta import choice_index, delta_conforms, end_conforms, node_index, tool_index
+from .chat_delta import calls_end, choice_index, delta_conforms, end_conforms, node_index, tool_index
 from .chat_fields import AUDIO_KEY, REASONING_KEY, REFUSAL_KEY, TEXT_KEY, fast_fields
 from .chat_usage import usage_in
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
@@ -131,6 +131,7 @@ class ChatGrammar(GrammarBase):
 
     __slots__ = (
         "_calls",
+        "_cur",
         "_cut",
         "_open",
         "_redacted",
@@ -157,6 +158,7 @@ class ChatGrammar(GrammarBase):
         # Choice 0's tool calls by ``tool_calls[].index`` (``acc.tools`` keys them by (choice,
         # index): a fragment finds its call without building and hashing that tuple)
         self._calls: dict[int, ToolBuffer] = {}
+        self._cur: dict[int, int] = {}  # each choice's tool call as openai-node has it (chat_delta)
         self._cut: set[Any] = set()  # calls cut by max_tokens (their arguments are not JSON)
 
     @property
@@ -282,7 +284,7 @@ class ChatGrammar(GrammarBase):
         if type(index) is not int or type(args) is not str:
             return False
         tb = self._calls.get(index)
-        if tb is None or tb.finished or tb.lead is not None:  # (a start ``fragments`` judges)
+        if tb is None or tb.finished or tb.lead is not None or self._cur.get(0) != index:
             return False
         if args:
             acc.tool_args(tb, args, now)
@@ -429,6 +431,7 @@ class ChatGrammar(GrammarBase):
             raise UpstreamProtocolError(f"openai_chat: finish_reason {reason!r} is not a string")
         if indexed:
             self.finished_choices.add(cidx)
+            calls_end(self, cidx, None)
         if cidx == 0 or acc.stop_reason is None:
             acc.stop(reason, stop_reasons.CHAT)
             if reason not in stop_reasons.CHAT:
@@ -525,6 +528,7 @@ class ChatGrammar(GrammarBase):
                     self.conform(rule, f"a tool-call delta that is {str(tc)[:40]}")
                     continue
                 self._tool_delta(cidx, pos, tc, now, out)
+            calls_end(self, cidx, calls)  # the calls openai-node ends at this chunk (conformance)
 
     def _audio(self, audio: object, out: Sink | None) -> None:
         """``delta.audio`` (audio output: data, transcript): a Chat client gets it as it came;

@@ -72,6 +72,37 @@ def end_conforms(g: ChatGrammar) -> None:
     untyped = [k for k in g.acc.tools if k not in g._typed]
     if untyped:
         g.conform("openai_chat.tool_call_type", f"tool call {untyped[0][1]} got no type")
+    for cidx in sorted(g.choices):  # openai-node's array of calls, with a hole where one never came
+        given = sorted({k[1] for k in g.acc.tools if k[0] == cidx and type(k[1]) is int and k[1] >= 0})
+        if given and given[-1] + 1 != len(given):
+            hole = next(i for i in range(given[-1]) if i not in given)
+            g.conform("openai_chat.tool_call_gap", f"choice {cidx}: tool call {hole} never came")
+            return
+
+
+def calls_end(g: ChatGrammar, cidx: int, calls: list[Any] | None) -> None:
+    """The tool calls openai-node's ``ChatCompletionStream`` ``#addChunk`` ends at a chunk, once
+    the chunk's deltas are in its snapshot: the current call when a delta names another index
+    (``calls``) or when the choice has its ``finish_reason`` (``None``); ``#emitToolCallDoneEvent``
+    raises for a call without its ``type`` then, though a later delta gives it one
+    (``openai_chat.tool_call_type``)."""
+    cur = g._cur
+    was = cur.get(cidx)
+    for tc in calls or ():
+        index = tc.get("index") if type(tc) is dict else None
+        if type(index) is not int:
+            continue
+        if was is not None and was != index:
+            _ended(g, cidx, was)
+        was = cur[cidx] = index
+    if calls is None and was is not None:
+        _ended(g, cidx, was)
+
+
+def _ended(g: ChatGrammar, cidx: int, index: int) -> None:
+    key = (cidx, index)
+    if key in g.acc.tools and key not in g._typed:
+        g.conform("openai_chat.tool_call_type", f"tool call {index} ended without a type")
 
 
 # a string openai-node reads as an array index (``snapshot.choices["1"]`` is ``choices[1]``)

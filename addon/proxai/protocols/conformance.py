@@ -471,9 +471,18 @@ _RULES = (
     Rule(
         "openai_chat.tool_call_type",
         C,
-        "every tool call gets a `type`",
+        "every tool call has its `type` when openai-node ends it: at a delta of another call, at its "
+        "choice's `finish_reason`",
         Reaction("tolerates"),
         Reaction("raises", "OpenAIError", "tool call snapshot missing `type`"),
+    ),
+    Rule(
+        "openai_chat.tool_call_gap",
+        C,
+        "a choice's tool-call indexes leave no index unused below the highest (openai-node holds the "
+        "calls in an array and reads each entry's `type` at the end)",
+        Reaction("raises", "IndexError", "list index out of range"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of undefined (reading 'type')"),
     ),
     Rule(
         "openai_chat.tool_call_function",
