@@ -155,7 +155,10 @@ def test_the_marks_follow_the_per_read_rule(most: int, reads: int) -> None:
         if rng.random() < 0.05:
             assert kept.marks() == ref.to_metadata()  # drawn mid-stream, the stream goes on
     assert kept.reads == ref.reads
-    assert kept.marks() == ref.to_metadata()
+    marks = kept.marks()
+    assert marks == ref.to_metadata()
+    # the same types as the rule's: an int offset and float seconds in a list per read
+    assert all(type(m) is list and type(m[0]) is int and type(m[1]) is float for m in marks)
     assert len(kept.log) <= 2 * kept.most and len(kept._marks) <= kept.most  # bounded
 
 
@@ -175,3 +178,44 @@ def test_the_keeping_stream_keeps_what_the_wrapped_stream_returns() -> None:
     assert [stream(b"x") for _ in range(4)] == [b"ab", [b"c", b"de"], [], b""]
     assert kept.reads == 2 and kept.marks() == [[2, 1.0], [5, 2.0]]
     assert kept.take_bytes() == b"abcde"
+
+
+def _marks_as_before(kept: KeptBody) -> list[list[float]]:
+    """``KeptBody.marks`` as it was written before it drew the log's pairs straight from the log:
+    compacted into pairs, unzipped, the seconds through ``operator`` maps and ``round``."""
+    from itertools import repeat
+    from operator import mul, sub, truediv
+
+    kept._compact()
+    marks = list(kept._marks)
+    if kept._last is not None and (not marks or marks[-1] != kept._last):
+        marks.append(kept._last)
+    if not marks:
+        return []
+    offsets, times = zip(*marks, strict=True)
+    seconds = map(
+        truediv,
+        map(round, map(mul, map(sub, times, repeat(kept.start)), repeat(10_000.0))),
+        repeat(10_000.0),
+    )
+    return list(map(list, zip(offsets, seconds, strict=True)))
+
+
+@pytest.mark.parametrize("most", [2, 5, 1024])
+@pytest.mark.parametrize("reads", [0, 1, 4, 5, 6, 70, 1023, 1024, 1025, 3000])
+@pytest.mark.parametrize("clock", ["float", "int", "far"])
+def test_the_marks_as_before(most: int, reads: int, clock: str) -> None:
+    rng = random.Random(reads * 7 + most)
+    start: float = {"float": 10.0, "int": 10, "far": 1.0e6 + 0.123456}[clock]
+    kept, old = KeptBody(KeepBudget(), start, most=most), KeptBody(KeepBudget(), start, most=most)
+    now: float = start
+    for i in range(reads):
+        n = rng.choice([1, 256, 4000])
+        now = now + rng.randrange(0, 50) if clock == "int" else now + rng.random() / rng.choice([7, 50, 3000])
+        kept.add_read(b"x" * n, n, now)
+        old.add_read(b"x" * n, n, now)
+        if i % 97 == 5:
+            assert kept.marks() == _marks_as_before(old)  # drawn mid-stream
+    got, want = kept.marks(), _marks_as_before(old)
+    assert got == want
+    assert [[type(o), type(s)] for o, s in got] == [[type(o), type(s)] for o, s in want]

@@ -2,7 +2,8 @@
 
 The name rule (``_secret_name``) and the text rule of short strings (``_redact_short``) remember
 their answers, bounded; the tree walk remembers its text rule's answers per kind of output and
-echo set (``_memo``) and keeps numbers, flags and None without a call. Each is
+echo set (``_memo``, with ``same`` and ``names``: the strings and key names it leaves as they are,
+so a dict of them is copied whole) and keeps numbers, flags and None without a call. Each is
 checked here against the rule computed without the memory (``__wrapped__``, ``_redact_text``) and
 against the walk as it was written before (``_reference_tree`` below), over the key names and
 strings of every recorded stream, planted secrets, and generated trees.
@@ -168,11 +169,26 @@ def _echoing() -> Redactor:
 
 
 def _same(value: Any) -> None:
-    assert redact_metadata(value) == _reference_metadata(Redactor(), value)
-    red = _echoing()
-    assert red.metadata(value) == _reference_metadata(red, value)
-    assert redact_json_value(value) == _reference_json(value)
-    assert red.json_value(value) == _reference_tree(value, 0, red.text, redact._json_secret)
+    for _ in range(2):  # the second walk finds every name in the memo's ``same``
+        assert redact_metadata(value) == _reference_metadata(Redactor(), value)
+        red = _echoing()
+        assert red.metadata(value) == _reference_metadata(red, value)
+        assert redact_json_value(value) == _reference_json(value)
+        assert red.json_value(value) == _reference_tree(value, 0, red.text, redact._json_secret)
+    _same_is_unchanged_names()
+
+
+def _same_is_unchanged_names() -> None:
+    """Every string of a memo's ``same`` is its own answer there; every one of its ``names`` too,
+    and no secret name."""
+    for memo in _MEMOS.values():
+        for s in memo.same:
+            assert memo[s] == s
+            assert type(s) is str
+        for s in memo.names:
+            assert memo[s] == s
+            assert type(s) is str
+            assert not _secret_name.__wrapped__(s)
 
 
 def test_tree_walk_as_before_on_recorded_payloads() -> None:
@@ -258,6 +274,40 @@ def test_tree_memo_is_per_echo_set() -> None:
     assert redact_metadata(meta) == meta
 
 
+def test_names_kept_whole_are_redacted_once_they_are_secrets() -> None:
+    # A summary's numbers under names the walk has seen: copied whole (``same``) for the echo set
+    # that left the names as they are, and redacted for one that has a name as a secret.
+    meta = {"usage": {"PLNTnameAsSecret0051": 1, "input_tokens": 2}, "model": "PLNTnameAsSecret0051"}
+    assert redact_metadata(meta) == meta
+    assert redact_metadata(meta) == meta
+    red = Redactor()
+    red.learn("PLNTnameAsSecret0051")
+    want = {"usage": {REDACTED: 1, "input_tokens": 2}, "model": REDACTED}
+    assert red.metadata(meta) == want
+    assert red.metadata(meta) == want
+    register_secret("PLNTnameAsSecret0051")
+    assert redact_metadata(meta) == want
+    # a secret name is never kept whole: its string value is replaced on every walk, also after
+    # walks that kept its number or its empty value
+    for value in (0, None, "", "plain value", 0, "plain value"):
+        want_value = REDACTED if value else value
+        assert redact_metadata({"api_key": value, "n": 1}) == {"api_key": want_value, "n": 1}
+        assert red.metadata({"api_key": value, "n": 1}) == {"api_key": want_value, "n": 1}
+    _same_is_unchanged_names()
+
+
+def test_plain_values_of_secret_names_are_kept() -> None:
+    # A dict of plain values is copied whole when its keys are in ``same``, secret names included
+    # (``first_token_s`` names a token): right only while both secret rules keep a plain value.
+    for value in (0, 1, -1, 10**30, 0.0, -2.5, True, False, None, _Int(3)):
+        assert _meta_secret(value) is None
+        assert redact._json_secret(value) is None
+    timing = {"headers_s": 0.1, "first_token_s": 0.25, "api_key": 3, "access_token": None}
+    for _ in range(3):
+        assert redact_metadata({"timing": timing}) == {"timing": timing}
+        assert redact_json_value({"timing": timing}) == {"timing": timing}
+
+
 def test_tree_memos_are_bounded() -> None:
     for i in range(MAX_MEMOS + 5):
         red = Redactor()
@@ -266,6 +316,7 @@ def test_tree_memos_are_bounded() -> None:
     assert len(_MEMOS) <= MAX_MEMOS
     redact_metadata({f"key {i}": f"value {i}" for i in range(MEMO_SIZE)})
     assert all(len(m) <= MEMO_SIZE for m in _MEMOS.values())
+    assert all(len(m.same) <= len(m) and len(m.names) <= len(m) for m in _MEMOS.values())
     long = "y" * (MEMO_TEXT + 1)
     assert redact_metadata({"k": long}) == {"k": long}
     assert all(long not in m for m in _MEMOS.values())

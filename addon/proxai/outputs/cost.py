@@ -59,12 +59,21 @@ def _amount(d: Decimal) -> float:
 def price_tokens(meta: Mapping[str, Any]) -> dict[str, int] | None:
     """The flow's usage in genai-prices' units, or ``None`` when the upstream reported none."""
     usage = meta.get("usage")
-    if not isinstance(usage, Mapping):
+    if type(usage) is not dict and not isinstance(usage, Mapping):  # a dict without the ABC's check
         return None
-    inp = _int(usage.get("input_tokens"))
-    out = _int(usage.get("output_tokens"))
-    read = _int(usage.get("cache_read_tokens")) or 0
-    write = _int(usage.get("cache_write_tokens")) or 0
+    # an int as it is, without the call
+    inp = usage.get("input_tokens")
+    if type(inp) is not int or inp < 0:
+        inp = _int(inp)
+    out = usage.get("output_tokens")
+    if type(out) is not int or out < 0:
+        out = _int(out)
+    read = usage.get("cache_read_tokens")
+    if type(read) is not int or read < 0:
+        read = _int(read) or 0
+    write = usage.get("cache_write_tokens")
+    if type(write) is not int or write < 0:
+        write = _int(write) or 0
     if inp is None and out is None:
         return None
     total_in = inp or 0
@@ -117,7 +126,6 @@ def price_flow(meta: Mapping[str, Any], *, api_url: str | None = None, at: float
         return Priced(None, "cost: the upstream reported no usage")
     if not isinstance(model, str) or not model:
         return Priced(None, "cost: the upstream reported no model")
-    when = datetime.fromtimestamp(at, UTC) if at is not None else datetime.now(tz=UTC)
     try:
         if _checked():
             table = price_table.table()
@@ -127,11 +135,13 @@ def price_flow(meta: Mapping[str, Any], *, api_url: str | None = None, at: float
                 raise LookupError(model)
             provider, info = found
             provider_id, model_id = provider.id, info.id
-            input_price, output_price, total_price = table.plan(table.prices_at(info, when)).calc(
-                table, units
-            )
+            prices = info.prices()
+            if not isinstance(prices, dict):  # dated prices: the ones in force when it was sent
+                prices = table.prices_at(info, _when(at))
+            input_price, output_price, total_price = table.plan(prices).calc(table, units)
             matched_by_url = by_url is not None
         else:
+            when = _when(at)
             provider_id, model_id, input_price, output_price, total_price, matched_by_url = _public(
                 model, units, api_url, when
             )
@@ -153,6 +163,11 @@ def price_flow(meta: Mapping[str, Any], *, api_url: str | None = None, at: float
             "version": version(),
         }
     )
+
+
+def _when(at: float | None) -> datetime:
+    """The moment whose prices apply: the request's wall clock time, or now."""
+    return datetime.fromtimestamp(at, UTC) if at is not None else datetime.now(tz=UTC)
 
 
 def _public(

@@ -376,8 +376,16 @@ class Table:
         """The count of a unit the usage does not report: 0, unless reported parts of it (or two
         reported units that together make it) say it cannot be 0: then genai-prices' refusal. The
         answer depends only on ``key`` and which units are reported: remembered per both."""
+        return self.inferred_of(key, self.reported(units))
+
+    def reported(self, units: Mapping[str, int]) -> tuple[str, ...]:
+        """The units a usage reports (a count above 0), in its order: what ``inferred`` depends on."""
         known = self.units
-        names = tuple(k for k, v in units.items() if v > 0 and k in known)
+        return tuple(k for k, v in units.items() if v > 0 and k in known)
+
+    def inferred_of(self, key: str, names: tuple[str, ...]) -> int:
+        """``inferred`` of a usage that reports ``names`` (``reported``)."""
+        known = self.units
         memo = (key, names)
         if memo in self._inferred:
             refusal = self._inferred[memo]
@@ -460,6 +468,8 @@ class Plan:
     count is its usage less the own counts of those."""
     tiered: bool
     requests: bool
+    leaf_keys: tuple[tuple[Unit, tuple[Unit, ...], tuple[str, ...]], ...] = ()
+    """``leaves`` with the keys of the units inside each (what ``calc`` sums, in C)."""
 
     @staticmethod
     def of(table: Table, raw: Mapping[str, Any]) -> Plan:
@@ -488,9 +498,11 @@ class Plan:
         counted = sorted(
             {u.key: u for u, _ in prices if u.key != "requests"}.values(), key=lambda u: (-len(u.dims), u.key)
         )
+        leaves = tuple((u, tuple(d for d in counted if d is not u and u.inside(d))) for u in counted)
         return Plan(
             prices=tuple(prices),
-            leaves=tuple((u, tuple(d for d in counted if d is not u and u.inside(d))) for u in counted),
+            leaves=leaves,
+            leaf_keys=tuple((u, inside, tuple(d.key for d in inside)) for u, inside in leaves),
             tiered=any(isinstance(v, tuple) for _, v in prices),
             requests="requests" in priced,
         )
@@ -500,14 +512,22 @@ class Plan:
         tiered price by the input tokens: the highest tier whose start they pass), over its
         ``per``, summed in the price's order."""
 
+        names: tuple[str, ...] | None = None  # the reported units, once a count is inferred
+
         def count(key: str) -> int:
+            nonlocal names
             v = units.get(key)
-            return table.inferred(key, units) if v is None else v
+            if v is not None:
+                return v
+            if names is None:
+                names = table.reported(units)
+            return table.inferred_of(key, names)
 
         own: dict[str, int] = {}
-        for unit, inside in self.leaves:
+        get = own.__getitem__
+        for unit, inside, inside_keys in self.leaf_keys:
             total = count(unit.key)
-            n = total - sum(own[d.key] for d in inside)
+            n = total - sum(map(get, inside_keys)) if inside_keys else total
             if n < 0:
                 raise ValueError(_too_many(unit, inside, total, n, count))
             own[unit.key] = n

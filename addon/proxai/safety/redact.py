@@ -442,46 +442,84 @@ def _redact_tree(
     depth: int,
     text: Callable[[str], str],
     secret: Callable[[Any], Any | None],
-    memo: dict[str, str],
+    memo: _Memo,
 ) -> Any:
     """A redacted copy of nested mappings / lists: a string goes through ``text``; the value of a
     secret-named key is replaced by ``secret(value)`` unless that is ``None``; deeper than
     ``MAX_DEPTH`` the whole subtree is replaced. ``memo``: ``text``'s answers so far (``_memo``)."""
     if depth > MAX_DEPTH:
         return REDACTED
-    if type(value) is list or type(value) is tuple:  # before the Mapping check, an ABC's (slower)
+    kind = type(value)
+    if kind is dict:  # first: a summary is dicts, and the Mapping check is an ABC's (slower)
+        if depth < MAX_DEPTH:
+            if _PLAIN.issuperset(map(type, value.values())):
+                # Numbers, flags and None only (a summary's usage, timing, counts), under keys the
+                # text rule returns as they are (``same``): copied whole, in C. A secret name's
+                # plain value is kept too (``_meta_secret`` and ``_json_secret`` keep every one).
+                if memo.same.issuperset(value):
+                    return value.copy()
+            elif memo.names.issuperset(value):
+                # Every key a name the text rule returns as it is and no secret name (``names``):
+                # the keys stay, and so do numbers, flags, None and strings the rule returns as
+                # they are (``same``).
+                same = memo.same
+                copy = value.copy()
+                for k, v in value.items():
+                    t = type(v)
+                    if t is str:
+                        if v not in same:
+                            copy[k] = memo[v] if v in memo else _remember(memo, v, text(v))
+                    elif t not in _PLAIN:
+                        copy[k] = _redact_tree(v, depth + 1, text, secret, memo)
+                return copy
+        return _redact_mapping(value, depth, text, secret, memo)
+    if kind is list or kind is tuple:
         return _redact_items(value, depth, text, secret, memo)
     if isinstance(value, str):
         return memo[value] if value in memo else _remember(memo, value, text(value))
     if isinstance(value, bytes):
         return text(value.decode("utf-8", "replace")).encode()
     if isinstance(value, Mapping):
-        out: dict[Any, Any] = {}
-        inner = depth < MAX_DEPTH  # a value one level down is still inside the limit
-        for k, v in value.items():
-            key = k
-            if isinstance(k, str):
-                key = memo[k] if k in memo else _remember(memo, k, text(k))
-                if _secret_name(k):
-                    hidden = secret(v)
-                    if hidden is not None:
-                        out[key] = hidden
-                        continue
-            if inner:
-                # A string, a number, a flag or None (nearly all of a summary's values) without the
-                # recursive call, which would only make the same type checks and memo lookup.
-                t = type(v)
-                if t is str:
-                    out[key] = memo[v] if v in memo else _remember(memo, v, text(v))
-                    continue
-                if t in _PLAIN:
-                    out[key] = v
-                    continue
-            out[key] = _redact_tree(v, depth + 1, text, secret, memo)
-        return out
+        return _redact_mapping(value, depth, text, secret, memo)
     if isinstance(value, (list, tuple)):
         return _redact_items(value, depth, text, secret, memo)
     return value
+
+
+def _redact_mapping(
+    value: Mapping[Any, Any],
+    depth: int,
+    text: Callable[[str], str],
+    secret: Callable[[Any], Any | None],
+    memo: _Memo,
+) -> dict[Any, Any]:
+    """``_redact_tree`` of a mapping, key by key."""
+    inner = depth < MAX_DEPTH  # a value one level down is still inside the limit
+    names = memo.names
+    out: dict[Any, Any] = {}
+    for k, v in value.items():
+        key = k
+        if isinstance(k, str):
+            key = memo[k] if k in memo else _remember(memo, k, text(k))
+            if _secret_name(k):
+                hidden = secret(v)
+                if hidden is not None:
+                    out[key] = hidden
+                    continue
+            elif key == k and type(k) is str and len(k) <= MEMO_TEXT:
+                names.add(k)  # a name the walk keeps as it is, whatever its value
+        if inner:
+            # A string, a number, a flag or None (nearly all of a summary's values) without the
+            # recursive call, which would only make the same type checks and memo lookup.
+            t = type(v)
+            if t is str:
+                out[key] = memo[v] if v in memo else _remember(memo, v, text(v))
+                continue
+            if t in _PLAIN:
+                out[key] = v
+                continue
+        out[key] = _redact_tree(v, depth + 1, text, secret, memo)
+    return out
 
 
 def _redact_items(
@@ -489,13 +527,16 @@ def _redact_items(
     depth: int,
     text: Callable[[str], str],
     secret: Callable[[Any], Any | None],
-    memo: dict[str, str],
+    memo: _Memo,
 ) -> list[Any]:
     """``_redact_tree`` of a list or tuple: a string, a number, a flag or None one level down
     (a summary's lists of names) without the recursive call, as in a mapping's values; anything
     else through ``_redact_tree``."""
     if depth >= MAX_DEPTH:  # one level down is past the limit: every item is replaced
         return [_redact_tree(v, depth + 1, text, secret, memo) for v in value]
+    kinds = set(map(type, value))
+    if kinds <= _PLAIN or (kinds == _STR and memo.same.issuperset(value)):
+        return list(value)  # numbers, flags, None, or strings the text rule returns as they are
     out: list[Any] = []
     for v in value:
         t = type(v)
@@ -510,6 +551,8 @@ def _redact_items(
 
 # The exact types ``_redact_tree`` returns unchanged (no subclass: a subclass may be anything).
 _PLAIN = frozenset({int, float, bool, type(None)})
+_STR = frozenset({str})
+
 
 # A tree's text rule remembers its answers. A flow's summary holds the same hundred-odd key names
 # and values every time (protocol, outcome, stop reason, model, units ...), and each cost a
@@ -518,26 +561,45 @@ _PLAIN = frozenset({int, float, bool, type(None)})
 # of the redactor and the operator's secrets: one memo per (kind, echo set), at most MAX_MEMOS
 # (the oldest forgotten first), each at most MEMO_SIZE strings of at most MEMO_TEXT characters
 # (emptied when full); ``register_secret`` forgets them all.
-_MEMOS: dict[tuple[str, frozenset[str]], dict[str, str]] = {}
+class _Memo(dict[str, str]):
+    """A tree's text rule's answers so far (string -> its redacted form); ``same``: the strings
+    among them that the rule returns as they are; ``names``: those of them seen as a mapping's keys
+    that are no secret name (``_secret_name`` is False), so as a key they stay as they are whatever
+    their value. A dict whose keys are all in ``names`` needs no look at its keys (one set test in
+    C, ``_redact_tree``). Both are emptied with the answers."""
+
+    __slots__ = ("names", "same")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.same: set[str] = set()
+        self.names: set[str] = set()
+
+
+_MEMOS: dict[tuple[str, frozenset[str]], _Memo] = {}
 MAX_MEMOS = 8
 MEMO_SIZE = 2048
 
 
-def _memo(kind: str, secrets: frozenset[str]) -> dict[str, str]:
+def _memo(kind: str, secrets: frozenset[str]) -> _Memo:
     key = (kind, secrets)
     memo = _MEMOS.get(key)
     if memo is None:
         if len(_MEMOS) >= MAX_MEMOS:
             del _MEMOS[next(iter(_MEMOS))]
-        memo = _MEMOS[key] = {}
+        memo = _MEMOS[key] = _Memo()
     return memo
 
 
-def _remember(memo: dict[str, str], text: str, out: str) -> str:
+def _remember(memo: _Memo, text: str, out: str) -> str:
     if len(text) <= MEMO_TEXT:
         if len(memo) >= MEMO_SIZE:
             memo.clear()
+            memo.same.clear()
+            memo.names.clear()
         memo[text] = out
+        if out == text and type(text) is str:
+            memo.same.add(text)
     return out
 
 
