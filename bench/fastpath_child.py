@@ -139,15 +139,19 @@ def _scanner_general() -> contextlib.AbstractContextManager[None]:
 
 
 def _guard_every_chunk() -> contextlib.AbstractContextManager[None]:
-    """``FlowGuard.on_chunk`` without its shortcut: every chunk judged in full
-    (tests/guard/test_guard_timer_skip.py's reference judges every chunk)."""
+    """The guard without its shortcut (the carrier skips ``FlowGuard.on_chunk`` for a read before
+    ``Accum.quiet_until``): every chunk judged in full (tests/guard/test_guard_timer_skip.py's
+    reference judges every chunk)."""
     from proxai.mitm.guard_addon import FlowGuard
+    from proxai.protocols.common import LOOK
 
     shortcut = FlowGuard.__dict__["on_chunk"]
 
     def on_chunk(self: Any, carrier: Any, events: int, now: float) -> Any:
-        self._changes_seen = -1  # never "nothing changed since the last full look"
-        return shortcut(self, carrier, events, now)
+        try:
+            return shortcut(self, carrier, events, now)
+        finally:
+            self._acc.quiet_until = LOOK  # never "nothing to look at before then": no read skipped
 
     return _patched(FlowGuard, "on_chunk", on_chunk)
 

@@ -1,10 +1,12 @@
 """Differential test of ``FlowGuard.on_chunk``'s shortcut.
 
-``on_chunk`` judges a chunk in full only when something it judges besides the clock changed since
-the last full look (``Accum.changes``: a call started or finished, the terminal event
-came, the stream failed), when the armed deadline is reached, at the end of the message, or when
-observing stopped. Otherwise calls only made progress and bytes arrived, which move every deadline
-later, so no rule can trip before the armed deadline and ``GuardTimer.arm`` would return at once.
+A chunk is judged in full only when something the guard judges besides the clock changed since
+the last full look (a call started or finished, the terminal event came, the stream failed: each
+resets ``Accum.quiet_until``, which a full look sets to the armed deadline, and the carrier skips
+the hook for a read before it), when the armed deadline is reached or the timer fired, at the end
+of the message, or when observing stopped. Otherwise calls only made progress and bytes arrived,
+which move every deadline later, so no rule can trip before the armed deadline and
+``GuardTimer.arm`` would return at once.
 
 The reference below judges every chunk in full and re-arms with a freshly computed deadline after
 each one (what ``on_chunk`` did before). A due timer fires before the next read, as the event loop
@@ -172,3 +174,21 @@ def test_compressed_chunks_that_decode_to_nothing_are_judged_by_the_idle_rule(
     p = Protocol(protocol)
     expected = _run(ReferenceGuard, p, pieces, steps, gzipped=True)
     assert _run(FlowGuard, p, pieces, steps, gzipped=True) == expected
+
+
+@pytest.mark.parametrize("protocol", sorted(Protocol))
+def test_a_call_that_stalls_while_bytes_arrive_is_judged_as_the_reference_judges_it(protocol: str) -> None:
+    """A call starts, its arguments stop, SSE comment lines keep the stream alive past the stall
+    threshold: each read of the call's start must be looked at in full (``Accum.tool_start``
+    resets ``quiet_until``), so the stall deadline is armed at once and the verdict comes at the
+    reference's read (the skip would leave the idle deadline armed)."""
+    data = (FIXTURES / protocol / "unfinished_tool.sse").read_bytes()
+    events = [b + b"\n\n" for b in data.split(b"\n\n") if b.strip()]
+    alive = b": keepalive\n\n"
+    pieces = [alive, alive, *events, *[alive] * 8]  # the first read is looked at in full anyway
+    steps = [0.5] * (len(events) + 2) + [3.0] * 8
+    p = Protocol(protocol)
+    expected = _run(ReferenceGuard, p, pieces, steps)
+    assert _run(FlowGuard, p, pieces, steps) == expected
+    verdict = expected[-1][1]
+    assert verdict is not None and str(verdict.kind) == "tool_stall"  # the case is really exercised

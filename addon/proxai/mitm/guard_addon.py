@@ -44,8 +44,8 @@ from proxai.mitm import fields, injection
 from proxai.mitm.carrier import Carrier
 from proxai.mitm.option_errors import checked_options
 from proxai.outputs import verdict
-from proxai.pipeline.carrier import OPEN, CarrierState, GuardAction, StreamCarrier
-from proxai.protocols.common import Accum
+from proxai.pipeline.carrier import OPEN, GuardAction, StreamCarrier
+from proxai.protocols.common import LOOK, Accum
 from proxai.safety.termsafe import log_safe
 
 logger = logging.getLogger(__name__)
@@ -125,8 +125,7 @@ class FlowGuard:
         self.end_requested = False
         self._open_count = 0
         self._finished_seen = 0  # the observer's finished tool calls when last judged
-        self._changes_seen = -1  # ``Accum.changes`` at the last full look (-1: none yet)
-        # The observer's accumulator (``changes``: whether there is anything new to judge).
+        # The observer's accumulator (``quiet_until``: until when there is nothing new to judge).
         self._acc: Accum = carrier.observer.acc
         self._end_stream = end_stream
         self._later = later
@@ -135,6 +134,7 @@ class FlowGuard:
         if not timer:
             self.timer.cancel()  # data-driven only: a closed timer never arms
         carrier.on_chunk.append(self.on_chunk)
+        carrier.quiet = self._acc  # its ``quiet_until``: the carrier skips the reads before it
         carrier.at_end_hooks = True
         carrier.on_end.append(self.on_end)
         carrier.close_handlers.append(self.on_close)
@@ -201,24 +201,16 @@ class FlowGuard:
     # -- carrier hooks ----------------------------------------------------------------------------
 
     def on_chunk(self, carrier: StreamCarrier, events: int, now: float) -> GuardAction | None:
-        acc = self._acc
-        at = self.timer.armed_at
-        if (
-            at is not None
-            and now < at
-            and acc.changes == self._changes_seen
-            and carrier.state is not CarrierState.ENDING  # ``carrier.ending``, inline
-            and self.verdict is None  # ``_guarding()`` inline; the carrier runs hooks only while
-            and carrier.observe_error is None  # it streams (``Carrier._run_chunk_hooks``)
-        ):
-            # Most chunks. Since the last full look nothing the guard judges besides the clock
-            # changed (``Accum.changes``): no call started or finished, the stream did not end or
-            # fail, whichever path read the events; calls only made progress and bytes arrived,
-            # which move every deadline later. The armed deadline is at or before the earliest,
-            # and it is not reached: no rule can trip and ``arm`` would return at once.
-            # tests/guard/test_guard_timer_skip.py compares this with judging every chunk.
-            return None
-        self._changes_seen = acc.changes
+        """The full look: the verdict on what was read, the timer armed for the earliest deadline.
+
+        The carrier skips this call for most reads: those before ``Accum.quiet_until``, which this
+        look sets to the armed deadline when it finds nothing. Since then nothing the guard judges
+        besides the clock changed (each such change resets it: a call started or finished, the
+        stream ended or failed, whichever path read the events); calls only made progress and
+        bytes arrived, which move every deadline later. The armed deadline is at or before the
+        earliest and it is not reached: no rule can trip and ``arm`` would return at once. The timer
+        firing resets it too (``on_timer``). tests/guard/test_guard_timer_skip.py compares this
+        with judging every chunk."""
         if not self._guarding():
             self.timer.cancel()
             return None
@@ -230,10 +222,14 @@ class FlowGuard:
         if verdict is None and not with_calls and self._open_count < open_before:
             verdict, open_calls = self.check(now, with_calls=True)  # a call closed another way
         if verdict is None:
-            if not ending and (open_calls or self.timer.armed_at is None):
-                # Without an open call the deadline is the idle one, which only moves later: an
-                # armed timer is already at or before it (``arm`` would return at once).
-                self.timer.arm(self.deadline(open_calls))
+            if not ending:
+                if open_calls or self.timer.armed_at is None:
+                    # Without an open call the deadline is the idle one, which only moves later: an
+                    # armed timer is already at or before it (``arm`` would return at once).
+                    self.timer.arm(self.deadline(open_calls))
+                at = self.timer.armed_at
+                if at is not None:
+                    self._acc.quiet_until = at  # nothing to look at before it (the carrier skips)
             return None
         if not ending and verdict.kind is not VerdictKind.ABNORMAL_ARGUMENTS and self._judge_later("data"):
             # A deadline passed, but the rest of this read (mitmproxy hands it over chunk by chunk)
@@ -249,6 +245,7 @@ class FlowGuard:
         )
 
     def on_timer(self) -> None:
+        self._acc.quiet_until = LOOK  # the armed deadline is gone: the next read looks
         if self._guarding() and not self._judge_later("timer"):
             self.judge("timer")
 

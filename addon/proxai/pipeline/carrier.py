@@ -29,9 +29,11 @@ Extension points (guard and translation plug in here, nowhere else):
   output instead of the upstream bytes, ``finish()`` at end of message, ``fail()`` on errors (the
   shell drops the upstream's content-encoding/length).
 - ``on_chunk``: hooks ``(carrier, n_events, now) -> GuardAction | None`` run after each chunk
-  (``n_events``: the SSE events it completed); with ``at_end_hooks = True`` they also run once at
-  end of message (``carrier.ending`` is then True), before ``translator.finish()``, so the guard
-  can judge a call left open.
+  (``n_events``: the SSE events it completed), except a chunk read before ``quiet.quiet_until``
+  while observing (``quiet``: what a hook installed to say until when nothing it judges can trip;
+  the guard's is the observer's accumulator, whose changes reset it); with ``at_end_hooks =
+  True`` they also run once at end of message (``carrier.ending`` is then True), before
+  ``translator.finish()``, so the guard can judge a call left open.
 - ``on_end``: hooks ``(carrier, summary) -> None`` run once when the stream ends.
 - ``inject_and_close(kind, message, now, data=None)``: the out-of-band path (a timer while the
   upstream is silent). It renders the error in the client's protocol, hands it to ``injector``
@@ -57,6 +59,7 @@ client keeps receiving exactly the upstream bytes.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, StrEnum
@@ -190,6 +193,24 @@ CloseHandler = Callable[["StreamCarrier"], None]
 Injector = Callable[["StreamCarrier", bytes], bool]
 
 
+class Quiet(typing.Protocol):
+    """Until when the ``on_chunk`` hooks need not run: a read at a time before ``quiet_until``
+    skips them while observing (``StreamCarrier.quiet``). The guard installs the observer's
+    accumulator (``Accum.quiet_until``), whose every change the guard judges resets it."""
+
+    quiet_until: float
+
+
+class _Never:
+    __slots__ = ("quiet_until",)
+
+    def __init__(self) -> None:
+        self.quiet_until = float("-inf")  # no time is before it: the hooks run on every read
+
+
+NEVER_QUIET: Quiet = _Never()
+
+
 @dataclass(slots=True)
 class CloseInfo:
     kind: ErrorKind
@@ -224,6 +245,7 @@ class StreamCarrier:
         "on_chunk",
         "on_end",
         "protocol",
+        "quiet",
         "state",
         "summary",
         "translate_error",
@@ -248,6 +270,9 @@ class StreamCarrier:
         self.translator: StreamTranslator | None = pipeline.translator
         self.state = CarrierState.STREAMING  # changed only by ``_step``
         self.on_chunk: list[ChunkHook] = []
+        # Until when the on_chunk hooks need not run (``quiet.quiet_until``): the object a hook
+        # installed to say so (the guard: the observer's accumulator), by default never.
+        self.quiet: Quiet = NEVER_QUIET
         # on_chunk hooks also run once at end of message (events of the decoder flush, maybe 0),
         # in state ENDING (``ending``); the guard turns this on.
         self.at_end_hooks = False
@@ -276,7 +301,11 @@ class StreamCarrier:
         # not yet forwarded. ``held_dropped`` counts what an injection discarded.
         self._held: list[bytes] = []
         self._held_len = 0
-        self._align_off = False
+        # Not aligned (``_pass_through``): the client's bytes are not the scanned ones, or the
+        # scanner stopped.
+        self._align_off = self.translator is not None or (
+            decoder is not None and decoder.encoding != "identity"
+        )
         self.held_dropped = 0
 
     # -- what the shell calls -----------------------------------------------------------------
@@ -329,7 +358,11 @@ class StreamCarrier:
                 except Exception as exc:
                     self._observer_broke(exc)
                     n = 0
-                more = self._run_chunk_hooks(n, now) if self.on_chunk else None
+                more = (
+                    self._run_chunk_hooks(n, now)
+                    if self.on_chunk and (now >= self.quiet.quiet_until or self.observe_error is not None)
+                    else None
+                )
                 if not more:
                     out = [chunk]
                     sent = size
@@ -475,7 +508,11 @@ class StreamCarrier:
         payloads = self._observe(chunk if self.decoder is None else self._decode(chunk), now)
         n = len(payloads)
         out = self._pass_through(chunk) if self.translator is None else self._translate(payloads, now)
-        if self.on_chunk and self.state is CarrierState.STREAMING:
+        if (
+            self.on_chunk
+            and self.state is CarrierState.STREAMING
+            and (now >= self.quiet.quiet_until or self.observe_error is not None)
+        ):
             more = self._run_chunk_hooks(n, now)
             if more:
                 out.extend(more)
@@ -521,46 +558,52 @@ class StreamCarrier:
 
     # -- event alignment (guarded pass-through) -----------------------------------------------
 
-    def _aligning(self) -> bool:
-        """Hold unfinished SSE blocks back: something may inject (a guard hook), the client gets
-        the upstream bytes as they are (no translator, identity encoding) and they are scanned."""
-        if self._align_off or self.translator is not None or not self.on_chunk:
-            return False
-        if self.observe_error is not None:  # not observing (``observing``, read inline)
-            return False
-        return self.decoder is None or self.decoder.encoding == "identity"
-
     def _pass_through(self, chunk: bytes) -> list[bytes]:
         """The client's bytes for one upstream chunk: all of it, or (aligned) everything up to the
         last complete SSE block, the unfinished block held until a later chunk completes it.
-        (``feed`` takes the common read, uncompressed whole events with nothing held.)"""
-        if not self._aligning():
-            out = self._release_held()
-            out.append(chunk)
-            return out
+        (``feed`` takes the common read, uncompressed whole events with nothing held.)
+
+        Aligned while something may inject (an ``on_chunk`` hook), the bytes are scanned
+        (``observing``, read inline) and they are the client's as they are: no translator (the
+        caller's case) and identity encoding (``__init__`` turns alignment off for any other)."""
+        if self._align_off or not self.on_chunk or self.observe_error is not None:
+            if self._held:
+                out = self._release_held()
+                out.append(chunk)
+                return out
+            return [chunk]
         pending = self.observer.pending_bytes
-        total = self._held_len + len(chunk)
+        held_len = self._held_len
+        total = held_len + len(chunk)
         if pending is None or pending < 0 or pending > total:
             # The scanner stopped (a limit) or cannot say: forward everything from now on.
             self._align_off = True
             out = self._release_held()
             out.append(chunk)
             return out
+        held = self._held
         if pending == total:
-            self._held.append(chunk)
+            held.append(chunk)
             self._held_len = total
             return []
-        if pending > len(chunk):  # never expected (held bytes are one unfinished block): stay exact
-            data = b"".join(self._held) + chunk
+        cut = len(chunk) - pending
+        if cut < 0:  # never expected (held bytes are one unfinished block): stay exact
+            data = b"".join(held) + chunk
             cut = len(data) - pending
             self._held, self._held_len = [data[cut:]], pending
             return [data[:cut]]
-        cut = len(chunk) - pending
-        out = self._release_held()
-        if out and len(out[-1]) < _JOIN_HELD:  # one write for a small event held in pieces
-            out[-1] += chunk if pending == 0 else chunk[:cut]
-        else:
-            out.append(chunk if pending == 0 else chunk[:cut])
+        done = chunk[:cut] if pending else chunk
+        if not held:
+            out = [done]
+        elif held_len < _JOIN_HELD:  # one write for a small event held in pieces
+            held.append(done)
+            out = [b"".join(held)]
+        else:  # a large held event goes out as its pieces came (no copy)
+            out = held
+            if len(out[-1]) < _JOIN_HELD:
+                out[-1] += done
+            else:
+                out.append(done)
         self._held = [chunk[cut:]] if pending else []
         self._held_len = pending
         return out
@@ -569,8 +612,9 @@ class StreamCarrier:
         """The held bytes: joined when small (one write), else the pieces as they came (a held
         event may be megabytes: no copy)."""
         out = self._held
+        small = self._held_len < _JOIN_HELD
         self._held, self._held_len = [], 0
-        if len(out) > 1 and sum(len(p) for p in out) < _JOIN_HELD:
+        if len(out) > 1 and small:
             return [b"".join(out)]
         return out
 

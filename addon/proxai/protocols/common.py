@@ -184,6 +184,10 @@ class ToolBuffer:
         self.final = text
 
 
+# ``Accum.quiet_until`` when the hooks must look at the next read (no time is before it).
+LOOK = float("-inf")
+
+
 class Accum:
     """The protocol-neutral accumulator: everything ``StreamSummary`` is built from."""
 
@@ -192,7 +196,6 @@ class Accum:
         "cap_text",
         "cap_truncated",
         "capture",
-        "changes",
         "content_seen",
         "error",
         "error_is_outcome",
@@ -207,6 +210,7 @@ class Accum:
         "model",
         "notes",
         "per_fragment",
+        "quiet_until",
         "reasoning_bytes",
         "received",
         "refusal_bytes",
@@ -233,11 +237,13 @@ class Accum:
         self.usage = Usage()
         self.tools: dict[Any, ToolBuffer] = {}
         self.tool_order: list[ToolBuffer] = []
-        # What the guard judges besides the clock, counted as it changes: a tool call started
-        # or finished (``tool_start``, ``tool_finish``), the terminal
-        # event (``reach_terminal``), an own error. Content and argument bytes only move every
-        # deadline later: while this stays, the guard has nothing new to judge but the clock.
-        self.changes = 0
+        # Before when the stream's ``on_chunk`` hooks need not run (the carrier skips them for a
+        # read before it): the guard sets its armed deadline here at each full look; a change of
+        # what it judges besides the clock resets it (``LOOK``): a tool call started or finished
+        # (``tool_start``, ``tool_finish``), the terminal event (``reach_terminal``), an own
+        # error. Content and argument bytes only move every deadline later: until then and while
+        # nothing of these changes, the guard has nothing new to judge.
+        self.quiet_until = LOOK
         self.finished_tools = 0  # tool calls finished (``tool_finish``)
         self.error: ErrorInfo | None = None
         self.error_is_outcome = False
@@ -335,7 +341,7 @@ class Accum:
         self, key: Any, id: str | None, name: str | None, kind: str, now: float, *, has_args: bool = True
     ) -> ToolBuffer:
         self.content_seen = True
-        self.changes += 1
+        self.quiet_until = LOOK
         tb = ToolBuffer(key, id, name, kind, now=now, limit=self.limits_tool_args, has_args=has_args)
         if self.per_fragment is not None and self.per_fragment.parses(kind, name):
             tb.lead = ""
@@ -388,7 +394,7 @@ class Accum:
     def tool_finish(self, tb: ToolBuffer) -> None:
         if not tb.finished:
             self.finished_tools += 1
-            self.changes += 1
+            self.quiet_until = LOOK
         tb.finish()
 
     def tool_reopen(self, tb: ToolBuffer) -> None:
@@ -408,7 +414,7 @@ class Accum:
     def reach_terminal(self) -> None:
         """The protocol's terminal event came."""
         self.terminal = True
-        self.changes += 1
+        self.quiet_until = LOOK
 
     def open_tools(self) -> list[ToolBuffer]:
         return [t for t in self.tool_order if not t.finished and t.has_args]
@@ -437,7 +443,7 @@ class Accum:
 
     def own_error(self, kind: ErrorKind, message: str, source: str = "proxy") -> None:
         """A problem we detected (protocol violation, stream limit). Decides the outcome."""
-        self.changes += 1
+        self.quiet_until = LOOK
         if self.error is None or not self.error_is_outcome:
             self.error = ErrorInfo(kind=kind, message=error_message(message), source=source)
         self.error_is_outcome = True
