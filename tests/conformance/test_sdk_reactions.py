@@ -1297,6 +1297,38 @@ CASES = [
         _text_is(c_message, ("Hi", "stop")),
     ),
     Case(
+        "responses a message added without content, no part follows: Node raises at once, Python reads on",
+        "responses",
+        R_CREATED
+        + _added(1, 0, {k: v for k, v in _MSG_ADDED.items() if k != "content"})
+        + _done(2, 0, _MSG)
+        + _completed(_MSG, seq=3),
+        [("openai_responses.message_content", 1)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a message added with content null, then a part: both raise",
+        "responses",
+        R_CREATED
+        + _added(1, 0, {**_MSG_ADDED, "content": None})
+        + _part(2, 0, 0)
+        + _text(3, 0, 0)
+        + _done(4, 0, _MSG)
+        + _completed(_MSG, seq=5),
+        [("openai_responses.message_content", 1), ("openai_responses.message_content_part", 2)],
+        rule="openai_responses.message_content_part",
+    ),
+    Case(
+        "responses a message added with a string content (Node iterates it), then a part: both raise",
+        "responses",
+        R_CREATED
+        + _added(1, 0, {**_MSG_ADDED, "content": "x"})
+        + _part(2, 0, 0)
+        + _done(3, 0, _MSG)
+        + _completed(_MSG, seq=4),
+        [("openai_responses.message_content_part", 2)],
+    ),
+    Case(
         "responses clean",
         "responses",
         R_CREATED + b"".join(R_ITEM) + R_COMPLETED,

@@ -899,6 +899,23 @@ _RULES = (
         Reaction("raises", "OpenAIError", "Cannot read properties of undefined (reading 'push')"),
     ),
     Rule(
+        "openai_responses.message_content",
+        R,
+        "a message item is added with a `content` array (openai-node lists the text of every message "
+        "at each one added, `addOutputText`: a string passes, openai-python reads it only when a part "
+        "comes, `message_content_part`)",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "output.content is not iterable"),
+    ),
+    Rule(
+        "openai_responses.message_content_part",
+        R,
+        "a content part is added only to a message whose `content` is an array (both SDKs append the "
+        "part to it)",
+        Reaction("raises", "AttributeError"),
+        Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
         "openai_responses.strict_tool_arguments",
         R,
         "a call of a function tool the request declares `strict` has JSON arguments (the SDKs parse "

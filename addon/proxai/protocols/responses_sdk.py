@@ -120,6 +120,8 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     ("lifecycle", None): "openai_responses.lifecycle_id",
     (None, "output"): "openai_responses.lifecycle_output",
     (None, "push"): "openai_responses.reasoning_summary",
+    (None, "content_list"): "openai_responses.message_content",
+    ("message_content", "message_content"): "openai_responses.message_content_part",
 }
 
 #: every rule ``SdkView`` reports
@@ -166,7 +168,9 @@ class Out:
         "ci",
         "ckind",
         "id",
+        "iterable",
         "key",
+        "listed",
         "oi",
         "parts",
         "rci",
@@ -182,6 +186,10 @@ class Out:
         self.call_id = item.get("call_id")
         content = item.get("content")
         self.parts = [_part(p) for p in content] if type(content) is list else []
+        # a message's content as the SDKs take it: a list they append parts to (``listed``), or
+        # something openai-node's ``addOutputText`` can iterate (a string too)
+        self.listed = type(content) is list
+        self.iterable = self.listed or type(content) is str
         self.reasoning: list[Any] | None = self.parts if type(content) is list else None
         summary = item.get("summary")
         self.summary: int | None = len(summary) if type(summary) is list else None
@@ -405,6 +413,8 @@ class SdkView:
             rec.key = oi
         if self._node is not None:
             self._node.append(rec)
+            if rec.type == "message" and not rec.iterable:  # addOutputText: for (c of output.content)
+                self._report(None, "content_list", f"message item {oi} added without a content array")
         self._fast(rec)
 
     def _item_done(self, obj: dict[str, Any]) -> None:
@@ -504,8 +514,10 @@ def _final_texts(output: list[Any]) -> list[str]:
 def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
     """What openai-python's ``accumulate_event`` and ``handle_event`` do with a content event for
     ``rec`` (an item it has)."""
-    if etype == _PART_ADDED:  # a message's part is appended as ``part.to_dict()``
-        return "part" if rec.type == "message" and type(obj.get("part")) is not dict else None
+    if etype == _PART_ADDED:  # ``output.content.append(part.to_dict())`` for a message
+        if rec.type != "message":
+            return None
+        return "message_content" if not rec.listed else "part" if type(obj.get("part")) is not dict else None
     if etype == _FC_DELTA:
         if rec.type != "function_call":
             return "item_type"  # handle_event: assert output.type == "function_call"
@@ -526,7 +538,15 @@ def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
 def _node(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
     """What openai-node's ``accumulateResponse`` does with a content event for ``rec``."""
     if etype == _PART_ADDED:  # a message's or reasoning item's part: ``part.type`` is read
-        return "part" if rec.type in ("message", "reasoning") and obj.get("part") is None else None
+        part = obj.get("part")
+        if rec.type in ("message", "reasoning") and part is None:
+            return "part"
+        kind = part.get("type") if type(part) is dict else None  # (a string's type is undefined)
+        return (
+            "message_content"
+            if rec.type == "message" and not rec.listed and kind != "reasoning_text"
+            else None
+        )
     ptype_needed = _PART_OF.get(etype)
     if ptype_needed is not None:
         if rec.type != "message":
