@@ -429,3 +429,27 @@ def test_a_retry_block_is_marked_where_openai_python_dispatches_it(value: bytes)
     assert [(i, named) for i, named in s.dataless] == ([(0, False)] if dispatched else [])
     assert s.retry == (5 if value == b"5" else None)
     assert (value in (b"5", b"+5", b"-1", b" 5", b"5 ", b"1_0", b"\xd9\xa5")) == bool(dispatched)
+
+
+@pytest.mark.parametrize(
+    ("stream", "bom"),
+    [
+        (b"\xef\xbb\xbfdata: 1\n\n", b"data"),
+        (b"\xef\xbb\xbfevent: x\ndata: 1\n\n", b"event"),
+        (b"\xef\xbb\xbf: c\n\ndata: 1\n\n", b""),
+        (b"\xef\xbb\xbfdata\n\n", b"data"),
+        (b"\xef\xbb\xbfdat", b"dat"),  # a first line that never ends
+        (b"data: 1\n\n", None),
+        (b"\xef\xbbdata: 1\n\n", None),  # no whole BOM: content
+    ],
+)
+def test_the_first_field_after_a_bom_is_kept_whatever_the_cuts(stream: bytes, bom: bytes | None) -> None:
+    """``bom``: the field name of the line the BOM came before (the Python SDKs lose that line),
+    the same for any cut of the stream; the events are the standard's (the BOM stripped)."""
+    whole, s = _feed([stream])
+    assert s.bom == bom
+    for cut in range(1, len(stream)):
+        events, s = _feed([stream[:cut], stream[cut:]])
+        assert (s.bom, [e.data for e in events]) == (bom, [e.data for e in whole])
+    events, s = _feed([stream[i : i + 1] for i in range(len(stream))])
+    assert (s.bom, [e.data for e in events]) == (bom, [e.data for e in whole])

@@ -50,6 +50,10 @@ DEFAULT_MAX_EVENT = 32 * 1024 * 1024
 
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
+# after a BOM: the first line's field name (``data``, ``event``: six bytes show which), up to its colon
+_FIRST_FIELD = re.compile(rb"[^:\r\n]*")
+_ENDS_FIELD = re.compile(rb"[:\r\n]")
+_FIELD_SEEN = 6
 _COLON = 0x3A
 _SPACE = 0x20
 _LF = 0x0A
@@ -153,6 +157,7 @@ class SseScanner:
         "_raw_parts",
         "_rest",
         "_retry_block",
+        "bom",
         "comment_lines",
         "comments",
         "dataless",
@@ -166,6 +171,9 @@ class SseScanner:
         self.max_event = max_event
         self.retry: int | None = None
         self._bom_pending: bytes | None = b""  # None once the BOM question is settled
+        # the stream began with a BOM: the field name of its first line (``b"data"``, ``b"event"``,
+        # ``b""`` for a comment), else None
+        self.bom: bytes | None = None
         self._cr_pending = False
         self._line_parts: list[bytes] = []
         self._line_size = 0
@@ -286,8 +294,12 @@ class SseScanner:
             if self._rest or self._held:  # an unfinished block: its complete lines count (``id``, ``retry``)
                 self.feed(b"")
             if self._bom_pending:
-                # Fewer than three bytes arrived and they were a BOM prefix: they are content.
+                # Fewer than three bytes arrived and they were a BOM prefix (content), or a BOM
+                # and the start of a first line that never ended
                 pending, self._bom_pending = self._bom_pending, None
+                if pending.startswith(_BOM):
+                    pending = pending[3:]
+                    self.bom = _FIRST_FIELD.match(pending).group()  # type: ignore[union-attr]
                 self._scan(pending, out)
             if self._cr_pending:
                 self._cr_pending = False
@@ -373,13 +385,24 @@ class SseScanner:
         return out
 
     def _strip_bom(self, data: bytes) -> bytes:
+        """The stream's first bytes: a BOM is stripped (the standard; the Node SDKs' decoders too),
+        once what follows it shows the first line's field (``bom``: the Python SDKs keep the BOM in
+        that field's name, so they lose the line)."""
         assert self._bom_pending is not None
         head = self._bom_pending + data
         if len(head) < 3 and _BOM.startswith(head):
             self._bom_pending = head
             return b""
+        if not head.startswith(_BOM):
+            self._bom_pending = None
+            return head
+        after = head[3:]
+        if len(after) < _FIELD_SEEN and not _ENDS_FIELD.search(after):
+            self._bom_pending = head  # the first field's name is not known yet
+            return b""
         self._bom_pending = None
-        return head[3:] if head.startswith(_BOM) else head
+        self.bom = _FIRST_FIELD.match(after).group()  # type: ignore[union-attr]  (it matches b"")
+        return after
 
     def _scan(self, data: bytes, out: list[SseEvent]) -> None:
         if not self._cr_pending and _CR not in data:

@@ -354,6 +354,8 @@ class StreamObserver:
         self.end_payloads(now)
         proto = self._proto
         proto.eof()
+        if self._scanner.bom is not None:
+            proto.bom(self._scanner.bom)
         if not proto.errored and proto.acc.received:
             self._judge_end()
         # after the end's own notes, which a translated flow's writer may have asked for before

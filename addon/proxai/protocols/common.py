@@ -737,6 +737,22 @@ class GrammarBase:
     def _ended_early(self) -> None:
         """EOF before the terminal event, and not errored: the grammar's findings for it."""
 
+    def bom(self, field: bytes) -> None:
+        """The stream began with a UTF-8 byte order mark before a line of ``field`` (``SseScanner.bom``),
+        read without it, as the standard and the Node SDKs read it. The Python SDKs decode the
+        first line with the mark and find no field of that name (``\ufeffdata``): they lose the
+        line (docs/conformance.md): the first event's name (Anthropic's SDKs then skip the event),
+        or its data (openai-python loses the chunk or the event). A finding at event 0."""
+        self.acc.event_index = 0
+        detail = f"the stream starts with a UTF-8 byte order mark before its first {field.decode()}: line"
+        protocol = self.protocol
+        if field == b"event" and protocol is Protocol.ANTHROPIC_MESSAGES:
+            self.conform("anthropic_messages.bom", detail)
+        elif field == b"data" and protocol is Protocol.OPENAI_CHAT:
+            self.conform("openai_chat.bom", detail)
+        elif field == b"data" and protocol is Protocol.OPENAI_RESPONSES:
+            self.conform("openai_responses.bom", detail)
+
     def dataless(self, index: int, named: bool) -> None:
         """A data-less SSE block that an official SDK dispatches (``SseScanner.dataless``), before
         the event at ``index``; ``named``: it had an ``event:`` line. A finding for the protocols

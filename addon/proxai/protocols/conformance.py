@@ -93,6 +93,15 @@ _RULES = (
         Reaction("raises", "AnthropicError", "request ended without sending any chunks"),
     ),
     Rule(
+        "anthropic_messages.bom",
+        A,
+        "the stream does not start with a UTF-8 byte order mark before its first `event:` line "
+        "(anthropic-python keeps the mark in that line's field name: the first event has no name, "
+        "and the SDKs skip it)",
+        Reaction("raises", "AssertionError"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "anthropic_messages.unnamed_event",
         A,
         "every event has an `event:` line (the SDKs skip events without one)",
@@ -348,6 +357,14 @@ _RULES = (
         "choice indexes first appear in order 0, 1, ...",
         Reaction("raises", "IndexError", "list assignment index out of range"),
         Reaction("raises", "OpenAIError", "Cannot read properties of undefined (reading 'message')"),
+    ),
+    Rule(
+        "openai_chat.bom",
+        C,
+        "the stream does not start with a UTF-8 byte order mark before its first `data:` line "
+        "(openai-python keeps the mark in that line's field name, which then names no field)",
+        Reaction("loses", loses="the first chunk (its role, text, tool calls)"),
+        Reaction("tolerates"),
     ),
     Rule(
         "openai_chat.choice_no_index",
@@ -680,6 +697,15 @@ _RULES = (
         Reaction(
             "raises", "OpenAIError", "When snapshot hasn't been set yet, expected 'response.created' event"
         ),
+    ),
+    Rule(
+        "openai_responses.bom",
+        R,
+        "the stream does not start with a UTF-8 byte order mark before its first `data:` line "
+        "(openai-python keeps the mark in that line's field name: the first event, "
+        "`response.created`, is lost)",
+        Reaction("raises", "RuntimeError", "Expected to have received `response.created` before"),
+        Reaction("tolerates"),
     ),
     Rule(
         "openai_responses.not_completed",
