@@ -299,7 +299,7 @@ class SseScanner:
                 pending, self._bom_pending = self._bom_pending, None
                 if pending.startswith(_BOM):
                     pending = pending[3:]
-                    self.bom = _FIRST_FIELD.match(pending).group()  # type: ignore[union-attr]
+                    self.bom = _first_field(pending)
                 self._scan(pending, out)
             if self._cr_pending:
                 self._cr_pending = False
@@ -401,7 +401,7 @@ class SseScanner:
             self._bom_pending = head  # the first field's name is not known yet
             return b""
         self._bom_pending = None
-        self.bom = _FIRST_FIELD.match(after).group()  # type: ignore[union-attr]  (it matches b"")
+        self.bom = _first_field(after)
         return after
 
     def _scan(self, data: bytes, out: list[SseEvent]) -> None:
@@ -601,6 +601,12 @@ class SseScanner:
         if len(self.dataless) < MAX_DATALESS:
             self.dataless.append((index, self._event_type != ""))
         self._retry_block = False
+
+
+def _first_field(line: bytes) -> bytes:
+    """The field name a line starts with (up to its colon or its end)."""
+    m = _FIRST_FIELD.match(line)
+    return m.group() if m is not None else b""
 
 
 def _python_int(value: bytes) -> bool:
