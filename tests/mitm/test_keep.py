@@ -219,3 +219,24 @@ def test_the_marks_as_before(most: int, reads: int, clock: str) -> None:
     got, want = kept.marks(), _marks_as_before(old)
     assert got == want
     assert [[type(o), type(s)] for o, s in got] == [[type(o), type(s)] for o, s in want]
+
+
+def test_held_bytes_go_back_when_their_owner_is_freed() -> None:
+    import gc
+
+    class Owner:
+        pass
+
+    budget = KeepBudget()
+    assert budget.take(30)
+    owners = [Owner(), Owner(), Owner()]
+    for o, n in zip(owners, (5, 10, 15), strict=True):
+        budget.hold(o, n)
+    budget.hold(owners[0], 0)  # the same owner twice: each hold on its own
+    del o
+    owners.pop(1)
+    gc.collect()
+    assert budget.used == 20 and len(budget._held) == 3
+    owners.clear()
+    gc.collect()
+    assert budget.used == 0 and budget._held == {}

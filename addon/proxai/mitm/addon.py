@@ -602,7 +602,7 @@ class ProxAI:
             return
         body = kept.take_bytes()
         flow.response.raw_content = body
-        weakref.finalize(flow, self.keep_budget.give_back, len(body))
+        self.keep_budget.hold(flow, len(body))
 
     def new_pipeline(self, state: FlowState, client: ClientSide | None) -> FlowPipeline:
         """The flow's pipeline, built once: observed only, or translated for ``client``."""

@@ -32,6 +32,10 @@ from typing import Any
 
 from proxai.outputs import price_table
 
+# ``isinstance(v, _MAPPING)`` is ``isinstance(v, Mapping)``, a dict found by its own type without the
+# ABC's ``__instancecheck__`` (a Python call); None is told apart before it.
+_MAPPING = (dict, Mapping)
+
 SOURCE = "genai-prices"
 CURRENCY = "USD"  # genai-prices prices every model in US dollars
 ANTHROPIC = "anthropic_messages"
@@ -59,7 +63,7 @@ def _amount(d: Decimal) -> float:
 def price_tokens(meta: Mapping[str, Any]) -> dict[str, int] | None:
     """The flow's usage in genai-prices' units, or ``None`` when the upstream reported none."""
     usage = meta.get("usage")
-    if type(usage) is not dict and not isinstance(usage, Mapping):  # a dict without the ABC's check
+    if not (usage is not None and isinstance(usage, _MAPPING)):
         return None
     # an int as it is, without the call
     inp = usage.get("input_tokens")
@@ -211,7 +215,7 @@ def add_cost(meta: dict[str, Any], *, api_url: str | None, at: float | None) -> 
     meta["cost"] = priced.cost
     if priced.note is not None:
         extra = meta.get("extra")
-        extra = dict(extra) if isinstance(extra, Mapping) else {}
+        extra = dict(extra) if (extra is not None and isinstance(extra, _MAPPING)) else {}
         notes = extra.get("notes")
         extra["notes"] = [*(notes if isinstance(notes, list) else []), priced.note]
         meta["extra"] = extra
@@ -220,7 +224,7 @@ def add_cost(meta: dict[str, Any], *, api_url: str | None, at: float | None) -> 
 def amount(meta: Mapping[str, Any]) -> float | None:
     """The priced amount of a summary, or ``None``."""
     c = meta.get("cost")
-    if isinstance(c, Mapping):
+    if c is not None and isinstance(c, _MAPPING):
         v = c.get("amount")
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
@@ -249,7 +253,7 @@ def total_text(amounts: Sequence[float | None]) -> str:
 def note(meta: Mapping[str, Any]) -> str | None:
     """Why a flow has no price: its cost note (``extra.notes``), without the ``cost: `` prefix."""
     extra = meta.get("extra")
-    notes = extra.get("notes") if isinstance(extra, Mapping) else None
+    notes = extra.get("notes") if (extra is not None and isinstance(extra, _MAPPING)) else None
     for n in notes if isinstance(notes, list) else []:
         if isinstance(n, str) and n.startswith(NOTE_PREFIX):
             return n[len(NOTE_PREFIX) :]

@@ -30,6 +30,7 @@ exactly what it returns: the client's bytes never change.
 from __future__ import annotations
 
 import io
+import weakref
 from collections.abc import Callable, Iterable
 from itertools import accumulate
 
@@ -44,12 +45,25 @@ StreamFn = Callable[[bytes], bytes | list[bytes]]
 class KeepBudget:
     """The total cap: bytes of kept bodies that are still alive, over all flows."""
 
-    __slots__ = ("max_per_flow", "max_total", "used")
+    __slots__ = ("_held", "max_per_flow", "max_total", "used")
 
     def __init__(self, max_per_flow: int = DEFAULT_MAX_PER_FLOW, max_total: int = DEFAULT_MAX_TOTAL) -> None:
         self.max_per_flow = max_per_flow
         self.max_total = max_total
         self.used = 0
+        # a weak reference to each owner of kept bytes (by the reference's id), with their count
+        self._held: dict[int, tuple[weakref.ref[object], int]] = {}
+
+    def hold(self, owner: object, n: int) -> None:
+        """Give ``n`` bytes back once ``owner`` (the flow a kept body was handed to) is freed: a weak
+        reference with a callback (``weakref.finalize`` does the same through several Python
+        calls, about three times the instructions)."""
+        ref = weakref.ref(owner, self._freed)
+        self._held[id(ref)] = (ref, n)
+
+    def _freed(self, ref: weakref.ref[object]) -> None:
+        _, n = self._held.pop(id(ref))
+        self.give_back(n)
 
     def take(self, n: int) -> bool:
         """Reserve ``n`` more bytes; False (nothing reserved) when that would pass the total cap."""

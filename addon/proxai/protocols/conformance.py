@@ -1415,13 +1415,18 @@ def metadata(findings: Iterable[Finding]) -> list[dict[str, Any]]:
     return out
 
 
+# ``isinstance(v, _MAPPING)`` is ``isinstance(v, Mapping)``, a dict found by its own type without the
+# ABC's ``__instancecheck__`` (a Python call); None is told apart before it.
+_MAPPING = (dict, Mapping)
+
+
 def findings_of(meta: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The conformance entries of a flow's summary (``flow.metadata["proxai"]``)."""
     extra = meta.get("extra")
-    found = extra.get("conformance") if isinstance(extra, Mapping) else None
+    found = extra.get("conformance") if (extra is not None and isinstance(extra, _MAPPING)) else None
     if not isinstance(found, list):
         return []
-    return [f for f in found if isinstance(f, Mapping)]
+    return [f for f in found if isinstance(f, _MAPPING)]
 
 
 def raising(meta: Mapping[str, Any]) -> list[str]:
