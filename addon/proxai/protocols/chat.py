@@ -284,8 +284,14 @@ class ChatGrammar(GrammarBase):
         if type(index) is not int or type(args) is not str:
             return False
         tb = self._calls.get(index)
-        if tb is None or tb.finished or tb.lead is not None or self._cur.get(0) != index:
+        if tb is None or tb.finished or tb.lead is not None:  # (a start ``fragments`` judges)
             return False
+        cur = self._cur
+        was = cur.get(0)
+        if was != index:  # openai-node ends the call it had (``calls_end``): judged when untyped
+            if (0, was) not in self._typed:
+                return False
+            cur[0] = index
         if args:
             acc.tool_args(tb, args, now)
             if out is not None:
