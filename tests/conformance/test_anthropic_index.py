@@ -10,7 +10,13 @@ from typing import Any
 import pydantic
 import pytest
 
+from proxai.core.model import Protocol
+from proxai.pipeline.observe import StreamObserver
 from proxai.protocols.anthropic_index import lax_int, node_place
+from proxai.protocols.conformance import RULES
+
+from . import sdks
+from .test_sdk_reactions import _A_E, _A_S, _a
 
 FORMS: list[Any] = [
     0, 1, -1, 2**70, True, False, None, [], [1], {}, 0.0, -0.0, 1.0, 1.5, -1.0, 1e20, 9.2e18, 9.3e18,
@@ -41,3 +47,18 @@ def test_lax_int_is_pydantics(v: Any) -> None:
 )  # fmt: skip
 def test_node_place(v: Any, place: int | None) -> None:
     assert node_place(v) == place
+
+
+def test_a_delta_without_an_index_before_any_block_names_what_each_sdk_raises() -> None:
+    """anthropic-python raises TypeError on the index (``index_type``), anthropic-node before it reads
+    one, at the last block's type (``no_block``): both rules, at the delta."""
+    body = _A_S + _a("content_block_delta", {"delta": {"type": "text_delta", "text": "Hi"}}) + _A_E
+    obs = StreamObserver(Protocol.ANTHROPIC_MESSAGES, start=0.0)
+    obs.headers(200, 0.0)
+    obs.observe(body, 0.0)
+    found = [(f["rule"], f["event_index"]) for f in obs.finish(0.0).extra["conformance"]]
+    assert found == [("anthropic_messages.index_type", 1), ("anthropic_messages.no_block", 1)]
+    py, node = sdks.python("anthropic", body), sdks.node([("anthropic", body)])[0]
+    want_py, want_node = RULES[found[0][0]].python, RULES[found[1][0]].node
+    assert (py.ok, py.error) == (False, want_py.error) and py.message.startswith(want_py.message)
+    assert (node.ok, node.error) == (False, want_node.error) and node.message.startswith(want_node.message)

@@ -1307,6 +1307,39 @@ CASES = [
         _text_is(r_text, "Hi"),
     ),
     Case(
+        "responses a message done without content: Node raises, Python reads the completed response",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _part(2, 0, 0)
+        + _text(3, 0, 0)
+        + _done(4, 0, {k: v for k, v in _MSG.items() if k != "content"})
+        + _completed(_MSG, seq=5),
+        [("openai_responses.message_content", 4)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a message without content in response.in_progress: Node raises",
+        "responses",
+        R_CREATED
+        + _r("response.in_progress", 1, response=_resp("in_progress", [{**_MSG_ADDED, "content": None}]))
+        + _completed(_MSG, seq=2),
+        [("openai_responses.message_content", 1)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses response.completed's message without content: Python loses its text, Node raises",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _part(2, 0, 0)
+        + _text(3, 0, 0)
+        + _done(4, 0, _MSG)
+        + _completed({k: v for k, v in _MSG.items() if k != "content"}, seq=5),
+        [("openai_responses.completed_message_content", 5)],
+        _text_is(r_text, ""),
+    ),
+    Case(
         "responses a message added with content null, then a part: both raise",
         "responses",
         R_CREATED

@@ -344,6 +344,22 @@ CASES = [
         },
     ),
     Case(
+        "i: a signature_delta whose signature is missing: the SDKs set it as it came",
+        START
+        + bs(0, THINK)
+        + th(0, "hm")
+        + ev("content_block_delta", index=0, delta={"type": "signature_delta", "thinking": "x"})
+        + st(0)
+        + bs(1, TEXT)
+        + td(1, "Hi")
+        + st(1)
+        + END,
+        ("accepted", "end_turn", "Hi", [], "hm"),
+        ("Hi", []),
+        [],
+        ["a signature_delta whose signature is None (index 0): left out"],
+    ),
+    Case(
         "f: content after message_stop: Python reads it into the message, Node does not",
         START + bs(0, TEXT) + td(0, "Hi") + st(0) + END + td(0, " there") + md("max_tokens"),
         ("accepted", "max_tokens", "Hi there", [], ""),

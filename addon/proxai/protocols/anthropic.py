@@ -679,6 +679,9 @@ class AnthropicGrammar(GrammarBase):
         field, kind = carried
         value = delta.get(field)
         if type(value) is not str:
+            if kind == "signature":  # the SDKs set the block's signature as it came: none to carry
+                what = f"a signature_delta whose signature is {value!r} (index {idx}): left out"
+                return self.acc.finding_once("anthropic.signature_not_string", "quirk", what)
             raise UpstreamProtocolError(f"{dtype} without {field} (index {idx})")
         acc = self.acc
         if kind == "text":

@@ -149,7 +149,8 @@ def delta_index(g: AnthropicGrammar, obj: dict[str, Any]) -> Key | None:
     """The block a ``content_block_delta`` goes to, as the SDK that reads it does: both (a note),
     anthropic-python only (``index_form``: Node writes it where it is lost), anthropic-node only
     (``index_type_python``: Python raises TypeError); ``None`` when neither does (``index_type``:
-    dropped; a translation ends with an error, having nothing to carry)."""
+    dropped; a translation ends with an error, having nothing to carry; before any block, an index
+    that names none, for the caller's ``no_block``)."""
     raw = obj.get("index")
     if type(raw) is int:
         return by_place(g, raw, "content_block_delta")
@@ -166,7 +167,9 @@ def delta_index(g: AnthropicGrammar, obj: dict[str, Any]) -> Key | None:
         g.conform("anthropic_messages.index_type", f"content_block_delta index {raw!r}: no SDK reads it")
         if g.out is not None:
             raise UpstreamProtocolError(f"content_block_delta index {raw!r} names no block")
-        return None
+        # Before any block anthropic-node raises (it reads the last block's type): the caller's
+        # rules judge it as a delta for no block (``no_block``).
+        return -1 if not n else None
     if node == py:
         g.acc.finding_once(
             "anthropic.index_not_integer", "quirk", f"content_block_delta index {raw!r} read as {py}"

@@ -927,10 +927,18 @@ _RULES = (
     Rule(
         "openai_responses.message_content",
         R,
-        "a message item is added with a `content` array (openai-node lists the text of every message "
-        "at each one added, `addOutputText`: a string passes, openai-python reads it only when a part "
-        "comes, `message_content_part`)",
+        "every message item has a `content` array: added, done and in a lifecycle event's output "
+        "(openai-node lists the text of every message there, `addOutputText`: a string passes; "
+        "openai-python reads an added one's only when a part comes, `message_content_part`)",
         Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "output.content is not iterable"),
+    ),
+    Rule(
+        "openai_responses.completed_message_content",
+        R,
+        "`response.completed`'s output messages have a `content` array (it is openai-python's final "
+        "response; openai-node lists their text)",
+        Reaction("loses", loses="the message's parts (its text)"),
         Reaction("raises", "OpenAIError", "output.content is not iterable"),
     ),
     Rule(

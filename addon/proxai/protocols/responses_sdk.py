@@ -126,6 +126,7 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
 
 #: every rule ``SdkView`` reports
 RULES = frozenset(_PAIRS.values()) | {
+    "openai_responses.completed_message_content",
     "openai_responses.created_first",
     "openai_responses.not_completed",
     "openai_responses.completed_output",
@@ -320,6 +321,7 @@ class SdkView:
             self._node = list(recs)
             for rec in recs:
                 self._fast(rec)
+            self._listless(_CREATED, recs)
         else:
             self._node = None
             self._report(None, "output", "response.created has no response.output")
@@ -338,6 +340,7 @@ class SdkView:
             self._node = [Out(i if type(i) is dict else {}) for i in output]
             for rec in self._py.values():
                 self._fast(rec)
+            self._listless(etype, self._node)
         if etype in _TERMINAL and etype != _COMPLETED:
             self._conform("openai_responses.not_completed", f"the stream ended with {etype}")
         if (py, node) == (None, "output") and etype == _COMPLETED:
@@ -353,6 +356,20 @@ class SdkView:
             if not self._final_identity(output if type(output) is list else []):
                 self._unfinished(output if type(output) is list else [])
             self.texts = _final_texts(output if type(output) is list else [])
+
+    def _listless(self, etype: str, recs: list[Out]) -> None:
+        """A lifecycle event's output with a message whose content openai-node cannot iterate (its
+        ``addOutputText`` lists every message's text): ``response.completed``'s is openai-python's
+        final response too, where that message has no parts."""
+        at = next((k for k, r in enumerate(recs) if r.type == "message" and not r.iterable), None)
+        if at is None:
+            return
+        if etype == _COMPLETED:
+            self._conform(
+                "openai_responses.completed_message_content", f"{etype}'s message {at} has no content array"
+            )
+        else:
+            self._report(None, "content_list", f"{etype}'s message {at} has no content array")
 
     def _replaced(self, etype: str, output: list[Any]) -> None:
         """openai-python's ``accumulate_event`` at a ``response.created`` / ``queued`` /
@@ -444,6 +461,8 @@ class SdkView:
             else:
                 old.oi = _NO
                 self._node[oi] = rec  # type: ignore[index]
+                if rec.type == "message" and not rec.iterable:  # addOutputText, as at the added item
+                    self._report(None, "content_list", f"message item {oi} done without a content array")
         if node and (py is None or (py, node) not in _PAIRS):
             self._report(
                 None, node, f"output_item.done at output_index {oi}, which openai-node does not have"
