@@ -339,11 +339,11 @@ class StreamCarrier:
             now = self.clock()
         try:
             if (
-                chunk[-2:] == b"\n\n"
+                not self._held  # first: a guarded read mostly holds a piece (no slice then)
+                and chunk[-2:] == b"\n\n"
                 and self.state is CarrierState.STREAMING
                 and self.translator is None
                 and self.decoder is None
-                and not self._held
                 and self.observe_error is None
             ):
                 # The hot read, most reads of every observed flow: uncompressed pass-through, whole
@@ -391,7 +391,7 @@ class StreamCarrier:
         if sent < 0:  # not the hot read's one chunk
             if b"" in out:
                 out = [b for b in out if b]  # never b"" mid-stream
-            sent = sum(map(len, out))
+            sent = len(out[0]) if len(out) == 1 else sum(map(len, out))
         self.client_bytes += sent
         kept = self.kept
         if kept is not None and sent:
@@ -596,8 +596,11 @@ class StreamCarrier:
         if not held:
             out = [done]
         elif held_len < _JOIN_HELD:  # one write for a small event held in pieces
-            held.append(done)
-            out = [b"".join(held)]
+            if len(held) == 1:
+                out = [held[0] + done]
+            else:
+                held.append(done)
+                out = [b"".join(held)]
         else:  # a large held event goes out as its pieces came (no copy)
             out = held
             if len(out[-1]) < _JOIN_HELD:
