@@ -58,45 +58,58 @@ FOUND: dict[str, list[tuple[str, int]]] = {
         ("openai_chat.chunk_object", 0),
         ("openai_chat.no_valid_chunk", 18),
     ],
-    "chat/groq--pydantic-ai--groq-model-web-search-tool-stream.sse": [("openai_chat.no_role", 226)],
+    "chat/groq--pydantic-ai--groq-model-web-search-tool-stream.sse": [
+        ("openai_chat.node_replaced_field", 1),
+        ("openai_chat.no_role", 226),
+    ],
     "chat/mistral--vercel-ai--mistral-incremental-tool-call.rebuilt.sse": [("openai_chat.no_role", 3)],
     "chat/mistral--vercel-ai--mistral-tool-call.rebuilt.sse": [("openai_chat.tool_call_no_index", 1)],
-    # magistral: the content as a list of parts in every chunk, without an index
     "chat/mistral--vercel-ai--mistral-reasoning.rebuilt.sse": [("openai_chat.content_list_index", 1)],
-    # OpenRouter's web plugin: one url_citation annotation per chunk, without an index
     "chat/openrouter--pydantic-ai--openrouter-web-search-annotations-stream.sse": [
         ("openai_chat.delta_list_index", 1)
     ],
     "chat/perplexity--vercel-ai--perplexity-citations.rebuilt.sse": [("openai_chat.chunk_object", 7)],
     "chat/perplexity--vercel-ai--perplexity-text.rebuilt.sse": [("openai_chat.chunk_object", 7)],
     "chat/snowflake--pydantic-ai--snowflake-model-streaming.sse": [("openai_chat.no_finish_reason", 3)],
-    "chat/snowflake--pydantic-ai--snowflake-thinking-streaming.sse": [("openai_chat.no_finish_reason", 16)],
-    "chat/azure--req-llm--deepseek-r1-0528-streaming.sse": [("openai_chat.finish_length", 51)],
+    "chat/snowflake--pydantic-ai--snowflake-thinking-streaming.sse": [
+        ("openai_chat.node_replaced_field", 1),
+        ("openai_chat.no_finish_reason", 16),
+    ],
+    "chat/azure--req-llm--deepseek-r1-0528-streaming.sse": [
+        ("openai_chat.node_replaced_field", 3),
+        ("openai_chat.finish_length", 51),
+    ],
     "chat/cerebras--req-llm--qwen-3-235b-a22b-thinking-2507-streaming.sse": [
         ("openai_chat.finish_length", 37)
     ],
     "chat/zai--req-llm--coding-glm-4-5-streaming.sse": [
         ("openai_chat.chunk_object", 0),
+        ("openai_chat.node_replaced_field", 1),
         ("openai_chat.no_valid_chunk", 153),
     ],
     "chat/zai--req-llm--coding-glm-4-6-object-streaming.sse": [
         ("openai_chat.chunk_object", 0),
+        ("openai_chat.node_replaced_field", 1),
         ("openai_chat.no_valid_chunk", 144),
     ],
     "chat/zai--req-llm--glm-4-5-object-streaming.sse": [
         ("openai_chat.chunk_object", 0),
+        ("openai_chat.node_replaced_field", 1),
         ("openai_chat.no_valid_chunk", 185),
     ],
     "chat/zai--req-llm--glm-4-5-reasoning-streaming.sse": [
         ("openai_chat.chunk_object", 0),
+        ("openai_chat.node_replaced_field", 1),
         ("openai_chat.no_valid_chunk", 226),
     ],
     "chat/zai--req-llm--glm-4-5-streaming.sse": [
         ("openai_chat.chunk_object", 0),
+        ("openai_chat.node_replaced_field", 1),
         ("openai_chat.no_valid_chunk", 154),
     ],
     "chat/zai--req-llm--glm-4-6-object-streaming.sse": [
         ("openai_chat.chunk_object", 0),
+        ("openai_chat.node_replaced_field", 1),
         ("openai_chat.no_valid_chunk", 131),
     ],
     "responses/github--vercel-ai--github-copilot-id-rotation-1.rebuilt.sse": [
@@ -116,6 +129,113 @@ FOUND: dict[str, list[tuple[str, int]]] = {
     "responses/openai--vercel-ai--openai-shell-tool-1-part1of2.rebuilt.sse": [
         ("openai_responses.unknown_event", 3)
     ],
+    "chat/alibaba--vercel-ai--alibaba-reasoning.rebuilt.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/azure--req-llm--deepseek-r1-0528-reasoning-streaming.sse": [("openai_chat.node_replaced_field", 3)],
+    "chat/azure--req-llm--deepseek-r1-streaming.sse": [("openai_chat.node_replaced_field", 3)],
+    "chat/azure--vercel-ai--azure-deepseek-reasoning-1.rebuilt.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/cerebras--req-llm--gpt-oss-120b-object-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/cerebras--req-llm--gpt-oss-120b-reasoning-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/cerebras--req-llm--gpt-oss-120b-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--chatlas--deepseek-respects-turns-interface-2.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/deepseek--chatlas--deepseek-respects-turns-interface-3.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/deepseek--chatlas--deepseek-respects-turns-interface.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--chatlas--deepseek-simple-request.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--chatlas--deepseek-simple-streaming-request.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--chatlas--deepseek-tool-variations-2.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--chatlas--deepseek-tool-variations-3.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--chatlas--deepseek-tool-variations-async-2.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--chatlas--deepseek-tool-variations-async-3.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--chatlas--deepseek-tool-variations-async-4.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--chatlas--deepseek-tool-variations-async.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--chatlas--deepseek-tool-variations.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--codecompanion--deepseek-streaming.rebuilt.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--codecompanion--deepseek-tools-no-params-streaming.rebuilt.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/deepseek--codecompanion--deepseek-tools-streaming.rebuilt.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/deepseek--pydantic-ai--deepseek-model-thinking-stream.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/deepseek--vercel-ai--deepseek-reasoning.rebuilt.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/deepseek--vercel-ai--deepseek-tool-call.rebuilt.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/groq--pydantic-ai--groq-model-thinking-part-iter-2.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/groq--pydantic-ai--tool-use-failed-error-streaming-2.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/groq--pydantic-ai--tool-use-failed-error-streaming-3.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/groq--pydantic-ai--tool-use-failed-error-streaming-with-text-2.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/groq--pydantic-ai--tool-use-failed-error-streaming-with-text.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/groq--pydantic-ai--tool-use-failed-error-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/groq--req-llm--openai-gpt-oss-120b-object-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/groq--req-llm--openai-gpt-oss-120b-reasoning-streaming.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/groq--req-llm--openai-gpt-oss-120b-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/groq--req-llm--openai-gpt-oss-20b-object-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/groq--req-llm--openai-gpt-oss-20b-reasoning-streaming.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/groq--req-llm--openai-gpt-oss-20b-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/groq--vercel-ai--groq-reasoning.rebuilt.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/openrouter--codecompanion--openrouter-reasoning-streaming.rebuilt.sse": [
+        ("openai_chat.node_replaced_field", 1)
+    ],
+    "chat/openrouter--codecompanion--openrouter-tools-streaming.rebuilt.sse": [
+        ("openai_chat.node_replaced_field", 1)
+    ],
+    "chat/openrouter--pydantic-ai--openrouter-stream-error.sse": [("openai_chat.node_replaced_field", 1)],
+    "chat/openrouter--pydantic-ai--openrouter-streaming-reasoning.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/openrouter--req-llm--anthropic-claude-haiku-4-5-streaming.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/openrouter--req-llm--google-gemini-2-5-flash-lite-preview-09-2025-streaming.sse": [
+        ("openai_chat.node_replaced_field", 1)
+    ],
+    "chat/openrouter--req-llm--google-gemini-2-5-flash-lite-streaming.sse": [
+        ("openai_chat.node_replaced_field", 1)
+    ],
+    "chat/openrouter--req-llm--google-gemini-2-5-flash-preview-09-2025-streaming.sse": [
+        ("openai_chat.node_replaced_field", 1)
+    ],
+    "chat/openrouter--req-llm--google-gemini-2-5-flash-streaming.sse": [
+        ("openai_chat.node_replaced_field", 1)
+    ],
+    "chat/openrouter--req-llm--google-gemini-2-5-pro-preview-05-06-streaming.sse": [
+        ("openai_chat.node_replaced_field", 1)
+    ],
+    "chat/openrouter--req-llm--google-gemini-2-5-pro-preview-06-05-streaming.sse": [
+        ("openai_chat.node_replaced_field", 1)
+    ],
+    "chat/openrouter--req-llm--google-gemini-2-5-pro-streaming.sse": [("openai_chat.node_replaced_field", 1)],
+    "chat/openrouter--req-llm--google-gemini-3-flash-preview-streaming.sse": [
+        ("openai_chat.node_replaced_field", 1)
+    ],
+    "chat/openrouter--req-llm--minimax-minimax-m2-free-streaming.sse": [
+        ("openai_chat.node_replaced_field", 1)
+    ],
+    "chat/openrouter--req-llm--openai-gpt-5-codex-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/openrouter--req-llm--openai-gpt-oss-120b-exacto-streaming.sse": [
+        ("openai_chat.node_replaced_field", 2)
+    ],
+    "chat/openrouter--req-llm--openai-gpt-oss-120b-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/openrouter--req-llm--x-ai-grok-code-fast-1-streaming.sse": [("openai_chat.node_replaced_field", 2)],
+    "chat/xai--req-llm--grok-3-mini-streaming.sse": [("openai_chat.node_replaced_field", 1)],
+    "chat/xai--req-llm--grok-code-fast-1-streaming.sse": [("openai_chat.node_replaced_field", 1)],
+    "chat/xai--vercel-ai--xai-text-2.rebuilt.sse": [("openai_chat.node_replaced_field", 1)],
+    "chat/xai--vercel-ai--xai-text.rebuilt.sse": [("openai_chat.node_replaced_field", 1)],
+    "chat/xai--vercel-ai--xai-tool-call-2.rebuilt.sse": [("openai_chat.node_replaced_field", 1)],
+    "chat/xai--vercel-ai--xai-tool-call.rebuilt.sse": [("openai_chat.node_replaced_field", 1)],
+    "chat/z--pydantic-ai--zai-thinking-stream.sse": [("openai_chat.node_replaced_field", 1)],
 }
 
 
@@ -134,6 +254,9 @@ def _summary(kind: str, data: bytes) -> Any:
     obs.headers(200, 0.0)
     obs.observe(data, 0.0)
     return obs.finish(0.0)
+
+
+NODE_REPLACED = "openai_chat.node_replaced_field"
 
 
 def test_the_corpus_breaks_exactly_these_rules() -> None:
@@ -168,8 +291,14 @@ def test_the_sdks_react_to_the_real_stream_as_the_finding_says(
     name: str, node_reactions: dict[str, sdks.Reaction]
 ) -> None:
     kind = name.split("/", maxsplit=1)[0]
-    rule = RULES[FOUND[name][0][0]]
+    # the first rule but openai-node's replaced reasoning, which most reasoning streams break too
+    rules = [r for r, _ in FOUND[name] if r != NODE_REPLACED] or [NODE_REPLACED]
+    rule = RULES[rules[0]]
     py = sdks.python(kind, (REAL / name).read_bytes())
+    if rules == [NODE_REPLACED] and not py.ok and py.error == "APIError":
+        # the stream ends with the upstream's error event: both SDKs raise it before any final object
+        assert (node_reactions[name].ok, node_reactions[name].error) == (False, "APIError")
+        return
     if name in NO_CHUNK_KEPT:
         assert not py.ok and py.error == "AssertionError", py
         node = node_reactions[name]
@@ -184,3 +313,22 @@ def test_the_sdks_react_to_the_real_stream_as_the_finding_says(
         assert py_choice["message"]["content"] == node_choice["message"]["content"]
     if rule.id == "openai_chat.no_finish_reason":
         assert py.final["choices"][0]["finish_reason"] is None  # what the Python SDK loses
+    if rule.id == NODE_REPLACED:
+        # openai-python joins the reasoning; openai-node keeps its last piece (or null)
+        py_msg, node_msg = (
+            py.final["choices"][0]["message"],
+            node_reactions[name].final["choices"][0]["message"],
+        )
+        field = "reasoning_content" if py_msg.get("reasoning_content") else "reasoning"
+        assert py_msg[field] and node_msg.get(field) != py_msg[field], (
+            py_msg.get(field),
+            node_msg.get(field),
+        )
+        assert node_msg.get(field) is None or py_msg[field].endswith(node_msg[field])
+
+
+def test_openai_node_loses_the_reasoning_of_most_reasoning_streams_of_the_corpus() -> None:
+    """The corpus's Chat streams whose reasoning openai-node loses (every one whose reasoning comes
+    in more than one chunk, or with a null after it; three of them end with an error event)."""
+    replaced = sorted(n for n, rules in FOUND.items() if NODE_REPLACED in [r for r, _ in rules])
+    assert len(replaced) == 72

@@ -1911,6 +1911,52 @@ CASES = [
         _text_is(c_tools, [("function", "f", '{"a":' * 201 + "1" + "}" * 201)]),
     ),
     Case(
+        "chat reasoning_content in two chunks (openai-node keeps the last piece)",
+        "chat",
+        C_ROLE
+        + _c({"reasoning_content": "Let"})
+        + _c({"reasoning_content": " me"})
+        + _c({"content": "Hi"})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.node_replaced_field", 2)],
+        _text_is(lambda f: f["choices"][0]["message"]["reasoning_content"], "Let me"),
+        _text_is(lambda f: f["choices"][0]["message"]["reasoning_content"], " me"),
+    ),
+    Case(
+        "chat reasoning, then content beside reasoning: null (DeepSeek's shape: openai-node keeps null)",
+        "chat",
+        C_ROLE + _c({"reasoning": "Let me"}) + _c({"content": "Hi", "reasoning": None}) + C_STOP + C_DONE,
+        [("openai_chat.node_replaced_field", 2)],
+        _text_is(lambda f: f["choices"][0]["message"]["reasoning"], "Let me"),
+        _text_is(lambda f: f["choices"][0]["message"]["reasoning"], None),
+    ),
+    Case(
+        "chat reasoning in one chunk, null before it (nothing lost, nothing to say)",
+        "chat",
+        C_ROLE
+        + _c({"content": "", "reasoning": None})
+        + _c({"reasoning": "Let me"})
+        + _c({"content": "Hi"})
+        + C_STOP
+        + C_DONE,
+        [],
+        _text_is(lambda f: f["choices"][0]["message"]["reasoning"], "Let me"),
+        _text_is(lambda f: f["choices"][0]["message"]["reasoning"], "Let me"),
+    ),
+    Case(
+        "chat annotations with indexes in two chunks (openai-node keeps the last list)",
+        "chat",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": [dict(_CITE_A, index=0)]})
+        + _c({"annotations": [dict(_CITE_B, index=1)]})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.node_replaced_field", 2)],
+        _text_is(c_cited, ["https://a", "https://b"]),
+        _text_is(c_cited, ["https://b"]),
+    ),
+    Case(
         "chat a choice that is a number",
         "chat",
         C_HI + _raw(_chunk([1])) + C_STOP + C_DONE,

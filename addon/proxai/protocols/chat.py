@@ -40,7 +40,16 @@ from proxai.core.sse import RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Output, Phase, Sink, Stop, TokenUsage
 
-from .chat_delta import calls_end, choice_index, delta_conforms, end_conforms, node_index, tool_index
+from .chat_delta import (
+    calls_end,
+    choice_index,
+    delta_conforms,
+    end_conforms,
+    node_index,
+    node_replaced,
+    not_an_object,
+    tool_index,
+)
 from .chat_fields import AUDIO_KEY, REASONING_KEY, REFUSAL_KEY, TEXT_KEY, fast_fields
 from .chat_usage import usage_in
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
@@ -134,6 +143,7 @@ class ChatGrammar(GrammarBase):
         "_cur",
         "_cut",
         "_open",
+        "_reasoned",
         "_redacted",
         "_roles",
         "_typed",
@@ -155,6 +165,7 @@ class ChatGrammar(GrammarBase):
         self._open: list[BlockKey] = []  # the writer's open blocks in start order
         self._usage: dict[str, Any] | None = None  # the last usage the upstream reported
         self._redacted = 0  # redacted thinking blocks opened (their keys)
+        self._reasoned: str | None = None  # choice 0's reasoning field (chat_delta.node_replaced)
         # Choice 0's tool calls by ``tool_calls[].index`` (``acc.tools`` keys them by (choice,
         # index): a fragment finds its call without building and hashing that tuple)
         self._calls: dict[int, ToolBuffer] = {}
@@ -332,9 +343,8 @@ class ChatGrammar(GrammarBase):
         self._identity(obj)
         finished = False
         for c in choices:
-            if type(c) is not dict:  # openai-python reads its index; openai-node skips it, or raises on null
-                rule = "openai_chat.choice_null" if c is None else "openai_chat.choice_object"
-                self.conform(rule, f"a choice that is {str(c)[:40]}")
+            if type(c) is not dict:
+                not_an_object(self, c, "choice")
                 continue
             if out is not None and self.normalize and c.get("index", 0) != 0:
                 # n > 1 in normalize mode: the other choices pass through as they came
@@ -410,8 +420,7 @@ class ChatGrammar(GrammarBase):
         """One choice of a chunk (``out``: the writer, when it takes it); True if it has a finish_reason."""
         acc = self.acc
         cidx = choice.get("index")
-        if not (indexed := isinstance(cidx, int)):
-            cidx, indexed = choice_index(self, cidx)
+        cidx, indexed = (cidx, True) if isinstance(cidx, int) else choice_index(self, cidx)
         if cidx not in self.choices:
             if cidx != len(self.choices):
                 expected = len(self.choices)
@@ -481,6 +490,8 @@ class ChatGrammar(GrammarBase):
         if not reasoning:
             field = "reasoning"
             reasoning = delta.get(field)
+        if cidx == 0 and (reasoning or self._reasoned is not None):  # (openai-node keeps a last value)
+            node_replaced(self, field if reasoning else None, delta)
         if reasoning:
             # OpenAI-compatible providers (vLLM, DeepSeek, ...) stream reasoning here; a target
             # that has a slot gets it as thinking instead of losing it silently
@@ -529,9 +540,8 @@ class ChatGrammar(GrammarBase):
                     raise UpstreamProtocolError("delta.tool_calls is not an array")
                 return
             for pos, tc in enumerate(calls):
-                if type(tc) is not dict:  # openai-python raises; openai-node skips it, or raises on null
-                    rule = "openai_chat.tool_call_null" if tc is None else "openai_chat.tool_call_object"
-                    self.conform(rule, f"a tool-call delta that is {str(tc)[:40]}")
+                if type(tc) is not dict:
+                    not_an_object(self, tc, "tool-call delta")
                     continue
                 self._tool_delta(cidx, pos, tc, now, out)
             calls_end(self, cidx, calls)  # the calls openai-node ends at this chunk (conformance)

@@ -133,6 +133,17 @@ def choice_index(g: ChatGrammar, v: Any) -> tuple[int, bool]:
     return n, True
 
 
+def not_an_object(g: ChatGrammar, v: Any, what: str) -> None:
+    """An entry of ``choices`` (``what``: "choice") or of a delta's ``tool_calls`` that is no
+    object, which the grammar does not read: openai-python reads its ``index`` (or merges it into
+    the calls) and raises; openai-node skips it, or raises on null."""
+    if what == "choice":
+        rule = "openai_chat.choice_null" if v is None else "openai_chat.choice_object"
+    else:
+        rule = "openai_chat.tool_call_null" if v is None else "openai_chat.tool_call_object"
+    g.conform(rule, f"a {what} that is {str(v)[:40]}")
+
+
 def tool_index(g: ChatGrammar, v: Any) -> int | None:
     """A tool-call delta's ``index``: an integer, or a string of digits or an integral float both
     SDKs read as that integer (openai-python's message model converts it, openai-node finds the
@@ -143,6 +154,30 @@ def tool_index(g: ChatGrammar, v: Any) -> int | None:
     if n is not None:
         g.acc.finding_once("openai_chat.index_not_integer", "quirk", f"tool call index {v!r} read as {n}")
     return n
+
+
+#: ``ChatGrammar._reasoned`` once openai-node's loss is found: a key no delta has
+SPENT = "\0"
+
+
+def node_replaced(g: ChatGrammar, field: str | None, delta: dict[str, Any]) -> None:
+    """Choice 0's delta, where its reasoning text came in a field openai-node does not model
+    (``g._reasoned``) or comes now (``field``): openai-node assigns such a field's value to the
+    message at every chunk that carries it (``Object.assign``), so a later chunk with that field,
+    null or another piece, replaces the text so far, where openai-python joins the pieces:
+    ``openai_chat.node_replaced_field`` (DeepSeek's content chunks carry ``reasoning_content:
+    null``). Then nothing more is looked at (``SPENT``)."""
+    held = g._reasoned
+    if held is None:
+        g._reasoned = field
+    elif held in delta:
+        g._reasoned = SPENT
+        g.conform(
+            "openai_chat.node_replaced_field",
+            f"choice 0: delta.{held} again after its text (openai-node keeps the last value)",
+        )
+    elif field is not None:
+        g._reasoned = field
 
 
 def _kind(entries: list[Any]) -> str:
@@ -179,12 +214,19 @@ def _merge(g: ChatGrammar, cidx: int, field: str, value: list[Any]) -> None:
     held = memo.get(key)
     if held is _TEXT or (field == "content" and held is None and g.acc.text_bytes):
         return  # a list is no string: openai-python leaves its content as it was
-    if held is _SCALARS:  # appended to the strings and numbers
-        memo[key] = _OBJECTS if _kind(value) is _OBJECTS else _SCALARS
-    elif held is _OBJECTS:  # merged by index
-        if not _merges(value):
-            rule = "openai_chat.content_list_index" if field == "content" else "openai_chat.delta_list_index"
-            g.conform(rule, f"choice {cidx}: delta.{field} again a list whose objects have no index")
+    if held is _SCALARS or (held is _OBJECTS and _merges(value)):
+        # openai-python appends the strings and numbers, merges the objects by index; openai-node
+        # assigns the field at every chunk: the last list replaces the earlier entries
+        if field != "content":
+            g.conform(
+                "openai_chat.node_replaced_field",
+                f"choice {cidx}: delta.{field} again a list (openai-node keeps the last one)",
+            )
+        if held is _SCALARS:
+            memo[key] = _OBJECTS if _kind(value) is _OBJECTS else _SCALARS
+    elif held is _OBJECTS:  # merged by index: an object without one raises
+        rule = "openai_chat.content_list_index" if field == "content" else "openai_chat.delta_list_index"
+        g.conform(rule, f"choice {cidx}: delta.{field} again a list whose objects have no index")
     elif _indexed(value):  # merged by index into nothing (not judged: see above)
         memo[key] = _OBJECTS
     else:  # taken as it came

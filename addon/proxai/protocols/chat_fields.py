@@ -52,6 +52,11 @@ def fast_fields(g: ChatGrammar, delta: dict[str, Any]) -> bool:
     content = delta.get("content")
     if (reasoning and type(reasoning) is not str) or (content and type(content) is not str):
         return False
+    if (reasoned := g._reasoned) is not None:
+        if reasoned in delta:  # openai-node replaces the field's value: judged on the general path
+            return False
+    elif reasoning:
+        g._reasoned = field
     g._valid = True  # its object is chat.completion.chunk
     if role:
         g._roles.add(0)

@@ -457,6 +457,17 @@ _RULES = (
         Reaction("loses", loses="the parts (it appends each list to the content as a string)"),
     ),
     Rule(
+        "openai_chat.node_replaced_field",
+        C,
+        "a delta field openai-node does not model (`reasoning_content`, `reasoning`, a list such as "
+        "`annotations`) comes in one chunk of a choice, not again after its value (openai-node "
+        "assigns it at every chunk that carries it, null included; openai-python joins the pieces)",
+        Reaction("tolerates"),
+        Reaction(
+            "loses", loses="the field's earlier values (a reasoning text keeps its last piece, or null)"
+        ),
+    ),
+    Rule(
         "openai_chat.no_role",
         C,
         "every choice gets a `role`",
