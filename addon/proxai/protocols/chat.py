@@ -40,16 +40,8 @@ from proxai.core.sse import RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import BlockKey, BlockKind, Citation, Output, Phase, Sink, Stop, TokenUsage
 
-from .chat_delta import (
-    calls_end,
-    choice_index,
-    delta_conforms,
-    end_conforms,
-    node_index,
-    node_replaced,
-    not_an_object,
-    tool_index,
-)
+from . import chat_delta as cd
+from .chat_delta import calls_end, delta_conforms, end_conforms
 from .chat_fields import AUDIO_KEY, REASONING_KEY, REFUSAL_KEY, TEXT_KEY, fast_fields
 from .chat_usage import usage_in
 from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
@@ -344,7 +336,7 @@ class ChatGrammar(GrammarBase):
         finished = False
         for c in choices:
             if type(c) is not dict:
-                not_an_object(self, c, "choice")
+                cd.not_an_object(self, c, "choice")
                 continue
             if out is not None and self.normalize and c.get("index", 0) != 0:
                 # n > 1 in normalize mode: the other choices pass through as they came
@@ -378,7 +370,7 @@ class ChatGrammar(GrammarBase):
             if len(choices) > 1:
                 raise TranslationError("multi-choice chunks (n > 1) cannot be translated", "choices")
             ci = as_dict(choices[0]).get("index")
-            if ci is not None and ci != 0 and (as_int(ci) or node_index(ci)):
+            if ci is not None and ci != 0 and (as_int(ci) or cd.node_index(ci)):
                 raise TranslationError("only choice index 0 can be translated", "choices[].index")
         if self.state is State.WAITING:
             cid = obj.get("id")
@@ -420,7 +412,7 @@ class ChatGrammar(GrammarBase):
         """One choice of a chunk (``out``: the writer, when it takes it); True if it has a finish_reason."""
         acc = self.acc
         cidx = choice.get("index")
-        cidx, indexed = (cidx, True) if isinstance(cidx, int) else choice_index(self, cidx)
+        cidx, indexed = (cidx, True) if isinstance(cidx, int) else cd.choice_index(self, cidx)
         if cidx not in self.choices:
             if cidx != len(self.choices):
                 expected = len(self.choices)
@@ -491,7 +483,7 @@ class ChatGrammar(GrammarBase):
             field = "reasoning"
             reasoning = delta.get(field)
         if cidx == 0 and (reasoning or self._reasoned is not None):  # (openai-node keeps a last value)
-            node_replaced(self, field if reasoning else None, delta)
+            cd.node_replaced(self, field if reasoning else None, delta)
         if reasoning:
             # OpenAI-compatible providers (vLLM, DeepSeek, ...) stream reasoning here; a target
             # that has a slot gets it as thinking instead of losing it silently
@@ -541,7 +533,7 @@ class ChatGrammar(GrammarBase):
                 return
             for pos, tc in enumerate(calls):
                 if type(tc) is not dict:
-                    not_an_object(self, tc, "tool-call delta")
+                    cd.not_an_object(self, tc, "tool-call delta")
                     continue
                 self._tool_delta(cidx, pos, tc, now, out)
             calls_end(self, cidx, calls)  # the calls openai-node ends at this chunk (conformance)
@@ -661,7 +653,7 @@ class ChatGrammar(GrammarBase):
         after the calls so far (without an id either: its position in the chunk; a translation
         cannot key it)."""
         acc = self.acc
-        given = tool_index(self, tc.get("index"))
+        given = cd.tool_index(self, tc.get("index"))
         if given is None:
             self.conform("openai_chat.tool_call_no_index", "a tool-call delta without an integer index")
         idx = given
