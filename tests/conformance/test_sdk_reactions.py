@@ -2206,6 +2206,21 @@ CASES = [
         _text_is(c_tools, [("function", "f", "{}"), ("function", "g", "{}")]),
     ),
     Case(
+        "chat choice 1 ends with finish_reason length, choice 0 with stop",
+        "chat",
+        _c({"role": "assistant", "content": "Hi"})
+        + _c({"role": "assistant", "content": "Yo"}, index=1)
+        + _c({}, "stop")
+        + _c({}, "length", index=1)
+        + C_DONE,
+        [("openai_chat.finish_length", 5)],
+        None,
+        _text_is(
+            lambda f: [(c["message"]["content"], c["finish_reason"]) for c in f["choices"]],
+            [("Hi", "stop"), ("Yo", "length")],
+        ),
+    ),
+    Case(
         "responses an empty data: line after response.completed",
         "responses",
         R_CREATED + b"".join(R_ITEM) + R_COMPLETED + b"data: \n\n",

@@ -371,8 +371,9 @@ class StreamObserver:
         proto = self._proto
         acc = proto.acc
         acc.event_index = proto.events
+        choice, finish = proto.parsed_finish
         for rule, detail in at_end(
-            self.protocol, self.asked, acc.stop_reason, acc.tool_order, proto.final_texts
+            self.protocol, self.asked, finish, acc.tool_order, proto.final_texts, choice=choice
         ):
             proto.conform(rule, detail)
 

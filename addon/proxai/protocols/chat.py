@@ -129,6 +129,7 @@ class ChatGrammar(GrammarBase):
 
     protocol = Protocol.OPENAI_CHAT
     state: State
+    parsed_finish = property(cd.parsed_finish)  # the finish_reason openai-python's parse refuses
 
     __slots__ = (
         "_calls",
@@ -438,7 +439,7 @@ class ChatGrammar(GrammarBase):
             raise UpstreamProtocolError(f"openai_chat: finish_reason {reason!r} is not a string")
         if indexed:
             self.finished_choices.add(cidx)
-            calls_end(self, cidx, None)
+            calls_end(self, cidx, None, reason)
         if cidx == 0 or acc.stop_reason is None:
             acc.stop(reason, stop_reasons.CHAT)
             if reason not in stop_reasons.CHAT:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 # the delta fields openai-node reads in its own way, and tool_calls (rules of their own)
 _OWN = frozenset({"refusal", "role", "audio", "function_call", "tool_calls"})
 _EMPTY, _SCALARS, _OBJECTS, _TEXT = "empty", "scalars", "objects", "text"
+_REFUSED = frozenset({"length", "content_filter"})  # the finish reasons the parse helpers refuse
 _ROLE = "role"  # ``_typed``'s key of choice 0's last role when it is not ``assistant``
 
 
@@ -80,12 +81,14 @@ def end_conforms(g: ChatGrammar) -> None:
             return
 
 
-def calls_end(g: ChatGrammar, cidx: int, calls: list[Any] | None) -> None:
+def calls_end(g: ChatGrammar, cidx: int, calls: list[Any] | None, finish: str | None = None) -> None:
     """The tool calls openai-node's ``ChatCompletionStream`` ``#addChunk`` ends at a chunk, once
     the chunk's deltas are in its snapshot: the current call when a delta names another index
     (``calls``) or when the choice has its ``finish_reason`` (``None``); ``#emitToolCallDoneEvent``
     raises for a call without its ``type`` then, though a later delta gives it one
     (``openai_chat.tool_call_type``)."""
+    if finish in _REFUSED:  # (the choice's finish_reason, once it comes: ``parsed_finish``)
+        g._typed.setdefault(("finish", cidx), finish)
     cur = g._cur
     was = cur.get(cidx)
     for tc in calls or ():
@@ -97,6 +100,15 @@ def calls_end(g: ChatGrammar, cidx: int, calls: list[Any] | None) -> None:
         was = cur[cidx] = index
     if calls is None and was is not None:
         _ended(g, cidx, was)
+
+
+def parsed_finish(g: ChatGrammar) -> tuple[int, str | None]:
+    """openai-python's ``parse_chat_completion`` (``get_final_completion``) raises for the first
+    choice whose ``finish_reason`` is ``length`` or ``content_filter``, whichever choice it is
+    (openai-node's ``#accumulateChatCompletion`` too, with a strict tool): that choice and its
+    reason, else choice 0's (the stream's stop reason)."""
+    refused = [(k[1], r) for k, r in g._typed.items() if type(k) is tuple and k[0] == "finish"]
+    return min(refused) if refused else (0, g.acc.stop_reason)
 
 
 def _ended(g: ChatGrammar, cidx: int, index: int) -> None:

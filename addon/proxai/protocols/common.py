@@ -911,5 +911,11 @@ class GrammarBase:
         (Responses: ``response.completed``'s messages); else none."""
         return []
 
+    @property
+    def parsed_finish(self) -> tuple[int, str | None]:
+        """The choice and the stop reason the parse helpers judge (``conformance.at_end``): the
+        stream's; Chat's is the first choice's that they refuse (``chat_delta.parsed_finish``)."""
+        return 0, self.acc.stop_reason
+
 
 MAX_BODY_MESSAGE = 500

@@ -1182,6 +1182,8 @@ def at_end(
     stop_reason: str | None,
     tools: Iterable[ToolBuffer],
     texts: Iterable[str] = (),
+    *,
+    choice: int = 0,
 ) -> list[tuple[str, str]]:
     """The rules a stream that ended without a violation breaks, judged at its end from what the
     grammar read and the request (``asked``): a Chat ``custom`` tool call, the ``finish_reason``
@@ -1196,7 +1198,7 @@ def at_end(
     strict = asked.strict_tools
     finish = _FINISH.get((stop_reason or "", bool(strict))) if protocol is C else None
     if finish is not None:
-        found.append((finish, f"choice 0 ended with finish_reason {stop_reason!r}"))
+        found.append((finish, f"choice {choice} ended with finish_reason {stop_reason!r}"))
     # the answers a parse helper parses: Responses in a completed response; Chat unless the
     # finish_reason refused the completion first
     if asked.json_format and (stop_reason == "completed" if protocol is R else finish is None):
