@@ -946,6 +946,40 @@ CASES = [
         _text_is(a_text, "Hi there!"),
     ),
     Case(
+        "anthropic message_stop early (a named start carrying it), then a delta: both raise, no block",
+        "anthropic",
+        _A_S
+        + b'event: content_block_start\ndata: {"type":"message_stop"}\n\n'
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [
+            ("anthropic_messages.after_message_stop", 2),
+            ("anthropic_messages.no_block", 2),
+            ("anthropic_messages.block_index", 3),
+        ],
+        rule="anthropic_messages.no_block",
+    ),
+    Case(
+        "anthropic a delta after message_stop for a block that never started: Python IndexError",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _A_E
+        + _dl(3, {"type": "text_delta", "text": "x"}),
+        [("anthropic_messages.after_message_stop", 5), ("anthropic_messages.block_index", 5)],
+        None,
+        _text_is(a_text, "Hi"),
+        rule="anthropic_messages.block_index",
+    ),
+    Case(
+        "anthropic message_start without message: Python AttributeError, Node ends without a message",
+        "anthropic",
+        _a("message_start", {}) + _blk(0, _A_TEXT) + _dl(0, {"type": "text_delta", "text": "Hi"}) + _A_E,
+        [("anthropic_messages.message_start_message", 0), ("anthropic_messages.message_start_usage", 3)],
+    ),
+    Case(
         "anthropic a negative delta index past the first block: Python IndexError",
         "anthropic",
         _A_S + _blk(0, _A_TEXT) + _dl(-2, {"type": "text_delta", "text": "Hi"}) + _A_E,
@@ -1295,6 +1329,19 @@ CASES = [
         [],
         _text_is(c_message, ("Hi", "stop")),
         _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "responses a message's content_part.done without part: Node reads part.type",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _part(2, 0, 0)
+        + _text(3, 0, 0)
+        + _r("response.content_part.done", 4, item_id="msg_1", output_index=0, content_index=0)
+        + _done(5, 0, _MSG)
+        + _completed(_MSG, seq=6),
+        [("openai_responses.node_part_added_part", 4)],
+        _text_is(r_text, "Hi"),
     ),
     Case(
         "responses a message added without content, no part follows: Node raises at once, Python reads on",

@@ -41,7 +41,15 @@ from proxai.stream import stop_reasons
 from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
 from .anthropic_index import delta_index, start_index, stop_index
-from .anthropic_quirks import late_args, late_text, read_first, sdk_join, starts_normalized, unread_payload
+from .anthropic_quirks import (
+    after_stop,
+    late_args,
+    late_text,
+    read_first,
+    sdk_join,
+    starts_normalized,
+    unread_payload,
+)
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, FAMILIES, KINDS, KNOWN_EVENTS, TOOL_KINDS
 from .anthropic_usage import usage_into, usage_summary
 from .common import _NOT_JSON, NO_LEAN, Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes
@@ -142,6 +150,7 @@ class AnthropicGrammar(GrammarBase):
         "_stop_raw",
         "_usage",
         "blocks",
+        "late",
         "next_index",
         "state",
     )
@@ -159,6 +168,7 @@ class AnthropicGrammar(GrammarBase):
         self._lean_prefix = b""  # the armed block's payload up to its delta's string (``_lean``)
         self._lean_index = 0
         self._lean_text = True
+        self.late = 0  # content_block_start events after message_stop (``anthropic_quirks.after_stop``)
 
     @property
     def phase(self) -> Phase:
@@ -410,10 +420,15 @@ class AnthropicGrammar(GrammarBase):
 
     def _after_end(self, payloads: Payloads, base: int) -> None:
         """Events after ``message_stop``: the SDKs read on (Python into its message; Node raises on
-        a ``message_start`` and keeps its message otherwise). Not interpreted here."""
-        for k, (name, _data) in enumerate(payloads):
-            if name not in _DATA_ONLY and name not in _PING_NAMES:
-                self.acc.event_index = base + k
+        a ``message_start`` and keeps its message otherwise). Not interpreted here but the first
+        named one of each read, and each content event against the SDKs' blocks (``after_stop``)."""
+        first = True
+        for k, (name, data) in enumerate(payloads):
+            if name in _DATA_ONLY or name in _PING_NAMES:
+                continue
+            self.acc.event_index = base + k
+            if first:
+                first = False
                 if name in (b"error", "error"):  # both SDKs raise it
                     self.conform("anthropic_messages.error_after_stop", "an error event after message_stop")
                 elif name in (b"message_start", "message_start"):
@@ -424,9 +439,11 @@ class AnthropicGrammar(GrammarBase):
                     self.conform(
                         "anthropic_messages.after_message_stop", f"{event_name(name)} after message_stop"
                     )
-                return
+            after_stop(self, event_name(name), data)
 
     def _message_start(self, obj: dict[str, Any], now: float) -> None:
+        if obj.get("message") is None:  # Python: None.to_dict(); Node: no message to end with
+            self.conform("anthropic_messages.message_start_message", "message_start without message")
         msg = as_dict(obj.get("message"))
         acc = self.acc
         acc.id = as_str(msg.get("id"))

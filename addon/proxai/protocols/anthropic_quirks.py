@@ -24,6 +24,7 @@ import orjson
 
 from proxai.core.errors import SemanticStreamError
 
+from .anthropic_index import lax_int
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, KINDS, KNOWN_EVENTS
 from .common import json_valid
 
@@ -194,3 +195,26 @@ def starts_normalized(etype: str, obj: dict[str, Any]) -> bool:
         and type(dtype) is str
         and DELTA_FAMILY.get(dtype) in ("text", "thinking")
     )
+
+
+def after_stop(g: AnthropicGrammar, name: str, data: str | bytes) -> None:
+    """A named event after ``message_stop``, as both SDKs read on into their message (Python
+    ``accumulate_event``, Node ``#accumulateMessage``): a block started there is one more place; a
+    delta before any block makes both raise (``no_block``: Python IndexError, Node reads the last
+    block's type), a delta or stop whose index names no place makes Python raise (``block_index``).
+    Judged event by event, so any cut of the stream into reads finds the same."""
+    if name == "content_block_start":
+        g.late += 1
+        return
+    if name not in ("content_block_delta", "content_block_stop") or not data:
+        return
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return
+    n = len(g.blocks) + g.late
+    idx = lax_int(obj.get("index")) if type(obj) is dict else None
+    if name == "content_block_delta" and not n:
+        g.conform("anthropic_messages.no_block", "a delta after message_stop, before any block")
+    elif idx is not None and not -n <= idx < n:
+        g.conform("anthropic_messages.block_index", f"{name} for block {idx} after message_stop")

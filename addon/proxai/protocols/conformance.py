@@ -283,6 +283,14 @@ _RULES = (
         Reaction("loses", loses="the output_tokens (None)"),
     ),
     Rule(
+        "anthropic_messages.message_start_message",
+        A,
+        "`message_start` carries `message` (anthropic-python builds its message from "
+        "`message.to_dict()`; anthropic-node's message is it)",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'to_dict'"),
+        Reaction("raises", "AnthropicError", "request ended without sending any chunks"),
+    ),
+    Rule(
         "anthropic_messages.message_start_usage",
         A,
         "`message_start` carries `message.usage` (the SDKs update it at `message_delta`)",
@@ -844,7 +852,8 @@ _RULES = (
     Rule(
         "openai_responses.node_part_added_part",
         R,
-        "`response.content_part.added` of a reasoning item carries `part` (openai-node reads `part.type`)",
+        "`response.content_part.added` of a reasoning item, and `response.content_part.done` of a "
+        "message or reasoning item, carry `part` (openai-node reads `part.type`)",
         Reaction("tolerates"),
         Reaction("raises", "OpenAIError", "Cannot read properties of"),
     ),

@@ -575,6 +575,8 @@ def _node(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
             return "content"
         return None if found[0] == ptype_needed else "type"
     if etype == "response.content_part.done":
+        if obj.get("part") is None and rec.type in ("message", "reasoning"):
+            return "part"  # ``part.type`` is read for a message's and a reasoning item's part
         part = _part(obj.get("part"))
         parts = (
             rec.parts
