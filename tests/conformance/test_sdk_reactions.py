@@ -2176,6 +2176,20 @@ CASES = [
         _text_is(r_text, "Hi"),
     ),
     Case(
+        "responses response.completed's output with a number after the message",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + _r("response.completed", 6, response=_resp("completed", [_MSG, 1])),
+        [("openai_responses.completed_output_object", 6)],
+        None,
+        _text_is(lambda f: f["output"][1], 1),
+    ),
+    Case(
+        "responses response.completed's output with null after the message",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + _r("response.completed", 6, response=_resp("completed", [_MSG, None])),
+        [("openai_responses.completed_output_null", 6)],
+    ),
+    Case(
         "responses id line alone",
         "responses",
         R_CREATED + R_ITEM[0] + b"id: 7\n\n" + b"".join(R_ITEM[1:]) + R_COMPLETED,

@@ -758,6 +758,21 @@ _RULES = (
         Reaction("raises", "OpenAIError", "rsp.output is not iterable"),
     ),
     Rule(
+        "openai_responses.completed_output_object",
+        R,
+        "every entry of `response.completed`'s `response.output` is an object (openai-python reads "
+        "each one's `type`; openai-node skips an entry that is not null)",
+        Reaction("raises", "AttributeError", "'int' object has no attribute 'type'"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_responses.completed_output_null",
+        R,
+        "no entry of `response.completed`'s `response.output` is null",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'type'"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of null (reading 'type')"),
+    ),
+    Rule(
         "openai_responses.output_index",
         R,
         "every item event's `output_index` names an added output item",

@@ -130,8 +130,11 @@ RULES = frozenset(_PAIRS.values()) | {
     "openai_responses.created_first",
     "openai_responses.not_completed",
     "openai_responses.completed_output",
+    "openai_responses.completed_output_null",
+    "openai_responses.completed_output_object",
     "openai_responses.unfinished_item",
 }
+_NONE: Any = object()  # no entry found
 
 
 def _side_rules(py: str, node: str) -> list[tuple[str, tuple[str | None, str | None]]]:
@@ -353,6 +356,16 @@ class SdkView:
         if py is None and type(output) is list and etype in _REPLACING:
             self._replaced(etype, output)
         if etype == _COMPLETED and py is None:
+            if (
+                type(output) is list
+                and (bad := next((i for i in output if type(i) is not dict), _NONE)) is not _NONE
+            ):
+                # openai-python reads each entry's type (AttributeError); openai-node a null one's
+                what = f"response.completed's output has an entry that is {str(bad)[:40]}"
+                if bad is None:
+                    self._conform("openai_responses.completed_output_null", what)
+                else:
+                    self._conform("openai_responses.completed_output_object", what)
             if not self._final_identity(output if type(output) is list else []):
                 self._unfinished(output if type(output) is list else [])
             self.texts = _final_texts(output if type(output) is list else [])
