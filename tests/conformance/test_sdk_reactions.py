@@ -980,6 +980,20 @@ CASES = [
         [("anthropic_messages.message_start_message", 0), ("anthropic_messages.message_start_usage", 3)],
     ),
     Case(
+        "anthropic a tool fragment with index -1: Python's json_bufs[-1] parses it alone and raises",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _dl(0, {"type": "input_json_delta", "partial_json": '{"a":1}'})
+        + _dl(-1, {"type": "input_json_delta", "partial_json": "ag"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.negative_index", 3), ("anthropic_messages.tool_input_partial", 3)],
+        None,
+        _text_is(a_input, {"a": 1}),  # Node loses the fragment (written under '-1')
+        rule="anthropic_messages.tool_input_partial",
+    ),
+    Case(
         "anthropic a negative delta index past the first block: Python IndexError",
         "anthropic",
         _A_S + _blk(0, _A_TEXT) + _dl(-2, {"type": "text_delta", "text": "Hi"}) + _A_E,

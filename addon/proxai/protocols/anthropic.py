@@ -40,7 +40,7 @@ from proxai.core.sse import Payloads, RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
-from .anthropic_index import delta_index, start_index, stop_index
+from .anthropic_index import delta_index, missing_block, start_index, stop_index
 from .anthropic_quirks import (
     after_stop,
     late_args,
@@ -123,7 +123,7 @@ Key = int | tuple[str, int]  # a block's index, or a repeated start's place ("du
 
 
 class _Block:
-    __slots__ = ("family", "fragments", "initial", "opaque", "open", "skipped", "tool")
+    __slots__ = ("family", "fragments", "initial", "neg", "opaque", "open", "skipped", "tool")
 
     def __init__(self, family: str, tool: ToolBuffer | None, opaque: bool = False) -> None:
         self.family = family
@@ -135,6 +135,7 @@ class _Block:
         self.initial = ""
         self.fragments = False  # it stopped with input_json_delta text (the SDKs' buffer)
         self.skipped: list[tuple[int, int]] = []  # its fragments the SDKs skip (``unnamed_delta``)
+        self.neg: dict[int, str] = {}  # fragments by negative index (``anthropic_index.missing_block``)
 
 
 class AnthropicGrammar(GrammarBase):
@@ -643,11 +644,7 @@ class AnthropicGrammar(GrammarBase):
             if self.normalize and want in ("text", "thinking") and type(idx) is int:
                 blk = self._open_normalized(idx, want)
             else:  # Python IndexError (negative: from the end); Node drops it, or raises on no block
-                no_block = want and not self.blocks
-                back = type(idx) is int and -len(self.blocks) <= idx < 0  # Python: from the end
-                rule = "no_block" if no_block else "negative_index" if back else "block_index"
-                self.conform(f"anthropic_messages.{rule}", f"a delta for block {idx}, never started")
-                return
+                return missing_block(self, idx, want, delta)
         family = blk.family
         if want is not None and want != family:
             self.conform(

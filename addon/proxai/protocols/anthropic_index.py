@@ -30,6 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from proxai.core.errors import UpstreamProtocolError
 
+from .common import json_valid
+from .fragments import input_fault
+
 if TYPE_CHECKING:
     from .anthropic import AnthropicGrammar, Key
 
@@ -200,3 +203,25 @@ def stop_index(g: AnthropicGrammar, obj: dict[str, Any]) -> Key | None:
         )
         raw = py
     return by_place(g, raw, "content_block_stop", from_end=True)
+
+
+def missing_block(g: AnthropicGrammar, idx: Key, want: str | None, delta: dict[str, Any]) -> None:
+    """A delta for no block the grammar has: dropped, with the SDKs' rule. Before any block both
+    raise (``no_block``); a negative index is a block counted from the end for anthropic-python
+    (``negative_index``: anthropic-node loses it), whose tool fragments it buffers by that index
+    (``json_bufs[index]``) and parses alone: ``tool_input_partial`` when they are no JSON cut short;
+    any other ``block_index`` (Python IndexError)."""
+    n = len(g.blocks)
+    back = type(idx) is int and -n <= idx < 0
+    rule = "no_block" if want and not n else "negative_index" if back else "block_index"
+    g.conform(f"anthropic_messages.{rule}", f"a delta for block {idx}, never started")
+    part = delta.get("partial_json")
+    if rule == "negative_index" and want == "tool" and type(part) is str and type(idx) is int:
+        blk = g.blocks[list(g.blocks)[idx]]
+        if blk.tool is not None:
+            buf = blk.neg[idx] = blk.neg.get(idx, "") + part
+            if buf and (not buf.strip() or input_fault(buf, json_valid(buf)) == "json"):
+                g.conform(
+                    "anthropic_messages.tool_input_partial",
+                    f"tool fragments of index {idx}: anthropic-python parses them alone ({buf[:20]!r})",
+                )
