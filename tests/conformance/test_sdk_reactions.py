@@ -290,6 +290,11 @@ R_ITEM = [
 R_COMPLETED = _r("response.completed", 6, response=_resp("completed", [_MSG]))
 
 
+def _r_index(event: bytes, form: bytes) -> bytes:
+    """The event with its ``output_index`` 0 sent as ``form``."""
+    return event.replace(b'"output_index":0', b'"output_index":' + form)
+
+
 def r_text(final: dict[str, Any]) -> str:
     return "".join(p["text"] for item in final["output"] for p in item.get("content", []))
 
@@ -2204,6 +2209,55 @@ CASES = [
         [("openai_responses.completed_output_null", 6)],
     ),
     Case(
+        "responses output_index '0' and 0.0 on the added and done item",
+        "responses",
+        R_CREATED
+        + R_ITEM[0].replace(b'"output_index":0', b'"output_index":"0"')
+        + b"".join(R_ITEM[1:4])
+        + R_ITEM[4].replace(b'"output_index":0', b'"output_index":0.0')
+        + R_COMPLETED,
+        [],
+        _text_is(r_text, "Hi"),
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses output_index 0.0 on an output_text delta",
+        "responses",
+        R_CREATED + b"".join(R_ITEM[:2]) + _r_index(R_ITEM[2], b"0.0") + b"".join(R_ITEM[3:]) + R_COMPLETED,
+        [],
+        _text_is(r_text, "Hi"),
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses output_index '0' on an output_text delta without logprobs",
+        "responses",
+        R_CREATED + b"".join(R_ITEM[:2]) + _r_index(R_ITEM[2], b'"0"') + b"".join(R_ITEM[3:]) + R_COMPLETED,
+        [("openai_responses.python_output_index", 3)],
+        node=_text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses content_index '0' on an output_text delta without logprobs",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:2])
+        + R_ITEM[2].replace(b'"content_index":0', b'"content_index":"0"')
+        + b"".join(R_ITEM[3:])
+        + R_COMPLETED,
+        [("openai_responses.python_content_index_type", 3)],
+        node=_text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses content_index 0.0 on an output_text done",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:3])
+        + R_ITEM[3].replace(b'"content_index":0', b'"content_index":0.0')
+        + R_ITEM[4]
+        + R_COMPLETED,
+        [("openai_responses.python_content_index_type", 4)],
+        node=_text_is(r_text, "Hi"),
+    ),
+    Case(
         "responses id line alone",
         "responses",
         R_CREATED + R_ITEM[0] + b"id: 7\n\n" + b"".join(R_ITEM[1:]) + R_COMPLETED,
@@ -2406,3 +2460,17 @@ def test_the_docs_tables_are_the_catalogue() -> None:
         assert rows == [
             f"| `{r.id}` | {r.requires} | {r.python.text()} | {r.node.text()} |" for r in RULES.values()
         ], page
+
+
+def test_an_output_index_both_sdks_read_as_an_integer_is_a_note() -> None:
+    case = next(c for c in CASES if c.name == "responses output_index '0' and 0.0 on the added and done item")
+    obs = StreamObserver(KINDS["responses"], start=0.0, asked=request_asks(_body(case), KINDS["responses"]))
+    obs.headers(200, 0.0)
+    obs.observe(case.stream, 0.0)
+    summary = obs.finish(0.0)
+    notes = [(f.rule, f.detail) for f in obs.findings if f.rule == "openai_responses.index_not_integer"]
+    assert notes == [
+        ("openai_responses.index_not_integer", "response.output_item.added output_index '0' read as 0")
+    ]
+    assert summary.outcome == "completed"
+    assert summary.extra.get("conformance", []) == []

@@ -827,6 +827,14 @@ _RULES = (
         Reaction("raises", "OpenAIError", "missing content at index"),
     ),
     Rule(
+        "openai_responses.python_content_index_type",
+        R,
+        "an `output_text` delta or done for a message carries a `content_index` openai-python "
+        'reads as an integer (`"0"` or `0.0` only in an event its model validates: `"0"` then)',
+        Reaction("raises", "TypeError", "list indices must be integers or slices, not"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_responses.node_content_index",
         R,
         "a refusal, annotation, `content_part.done`, reasoning text or summary event names a part "

@@ -215,7 +215,7 @@ class ResponsesGrammar(GrammarBase):
         self._tools = False
         self._refusal = False
         self._stopped = False
-        self._sdk = SdkView(self.conform)  # what the official SDKs' accumulators hold (conformance)
+        self._sdk = SdkView(self.conform, self.acc.finding_once)  # the SDKs' accumulators (conformance)
 
     @property
     def phase(self) -> Phase:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from proxai.core.sse import Payloads
+from proxai.protocols.anthropic_index import lax_int, node_place
 from proxai.protocols.conformance import NODE_RESPONSES_EVENTS, UNTYPED
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     ("content", "content"): "openai_responses.content_index",
     ("content", None): "openai_responses.python_content_index",
     ("content_type", "content"): "openai_responses.content_index_type",
+    ("content_type", None): "openai_responses.python_content_index_type",
     (None, "content"): "openai_responses.node_content_index",
     ("text_type", "type"): "openai_responses.text_part_type",
     (None, "type"): "openai_responses.node_part_type",
@@ -220,8 +222,57 @@ NO_OUT = Out({})  # the record of an item the view did not model (its fast index
 
 
 def _key(oi: object) -> bool:
-    """An ``output_index`` the models follow (openai-python keys by it, ``None`` included)."""
-    return oi is None or type(oi) is int
+    """An ``output_index`` the models follow (openai-python keys by it, ``None`` included; not a
+    list or an object, which it cannot key by)."""
+    return type(oi) not in (list, dict)
+
+
+# the string fields openai-python's model of each event it keys by ``output_index`` requires (with
+# ``sequence_number`` and the indexes): the event validates only with them, and only a validated
+# event has its indexes converted (``_models.construct_type``: else the event as it came)
+_PY_FIELDS = {
+    "response.output_text.delta": ("item_id", "delta"),
+    "response.output_text.done": ("item_id", "text"),
+    _PART_ADDED: ("item_id",),
+    _FC_DELTA: ("item_id", "delta"),
+    _ADDED: (),
+    _DONE: (),
+}
+_PY_LOGPROBS = frozenset({"response.output_text.delta", "response.output_text.done"})
+
+
+def _py_validates(etype: str, obj: dict[str, Any]) -> bool:
+    """openai-python's event model validates ``obj`` (the item, the part: an object is taken as
+    valid; an ``output_text`` delta or done needs its ``logprobs`` list)."""
+    fields = _PY_FIELDS.get(etype)
+    if fields is None or any(type(obj.get(f)) is not str for f in fields):
+        return False
+    if etype in _PY_LOGPROBS and type(obj.get("logprobs")) is not list:
+        return False
+    idx = (
+        ("output_index", "content_index")
+        if etype in _PY_LOGPROBS or etype == _PART_ADDED
+        else ("output_index",)
+    )
+    if any(lax_int(obj.get(f)) is None for f in (*idx, "sequence_number")):
+        return False
+    return etype not in (_ADDED, _DONE) or type(obj.get("item")) is dict
+
+
+def py_index(etype: str, obj: dict[str, Any], field: str) -> Any:
+    """The index ``field`` of ``obj`` as openai-python holds it: the integer pydantic's lax
+    validation makes of it when the event validates, else the value as it came (an integral
+    float or a boolean keys a dict as its integer)."""
+    raw = obj.get(field)
+    if type(raw) is int:
+        return raw
+    if _py_validates(etype, obj):
+        n = lax_int(raw)
+        if n is not None:
+            return n
+    if type(raw) is bool or (type(raw) is float and raw.is_integer()):
+        return int(raw) if field == "output_index" else raw  # (a list is indexed by an int alone)
+    return raw
 
 
 class SdkView:
@@ -235,14 +286,18 @@ class SdkView:
         "_py",
         "_py_at",
         "_py_done",
+        "_quirk",
         "_rid",
         "_started",
         "added",
         "texts",
     )
 
-    def __init__(self, conform: Callable[[str, str], None]) -> None:
+    def __init__(
+        self, conform: Callable[[str, str], None], quirk: Callable[[str, Any, str], None] | None = None
+    ) -> None:
         self._conform = conform
+        self._quirk = quirk  # a note (``finding_once``)
         self._started = False
         self._live = True  # False once no SDK has a snapshot (the first event was not response.created)
         self._rid: object = None
@@ -435,6 +490,8 @@ class SdkView:
         item, oi = obj.get("item"), obj.get("output_index")
         if type(item) is not dict or not _key(oi):
             return
+        if type(oi) is not int:
+            oi = self._form(_ADDED, obj)
         rec = self.added = Out(item)
         if oi in self._py:
             self._report("duplicate", None, f"a second output item with output_index {oi}")
@@ -451,6 +508,9 @@ class SdkView:
         item, oi = obj.get("item"), obj.get("output_index")
         if type(item) is not dict or not _key(oi):
             return
+        place: object = oi
+        if type(oi) is not int:
+            oi, place = self._form(_DONE, obj), node_place(oi)
         rec = Out(item)
         py = None
         added = self._py.get(oi)
@@ -468,12 +528,12 @@ class SdkView:
         self._py_at[rec.identity] = oi
         node = None
         if self._node is not None:
-            old = self._node_at(oi)
+            old = self._node_at(place)
             if old is None:
                 node = "index"
             else:
                 old.oi = _NO
-                self._node[oi] = rec  # type: ignore[index]
+                self._node[place] = rec  # type: ignore[call-overload]
                 if rec.type == "message" and not rec.iterable:  # addOutputText, as at the added item
                     self._report(None, "content_list", f"message item {oi} done without a content array")
         if node and (py is None or (py, node) not in _PAIRS):
@@ -488,12 +548,26 @@ class SdkView:
 
     # -- content --------------------------------------------------------------------------------
 
+    def _form(self, etype: str, obj: dict[str, Any]) -> object:
+        """openai-python's key for an ``output_index`` that is not an integer; a note when both
+        SDKs read it as the integer it is (``"0"``, ``0.0``: openai-node's array place)."""
+        raw = obj.get("output_index")
+        py = py_index(etype, obj, "output_index")
+        if self._quirk is not None and type(py) is int and node_place(raw) == py:
+            self._quirk(
+                "openai_responses.index_not_integer", "quirk", f"{etype} output_index {raw!r} read as {py}"
+            )
+        return py
+
     def _content(self, etype: str, obj: dict[str, Any]) -> None:
         oi = obj.get("output_index")
         if not _key(oi):
             return
+        place: object = oi
+        if type(oi) is not int:
+            oi, place = self._form(etype, obj) if etype in _PY_FIELDS else oi, node_place(oi)
         rec_p = self._py.get(oi)
-        rec_n = self._node_at(oi) if self._node is not None else NO_OUT
+        rec_n = self._node_at(place) if self._node is not None else NO_OUT
         py = node = None
         if etype in _PY_INDEXED:
             py = "index" if rec_p is None else _python(etype, obj, rec_p)
@@ -556,9 +630,9 @@ def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
         return None if rec.args else "arguments"  # None += str
     if rec.type != "message":
         return "item_type"  # handle_event: assert output.type == "message"
-    ci = obj.get("content_index")
+    ci = py_index(etype, obj, "content_index")
     if type(ci) is not int:
-        return "content_type"  # content[None]: a TypeError
+        return "content_type"  # content[None], content["0"]: a TypeError
     if not 0 <= ci < len(rec.parts):
         return "content"
     ptype, ok = rec.parts[ci]
@@ -603,7 +677,7 @@ def _node(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
         ci = obj.get("content_index")
         if _at(parts, ci) is None:
             return "content"
-        parts[ci] = part  # type: ignore[index]
+        parts[ci if type(ci) is int else node_place(ci)] = part  # type: ignore[index]
         return None
     if etype in _REASONING_TEXT:
         if rec.type != "reasoning":
@@ -625,6 +699,9 @@ def _node(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
 
 
 def _at(parts: list[Any], ci: object) -> list[Any] | None:
+    """openai-node's ``parts[ci]`` (``"0"``, ``0.0`` read as place 0)."""
+    if type(ci) is not int:
+        ci = node_place(ci)
     return parts[ci] if type(ci) is int and 0 <= ci < len(parts) else None
 
 
