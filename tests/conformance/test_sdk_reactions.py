@@ -2258,6 +2258,13 @@ CASES = [
         node=_text_is(r_text, "Hi"),
     ),
     Case(
+        "responses output_item.done without output_index",
+        "responses",
+        R_CREATED + b"".join(R_ITEM[:4]) + _r("response.output_item.done", 5, item=_MSG) + R_COMPLETED,
+        [("openai_responses.output_index_missing", 5)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
         "responses id line alone",
         "responses",
         R_CREATED + R_ITEM[0] + b"id: 7\n\n" + b"".join(R_ITEM[1:]) + R_COMPLETED,

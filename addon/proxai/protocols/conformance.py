@@ -788,6 +788,15 @@ _RULES = (
         Reaction("raises", "OpenAIError", "missing output at index"),
     ),
     Rule(
+        "openai_responses.output_index_missing",
+        R,
+        "every item event openai-node reads by `output_index` (`output_item.done`, a refusal, "
+        "annotation, `content_part.done`, reasoning or summary event) carries one (where openai-python "
+        "reads the event too it raises as well: `output_index`)",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "missing output at index undefined"),
+    ),
+    Rule(
         "openai_responses.python_output_index",
         R,
         "every item event's `output_index` is one an `output_item.added` gave (openai-python keys "

@@ -135,6 +135,7 @@ RULES = frozenset(_PAIRS.values()) | {
     "openai_responses.completed_output_null",
     "openai_responses.completed_output_object",
     "openai_responses.unfinished_item",
+    "openai_responses.output_index_missing",
 }
 _NONE: Any = object()  # no entry found
 
@@ -537,9 +538,12 @@ class SdkView:
                 if rec.type == "message" and not rec.iterable:  # addOutputText, as at the added item
                     self._report(None, "content_list", f"message item {oi} done without a content array")
         if node and (py is None or (py, node) not in _PAIRS):
-            self._report(
-                None, node, f"output_item.done at output_index {oi}, which openai-node does not have"
-            )
+            if "output_index" not in obj:
+                self._conform("openai_responses.output_index_missing", "output_item.done has no output_index")
+            else:
+                self._report(
+                    None, node, f"output_item.done at output_index {oi}, which openai-node does not have"
+                )
             node = None  # (openai-python's reason on its own, below)
         if py == "conflict":
             self._report(py, node, f"output_item.done at output_index {oi} repeats the identity of item {at}")
@@ -577,7 +581,9 @@ class SdkView:
             node = _node(etype, obj, rec_n)
         if etype == _PART_ADDED:
             self._part_added(obj, rec_p, rec_n)
-        if py or node:
+        if (py, node) == (None, "index") and "output_index" not in obj:
+            self._conform("openai_responses.output_index_missing", f"{etype} has no output_index")
+        elif py or node:
             self._report(py, node, lambda p, n: _detail(etype, obj, p, n))
 
     def _part_added(self, obj: dict[str, Any], rec_p: Out | None, rec_n: Out | None) -> None:
