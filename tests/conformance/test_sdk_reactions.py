@@ -2265,6 +2265,39 @@ CASES = [
         _text_is(r_text, "Hi"),
     ),
     Case(
+        "responses a null entry in response.in_progress's output",
+        "responses",
+        R_CREATED + _r("response.in_progress", 1, response=_resp("in_progress", [None])) + R_COMPLETED,
+        [("openai_responses.lifecycle_output_null", 1)],
+    ),
+    Case(
+        "responses a null entry in response.created's output, no item",
+        "responses",
+        _r("response.created", 0, response=_resp("in_progress", [None]))
+        + _r("response.completed", 1, response=_resp("completed", [_MSG])),
+        [("openai_responses.lifecycle_output_null", 0), ("openai_responses.unfinished_item", 1)],
+    ),
+    Case(
+        "responses a null part in the done message's content",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:4])
+        + _r("response.output_item.done", 5, output_index=0, item={**_MSG, "content": [None]})
+        + R_COMPLETED,
+        [("openai_responses.item_content_null", 5)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a null part in the added message's content",
+        "responses",
+        R_CREATED
+        + _r("response.output_item.added", 1, output_index=0, item={**_MSG, "content": [None]})
+        + b"".join(R_ITEM[4:])
+        + R_COMPLETED,
+        [("openai_responses.item_content_null", 1)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
         "responses id line alone",
         "responses",
         R_CREATED + R_ITEM[0] + b"id: 7\n\n" + b"".join(R_ITEM[1:]) + R_COMPLETED,

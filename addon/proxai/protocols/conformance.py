@@ -773,6 +773,22 @@ _RULES = (
         Reaction("raises", "OpenAIError", "Cannot read properties of null (reading 'type')"),
     ),
     Rule(
+        "openai_responses.lifecycle_output_null",
+        R,
+        "no entry of `response.created`'s, `queued`'s or `in_progress`'s `response.output` is null "
+        "(after `response.created`, an item added at that index makes openai-python raise Duplicate "
+        "response output index first: `output_index_repeated`)",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'type'"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of null (reading 'type')"),
+    ),
+    Rule(
+        "openai_responses.item_content_null",
+        R,
+        "no part of a message's `content` in `output_item.added` or `output_item.done` is null",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of null (reading 'type')"),
+    ),
+    Rule(
         "openai_responses.output_index",
         R,
         "every item event's `output_index` names an added output item",

@@ -136,6 +136,8 @@ RULES = frozenset(_PAIRS.values()) | {
     "openai_responses.completed_output_object",
     "openai_responses.unfinished_item",
     "openai_responses.output_index_missing",
+    "openai_responses.lifecycle_output_null",
+    "openai_responses.item_content_null",
 }
 _NONE: Any = object()  # no entry found
 
@@ -178,6 +180,7 @@ class Out:
         "iterable",
         "key",
         "listed",
+        "null_part",
         "oi",
         "parts",
         "rci",
@@ -196,6 +199,8 @@ class Out:
         # a message's content as the SDKs take it: a list they append parts to (``listed``), or
         # something openai-node's ``addOutputText`` can iterate (a string too)
         self.listed = type(content) is list
+        # a null part: openai-node's ``addOutputText`` reads each part's type (a message's)
+        self.null_part = self.listed and self.type == "message" and None in content  # type: ignore[operator]
         self.iterable = self.listed or type(content) is str
         self.reasoning: list[Any] | None = self.parts if type(content) is list else None
         summary = item.get("summary")
@@ -377,6 +382,7 @@ class SdkView:
         for oi, rec in enumerate(recs):
             rec.key = oi
         if type(output) is list:
+            self._null_entry(_CREATED, output)
             self._node = list(recs)
             for rec in recs:
                 self._fast(rec)
@@ -410,6 +416,7 @@ class SdkView:
         else:
             self._report(py, node, f"{etype} has no response.output")
         if py is None and type(output) is list and etype in _REPLACING:
+            self._null_entry(etype, output)
             self._replaced(etype, output)
         if etype == _COMPLETED and py is None:
             if (
@@ -425,6 +432,12 @@ class SdkView:
             if not self._final_identity(output if type(output) is list else []):
                 self._unfinished(output if type(output) is list else [])
             self.texts = _final_texts(output if type(output) is list else [])
+
+    def _null_entry(self, etype: str, output: list[Any]) -> None:
+        """A null entry of a lifecycle event's output before the end: openai-node's
+        ``addOutputText`` reads each entry's type, openai-python's snapshot each item's."""
+        if None in output:
+            self._conform("openai_responses.lifecycle_output_null", f"{etype}'s output has a null entry")
 
     def _listless(self, etype: str, recs: list[Out]) -> None:
         """A lifecycle event's output with a message whose content openai-node cannot iterate (its
@@ -503,6 +516,10 @@ class SdkView:
             self._node.append(rec)
             if rec.type == "message" and not rec.iterable:  # addOutputText: for (c of output.content)
                 self._report(None, "content_list", f"message item {oi} added without a content array")
+            elif rec.null_part:
+                self._conform(
+                    "openai_responses.item_content_null", f"message item {oi} added with a null part"
+                )
         self._fast(rec)
 
     def _item_done(self, obj: dict[str, Any]) -> None:
@@ -537,6 +554,10 @@ class SdkView:
                 self._node[place] = rec  # type: ignore[call-overload]
                 if rec.type == "message" and not rec.iterable:  # addOutputText, as at the added item
                     self._report(None, "content_list", f"message item {oi} done without a content array")
+                elif rec.null_part:
+                    self._conform(
+                        "openai_responses.item_content_null", f"message item {oi} done with a null part"
+                    )
         if node and (py is None or (py, node) not in _PAIRS):
             if "output_index" not in obj:
                 self._conform("openai_responses.output_index_missing", "output_item.done has no output_index")
