@@ -176,3 +176,62 @@ def test_an_anthropic_payload_the_sdks_skip_is_no_violation(event: bytes, crlf: 
     for got in (py, nd):
         assert got.ok and got.final is not None, got
         assert [c["text"] for c in got.final["content"]] == ["Hello! Grüße aus Zürich."]
+
+
+def _mcp_delta_without_partial_json(btype: str) -> bytes:
+    def ev(t: str, **kw: Any) -> bytes:
+        return f"event: {t}\ndata: {json.dumps({'type': t, **kw})}\n\n".encode()
+
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m"}
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    block = {"type": btype, "id": "mcptoolu_1", "name": "f", "server_name": "s", "input": {}}
+    return b"".join(
+        [
+            ev(
+                "message_start",
+                message={**message, "stop_reason": None, "stop_sequence": None, "usage": usage},
+            ),
+            ev("content_block_start", index=0, content_block=block),
+            ev("content_block_delta", index=0, delta={"type": "input_json_delta"}),
+            ev("content_block_stop", index=0),
+            ev(
+                "message_delta",
+                delta={"stop_reason": "tool_use", "stop_sequence": None},
+                usage={"output_tokens": 5},
+            ),
+            ev("message_stop"),
+        ]
+    )
+
+
+def test_an_input_delta_without_partial_json_in_an_mcp_block_is_a_note() -> None:
+    """Both SDKs keep a tool input from fragments only in tool_use and server_tool_use blocks, so an
+    input_json_delta without partial_json in an mcp_tool_use block is not read: a note, never a
+    violation. In a tool_use block both SDKs raise, and it stays a protocol violation."""
+    data = _mcp_delta_without_partial_json("mcp_tool_use")
+    obs = StreamObserver(Protocol.ANTHROPIC_MESSAGES, start=0.0)
+    obs.headers(200, 0.0)
+    obs.observe(data, 0.0)
+    summary = obs.finish(0.0)
+    assert summary.outcome is Outcome.COMPLETED
+    assert [(f.rule, f.event) for f in obs.findings] == [("anthropic.untracked_tool_input", 2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        py = sdks.python("anthropic", data)
+    (nd,) = sdks.node([("anthropic", data)])
+    assert py.ok and nd.ok, (py, nd)
+    assert py.final is not None and py.final["content"][0]["input"] == {}
+    bad = _mcp_delta_without_partial_json("tool_use")
+    obs = StreamObserver(Protocol.ANTHROPIC_MESSAGES, start=0.0)
+    obs.headers(200, 0.0)
+    obs.observe(bad, 0.0)
+    summary = obs.finish(0.0)
+    assert summary.outcome is Outcome.ERROR
+    assert (
+        summary.error is not None
+        and summary.error.message == "input_json_delta without partial_json (index 0)"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert not sdks.python("anthropic", bad).ok
+    assert not sdks.node([("anthropic", bad)])[0].ok

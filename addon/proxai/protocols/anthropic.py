@@ -43,6 +43,7 @@ from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSea
 from .anthropic_index import delta_index, missing_block, start_index, stop_index
 from .anthropic_quirks import (
     after_stop,
+    field_missing,
     late_args,
     late_text,
     read_first,
@@ -669,9 +670,10 @@ class AnthropicGrammar(GrammarBase):
             # arguments; any other delta in a block of a type it does not know is not judged.
             if want == "tool":
                 value = delta.get("partial_json")
-                if type(value) is not str:
+                if type(value) is str:
+                    self._args(blk, idx, value, now)
+                elif not field_missing(self, blk, idx, "args", value):
                     raise UpstreamProtocolError(f"{dtype} without partial_json (index {idx})")
-                self._args(blk, idx, value, now)
             if out is not None:
                 search = self._searches.get(idx)
                 if search is not None and type(delta.get("partial_json")) is str:
@@ -693,9 +695,8 @@ class AnthropicGrammar(GrammarBase):
         field, kind = carried
         value = delta.get(field)
         if type(value) is not str:
-            if kind == "signature":  # the SDKs set the block's signature as it came: none to carry
-                what = f"a signature_delta whose signature is {value!r} (index {idx}): left out"
-                return self.acc.finding_once("anthropic.signature_not_string", "quirk", what)
+            if field_missing(self, blk, idx, kind, value):
+                return
             raise UpstreamProtocolError(f"{dtype} without {field} (index {idx})")
         acc = self.acc
         if kind == "text":

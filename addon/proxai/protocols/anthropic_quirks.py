@@ -47,6 +47,23 @@ def late_text(g: AnthropicGrammar, family: str, delta: dict[str, Any], dtype: st
     out.block_stop(key)
 
 
+def field_missing(g: AnthropicGrammar, blk: _Block, idx: Key, kind: str, value: object) -> bool:
+    """A delta without the string its type carries, which both SDKs read on (True: a note, never
+    a violation): a ``signature_delta`` (they set the block's signature as it came, none to carry),
+    or an ``input_json_delta`` in an ``mcp_tool_use`` block (they keep a tool input from fragments
+    only in ``tool_use`` and ``server_tool_use`` blocks: ``TRACKS_TOOL_INPUT`` in the Python SDK's
+    ``lib/streaming/_messages.py``, ``tracksToolInput`` in the Node SDK's ``MessageStream``)."""
+    if kind == "signature":
+        what = f"a signature_delta whose signature is {value!r} (index {idx}): left out"
+        g.acc.finding_once("anthropic.signature_not_string", "quirk", what)
+        return True
+    if kind == "args" and blk.tool is not None and blk.tool.kind == "mcp":
+        what = f"an input_json_delta without partial_json in an mcp_tool_use block (index {idx}): not read"
+        g.acc.finding_once("anthropic.untracked_tool_input", "quirk", what)
+        return True
+    return False
+
+
 def late_args(g: AnthropicGrammar, blk: _Block, idx: Key, value: str, now: float) -> None:
     """An ``input_json_delta`` fragment (``value``) of a tool block that stopped. The SDKs' input is
     the parse of the block's fragments so far, this one appended (a block that stopped with the
