@@ -178,6 +178,14 @@ def test_an_anthropic_payload_the_sdks_skip_is_no_violation(event: bytes, crlf: 
         assert [c["text"] for c in got.final["content"]] == ["Hello! Grüße aus Zürich."]
 
 
+def _observe_anthropic(data: bytes) -> tuple[Any, list[tuple[str, int]]]:
+    obs = StreamObserver(Protocol.ANTHROPIC_MESSAGES, start=0.0)
+    obs.headers(200, 0.0)
+    obs.observe(data, 0.0)
+    summary = obs.finish(0.0)
+    return summary, [(f.rule, f.event) for f in obs.findings]
+
+
 def _mcp_delta_without_partial_json(btype: str) -> bytes:
     def ev(t: str, **kw: Any) -> bytes:
         return f"event: {t}\ndata: {json.dumps({'type': t, **kw})}\n\n".encode()
@@ -209,12 +217,9 @@ def test_an_input_delta_without_partial_json_in_an_mcp_block_is_a_note() -> None
     input_json_delta without partial_json in an mcp_tool_use block is not read: a note, never a
     violation. In a tool_use block both SDKs raise, and it stays a protocol violation."""
     data = _mcp_delta_without_partial_json("mcp_tool_use")
-    obs = StreamObserver(Protocol.ANTHROPIC_MESSAGES, start=0.0)
-    obs.headers(200, 0.0)
-    obs.observe(data, 0.0)
-    summary = obs.finish(0.0)
+    summary, findings = _observe_anthropic(data)
     assert summary.outcome is Outcome.COMPLETED
-    assert [(f.rule, f.event) for f in obs.findings] == [("anthropic.untracked_tool_input", 2)]
+    assert findings == [("anthropic.untracked_tool_input", 2)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         py = sdks.python("anthropic", data)
@@ -222,10 +227,7 @@ def test_an_input_delta_without_partial_json_in_an_mcp_block_is_a_note() -> None
     assert py.ok and nd.ok, (py, nd)
     assert py.final is not None and py.final["content"][0]["input"] == {}
     bad = _mcp_delta_without_partial_json("tool_use")
-    obs = StreamObserver(Protocol.ANTHROPIC_MESSAGES, start=0.0)
-    obs.headers(200, 0.0)
-    obs.observe(bad, 0.0)
-    summary = obs.finish(0.0)
+    summary, _ = _observe_anthropic(bad)
     assert summary.outcome is Outcome.ERROR
     assert (
         summary.error is not None
