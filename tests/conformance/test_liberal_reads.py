@@ -36,8 +36,10 @@ def _arguments_delta_after_done() -> bytes:
     return b"".join(e + b"\n\n" for e in evs)
 
 
-def _observe(data: bytes) -> tuple[Any, list[tuple[str, int]]]:
-    obs = StreamObserver(Protocol.OPENAI_RESPONSES, start=0.0)
+def _observe(
+    data: bytes, protocol: Protocol = Protocol.OPENAI_RESPONSES
+) -> tuple[Any, list[tuple[str, int]]]:
+    obs = StreamObserver(protocol, start=0.0)
     obs.headers(200, 0.0)
     obs.observe(data, 0.0)
     summary = obs.finish(0.0)
@@ -178,14 +180,6 @@ def test_an_anthropic_payload_the_sdks_skip_is_no_violation(event: bytes, crlf: 
         assert [c["text"] for c in got.final["content"]] == ["Hello! Grüße aus Zürich."]
 
 
-def _observe_anthropic(data: bytes) -> tuple[Any, list[tuple[str, int]]]:
-    obs = StreamObserver(Protocol.ANTHROPIC_MESSAGES, start=0.0)
-    obs.headers(200, 0.0)
-    obs.observe(data, 0.0)
-    summary = obs.finish(0.0)
-    return summary, [(f.rule, f.event) for f in obs.findings]
-
-
 def _mcp_delta_without_partial_json(btype: str) -> bytes:
     def ev(t: str, **kw: Any) -> bytes:
         return f"event: {t}\ndata: {json.dumps({'type': t, **kw})}\n\n".encode()
@@ -217,7 +211,7 @@ def test_an_input_delta_without_partial_json_in_an_mcp_block_is_a_note() -> None
     input_json_delta without partial_json in an mcp_tool_use block is not read: a note, never a
     violation. In a tool_use block both SDKs raise, and it stays a protocol violation."""
     data = _mcp_delta_without_partial_json("mcp_tool_use")
-    summary, findings = _observe_anthropic(data)
+    summary, findings = _observe(data, Protocol.ANTHROPIC_MESSAGES)
     assert summary.outcome is Outcome.COMPLETED
     assert findings == [("anthropic.untracked_tool_input", 2)]
     with warnings.catch_warnings():
@@ -227,7 +221,7 @@ def test_an_input_delta_without_partial_json_in_an_mcp_block_is_a_note() -> None
     assert py.ok and nd.ok, (py, nd)
     assert py.final is not None and py.final["content"][0]["input"] == {}
     bad = _mcp_delta_without_partial_json("tool_use")
-    summary, _ = _observe_anthropic(bad)
+    summary, _ = _observe(bad, Protocol.ANTHROPIC_MESSAGES)
     assert summary.outcome is Outcome.ERROR
     assert (
         summary.error is not None
