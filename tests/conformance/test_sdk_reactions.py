@@ -2078,6 +2078,90 @@ CASES = [
         [("openai_chat.tool_call_null", 2)],
     ),
     Case(
+        "chat a tool call of type x_unknown (openai-node's final completion refuses it)",
+        "chat",
+        C_ROLE
+        + _calls({"index": 0, "id": "a", "type": "x_unknown", "function": {"name": "f", "arguments": "{}"}})
+        + C_TOOLS_END,
+        [("openai_chat.tool_call_not_function", 3)],
+        _text_is(c_tools, [("x_unknown", "f", "{}")]),
+    ),
+    Case(
+        "chat call 0 starts in a chunk openai-python skips, call 1 after it",
+        "chat",
+        _raw(
+            {
+                **_chunk(
+                    [
+                        _ch(
+                            {
+                                "role": "assistant",
+                                "tool_calls": [
+                                    {
+                                        "index": 0,
+                                        "id": "a",
+                                        "type": "function",
+                                        "function": {"name": "f", "arguments": "{}"},
+                                    }
+                                ],
+                            }
+                        )
+                    ]
+                ),
+                "object": "x",
+            }
+        )
+        + C_ROLE
+        + _tool(1, "b", "g")
+        + C_TOOLS_END,
+        [("openai_chat.chunk_object", 0), ("openai_chat.tool_call_index", 2)],
+        None,
+        _text_is(c_tools, [("function", "f", "{}"), ("function", "g", "{}")]),
+        rule="openai_chat.tool_call_index",
+    ),
+    Case(
+        "chat a choice index false (openai-python reads choice 0, openai-node loses the delta)",
+        "chat",
+        C_HI
+        + _raw(_chunk([{"index": False, "delta": {"content": " there"}, "finish_reason": None}]))
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.choice_index_bool", 1)],
+        _text_is(c_message, ("Hi there", "stop")),
+        _text_is(c_message, ("Hi", "stop")),
+    ),
+    Case(
+        "chat a choice whose finish_reason comes with index false",
+        "chat",
+        C_HI + _raw(_chunk([{"index": False, "delta": {}, "finish_reason": "stop"}])) + C_DONE,
+        [("openai_chat.choice_index_bool", 1), ("openai_chat.no_finish_reason", 2)],
+        _text_is(c_message, ("Hi", "stop")),
+        rule="openai_chat.no_finish_reason",
+    ),
+    Case(
+        "chat a tool call whose index is true (openai-python reads call 1, openai-node loses it)",
+        "chat",
+        C_ROLE
+        + _tool(0, "a", "f")
+        + _calls({"index": True, "id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}})
+        + C_TOOLS_END,
+        [("openai_chat.tool_call_index_bool", 2)],
+        _text_is(c_tools, [("function", "f", "{}"), ("function", "g", "{}")]),
+        _text_is(c_tools, [("function", "f", "{}")]),
+    ),
+    Case(
+        "chat a later tool-call delta whose index is true, without a type (openai-node raises)",
+        "chat",
+        C_ROLE
+        + _tool(0, "a", "f")
+        + _tool(1, "b", "g")
+        + _calls({"index": True, "function": {"arguments": ""}})
+        + C_TOOLS_END,
+        [("openai_chat.tool_call_index_bool", 3), ("openai_chat.tool_call_type", 4)],
+        _text_is(c_tools, [("function", "f", "{}"), ("function", "g", "{}")]),
+        rule="openai_chat.tool_call_type",
+    ),
+    Case(
         "chat tool-call indexes a string of digits and an integral float (both SDKs read them, a note)",
         "chat",
         C_ROLE

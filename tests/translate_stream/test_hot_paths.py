@@ -147,7 +147,12 @@ def test_anthropic_deltas_off_the_hot_path(body: bytes, error: str | None) -> No
             "UpstreamProtocolError: tool call delta without an integer index or an id",
         ),
         (C_OPEN + _c({"tool_calls": "x"}), "UpstreamProtocolError: delta.tool_calls is not an array"),
-        (C_OPEN + _c({"content": "x"}, index=True), None),
+        # openai-python reads a choice index true as choice 1 (rule openai_chat.choice_index_bool)
+        (
+            C_OPEN + _c({"content": "x"}, index=True),
+            "TranslationError: choices[].index: only choice index 0 can be translated",
+        ),
+        (C_OPEN + _c({"content": "x"}, index=False), None),  # choice 0 (the rule's finding)
         (C_OPEN + _c({"content": ""}) + _c({"tool_calls": []}), None),
     ],
 )

@@ -162,7 +162,7 @@ class ChatGrammar(GrammarBase):
         # Choice 0's tool calls by ``tool_calls[].index`` (``acc.tools`` keys them by (choice,
         # index): a fragment finds its call without building and hashing that tuple)
         self._calls: dict[int, ToolBuffer] = {}
-        self._cur: dict[int, int] = {}  # each choice's tool call as openai-node has it (chat_delta)
+        self._cur: dict[int, int | str] = {}  # each choice's tool call as openai-node has it (chat_delta)
         self._cut: set[Any] = set()  # calls cut by max_tokens (their arguments are not JSON)
 
     @property
@@ -331,6 +331,7 @@ class ChatGrammar(GrammarBase):
             choices = []
         elif choices and obj.get("object") != "chat.completion.chunk":
             self.conform("openai_chat.chunk_object", f"a chunk with choices and object {obj.get('object')!r}")
+            self._typed[cd.SKIPPED] = True  # openai-python skips the chunk (chat_delta.call_order)
         if out is not None and choices:
             out = self._writer_chunk(out, obj, choices)
         self._identity(obj)
@@ -346,6 +347,7 @@ class ChatGrammar(GrammarBase):
                     finished = True
             elif self._choice(c, now, out):
                 finished = True
+        self._typed.pop(cd.SKIPPED, None)
         self.state = _MACHINE.step(self.state, "finish" if finished else "chunk" if choices else "meta")
         self._take_usage(obj)
         if obj.get("object") == "chat.completion.done":
@@ -371,7 +373,7 @@ class ChatGrammar(GrammarBase):
             if len(choices) > 1:
                 raise TranslationError("multi-choice chunks (n > 1) cannot be translated", "choices")
             ci = as_dict(choices[0]).get("index")
-            if ci is not None and ci != 0 and (as_int(ci) or cd.node_index(ci)):
+            if ci is not None and ci != 0 and (as_int(ci) or cd.node_index(ci) or ci is True):
                 raise TranslationError("only choice index 0 can be translated", "choices[].index")
         if self.state is State.WAITING:
             cid = obj.get("id")
@@ -413,7 +415,7 @@ class ChatGrammar(GrammarBase):
         """One choice of a chunk (``out``: the writer, when it takes it); True if it has a finish_reason."""
         acc = self.acc
         cidx = choice.get("index")
-        cidx, indexed = (cidx, True) if isinstance(cidx, int) else cd.choice_index(self, cidx)
+        cidx, indexed = (cidx, True) if type(cidx) is int else cd.choice_index(self, cidx)
         if cidx not in self.choices:
             if cidx != len(self.choices):
                 expected = len(self.choices)
@@ -680,22 +682,17 @@ class ChatGrammar(GrammarBase):
             args = fn.get("arguments")
         tb: ToolBuffer | None = acc.tools.get(key)
         if given is not None:
-            self._tool_conforms(key, tb is None, tc)
-        else:
-            self._typed[key] = None  # the SDKs keep no call without an index to check the type of
+            cd.call_order(self, cidx, given, tb is None)
+            cd.tool_conforms(self, key, tb is None, tc)
+        elif tb is None:  # openai-node keeps it under no index: no call of its own there yet
+            self._typed[key] = cd.UNINDEXED
         if tb is None:
             tid = as_str(tc.get("id"))
             name = as_str(fn.get("name"))
             if out is not None and (not tid or not name):
                 raise SemanticStreamError(f"first delta of tool call {idx} lacks its id or function.name")
-            if given is not None:
-                n = sum(1 for k in acc.tools if k[0] == cidx)
-                if given != n:
-                    self.conform(
-                        "openai_chat.tool_call_index", f"tool call {given} came before tool call {n}"
-                    )
             tb = acc.tool_start(key, tid, name, "custom" if ttype == "custom" else "function", now)
-            if cidx == 0:
+            if cidx == 0 and (out is not None or cd.python_holds(self, given)):  # (the fast path's)
                 self._calls[idx] = tb
             if out is not None:
                 self._open.append(idx)
@@ -727,24 +724,6 @@ class ChatGrammar(GrammarBase):
                 out.delta(idx, "args", args)
         else:
             tb.last_progress_at = now
-
-    def _tool_conforms(self, key: tuple[int, int], first: bool, tc: dict[str, Any]) -> None:
-        """What the SDKs require of a tool call's deltas (docs/design/conformance.md): a type
-        (Node), a function in the first delta of a function call and in every later one, and
-        no ``type: null`` after it (Python)."""
-        ttype = tc.get("type")
-        has_fn = type(tc.get("function")) is dict
-        if first:
-            if ttype:
-                self._typed[key] = ttype
-            if ttype == "function" and not has_fn:
-                self.conform("openai_chat.tool_call_function", f"tool call {key[1]} starts without function")
-            return
-        was = self._typed.get(key)
-        if was == "function" and (not has_fn or ("type" in tc and ttype is None)):
-            self.conform("openai_chat.tool_call_delta", f"tool call {key[1]}: a later delta without function")
-        if ttype:
-            self._typed[key] = ttype
 
     def _index_of(self, cidx: int, tid: str) -> int:
         """The index of choice ``cidx``'s tool call with id ``tid``, or the next one."""

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 _OWN = frozenset({"refusal", "role", "audio", "function_call", "tool_calls"})
 _EMPTY, _SCALARS, _OBJECTS, _TEXT = "empty", "scalars", "objects", "text"
 _REFUSED = frozenset({"length", "content_filter"})  # the finish reasons the parse helpers refuse
+_CALL_TYPES = frozenset({"function", "custom"})  # (a call of another type is no function call)
 _ROLE = "role"  # ``_typed``'s key of choice 0's last role when it is not ``assistant``
 
 
@@ -73,8 +74,22 @@ def end_conforms(g: ChatGrammar) -> None:
     untyped = [k for k in g.acc.tools if k not in g._typed]
     if untyped:
         g.conform("openai_chat.tool_call_type", f"tool call {untyped[0][1]} got no type")
+    odd = [
+        (k, t)
+        for k, t in g._typed.items()
+        if k in g.acc.tools and t is not UNINDEXED and (type(t) is not str or t not in _CALL_TYPES)
+    ]
+    if odd:  # openai-node's ``maybeParseChatCompletion``: only function calls (``custom``: its rule)
+        (_, index), ttype = odd[0]
+        g.conform("openai_chat.tool_call_not_function", f"tool call {index} has type {ttype!r}")
     for cidx in sorted(g.choices):  # openai-node's array of calls, with a hole where one never came
-        given = sorted({k[1] for k in g.acc.tools if k[0] == cidx and type(k[1]) is int and k[1] >= 0})
+        given = sorted(
+            {
+                k[1]
+                for k in g.acc.tools
+                if k[0] == cidx and type(k[1]) is int and k[1] >= 0 and g._typed.get(k) is not UNINDEXED
+            }
+        )
         if given and given[-1] + 1 != len(given):
             hole = next(i for i in range(given[-1]) if i not in given)
             g.conform("openai_chat.tool_call_gap", f"choice {cidx}: tool call {hole} never came")
@@ -93,7 +108,11 @@ def calls_end(g: ChatGrammar, cidx: int, calls: list[Any] | None, finish: str | 
     was = cur.get(cidx)
     for tc in calls or ():
         index = tc.get("index") if type(tc) is dict else None
-        if type(index) is not int:
+        if type(index) is bool:  # openai-node's call under the key "true" / "false"
+            index = "true" if index else "false"
+            if tc.get("type"):
+                g._typed[cidx, index] = tc["type"]
+        elif type(index) is not int:
             continue
         if was is not None and was != index:
             _ended(g, cidx, was)
@@ -111,10 +130,68 @@ def parsed_finish(g: ChatGrammar) -> tuple[int, str | None]:
     return min(refused) if refused else (0, g.acc.stop_reason)
 
 
-def _ended(g: ChatGrammar, cidx: int, index: int) -> None:
+def _ended(g: ChatGrammar, cidx: int, index: int | str) -> None:
     key = (cidx, index)
-    if key in g.acc.tools and key not in g._typed:
+    if (type(index) is str or key in g.acc.tools) and key not in g._typed:
         g.conform("openai_chat.tool_call_type", f"tool call {index} ended without a type")
+
+
+#: ``_typed``'s key while a chunk openai-python skips (its ``object`` is not a chunk's) is read
+SKIPPED = "skipped"
+
+
+def call_order(g: ChatGrammar, cidx: int, given: int, new: bool) -> None:
+    """A tool-call delta's integer ``index`` (``new``: the call's first delta here) against the calls
+    openai-python's message holds (``_typed[("calls", cidx)]``, counted off the chunks it skips):
+    ``accumulate_delta`` inserts a call past them at the end, then ``tool_calls[index]`` raises
+    ``IndexError`` when the index is past the end (``openai_chat.tool_call_index``; so is a new call
+    whose index is not the count of the calls so far)."""
+    memo = g._typed
+    if SKIPPED in memo:
+        return
+    key = ("calls", cidx)
+    held = memo.get(key, 0)
+    if given == held:
+        memo[key] = held + 1
+    n = sum(1 for k in g.acc.tools if k[0] == cidx) if new else given
+    if given > held or given != n:
+        g.conform("openai_chat.tool_call_index", f"tool call {given} came before tool call {min(n, held)}")
+
+
+def python_holds(g: ChatGrammar, given: int | None) -> bool:
+    """A new call of choice 0 that the fast path may take the fragments of: one with an index, in a
+    chunk openai-python reads (the fragments of any other go to the general path, ``call_order``)."""
+    return given is not None and SKIPPED not in g._typed
+
+
+#: ``_typed`` of a call whose first delta had no index (openai-node keeps it under no index)
+UNINDEXED: Any = object()
+
+
+def tool_conforms(g: ChatGrammar, key: tuple[int, int], first: bool, tc: dict[str, Any]) -> None:
+    """What the SDKs require of a tool call's deltas with an index (docs/design/conformance.md): a
+    type (Node), a function in the first delta of a function call and in every later one, and no
+    ``type`` but ``function`` after it (Python: ``null`` or another type fails its assertion that a
+    function call stays one; Node's final completion refuses a call that is no function call,
+    ``tool_calls_end``). A call whose first delta had no index has no call of its own in openai-node
+    until a delta with its index comes: that one is its first there."""
+    typed = g._typed
+    ttype = tc.get("type")
+    has_fn = type(tc.get("function")) is dict
+    if first or typed.get(key) is UNINDEXED:
+        if ttype:
+            typed[key] = ttype
+        elif not first:
+            del typed[key]  # openai-node's call at this index has no type yet
+        if ttype == "function" and not has_fn:
+            g.conform("openai_chat.tool_call_function", f"tool call {key[1]} starts without function")
+        return
+    was = typed.get(key)
+    if was == "function" and (not has_fn or ("type" in tc and ttype != "function")):
+        what = "without function" if not has_fn else f"with type {ttype!r}"
+        g.conform("openai_chat.tool_call_delta", f"tool call {key[1]}: a later delta {what}")
+    if ttype:
+        typed[key] = ttype
 
 
 # a string openai-node reads as an array index (``snapshot.choices["1"]`` is ``choices[1]``)
@@ -136,8 +213,14 @@ def choice_index(g: ChatGrammar, v: Any) -> tuple[int, bool]:
     """A choice's ``index`` that is not an integer (openai-python looks the choice up by it:
     ``TypeError``): the index to read it at, and whether openai-node keeps it there
     (``openai_chat.choice_index_type``) or under no index (``openai_chat.choice_no_index``: read as
-    choice 0, its role and finish_reason not counted)."""
-    n = node_index(v) if type(v) is not bool else None
+    choice 0, its role and finish_reason not counted). A boolean openai-python reads as 0 or 1
+    (``bool`` is an ``int``: ``choices[True]``), openai-node as no place (``choices["true"]``):
+    ``openai_chat.choice_index_bool``, read as openai-python, its role and finish_reason not
+    counted."""
+    if type(v) is bool:
+        g.conform("openai_chat.choice_index_bool", f"a choice with index {v!r}, read as {int(v)}")
+        return int(v), False
+    n = node_index(v)
     if n is None:
         g.conform("openai_chat.choice_no_index", f"a choice with index {v!r}")
         return 0, False
@@ -159,9 +242,14 @@ def not_an_object(g: ChatGrammar, v: Any, what: str) -> None:
 def tool_index(g: ChatGrammar, v: Any) -> int | None:
     """A tool-call delta's ``index``: an integer, or a string of digits or an integral float both
     SDKs read as that integer (openai-python's message model converts it, openai-node finds the
-    call at that place): read so, a note. None: no index either reads."""
+    call at that place): read so, a note. A boolean openai-python reads as 0 or 1 (``bool`` is an
+    ``int``), openai-node as no place (``tool_calls["true"]``): ``openai_chat.tool_call_index_bool``,
+    read as openai-python. None: no index either reads."""
     if type(v) is int:
         return v
+    if type(v) is bool:
+        g.conform("openai_chat.tool_call_index_bool", f"tool call index {v!r}, read as {int(v)}")
+        return int(v)
     n = node_index(v)
     if n is not None:
         g.acc.finding_once("openai_chat.index_not_integer", "quirk", f"tool call index {v!r} read as {n}")

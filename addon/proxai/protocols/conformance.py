@@ -390,6 +390,16 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "openai_chat.choice_index_bool",
+        C,
+        "no choice's `index` is `true` or `false` (openai-python reads a boolean as 0 or 1, "
+        "openai-node as no place in its choices)",
+        Reaction("tolerates"),
+        Reaction(
+            "loses", loses="the choice's delta (kept under the key `true` / `false`, left out of the message)"
+        ),
+    ),
+    Rule(
         "openai_chat.choice_object",
         C,
         "every entry of a chunk's `choices` is an object (openai-python reads its `index`; "
@@ -490,6 +500,18 @@ _RULES = (
         Reaction("loses", loses="the tool call (kept under no index, left out of the message)"),
     ),
     Rule(
+        "openai_chat.tool_call_index_bool",
+        C,
+        "no tool-call delta's `index` is `true` or `false` (openai-python reads a boolean as 0 or 1, "
+        "openai-node as no place in its calls)",
+        Reaction("tolerates"),
+        Reaction(
+            "loses",
+            loses="the tool-call delta (kept under the key `true` / `false`, left out of the message; "
+            "without its `type` there, it raises tool call snapshot missing `type`)",
+        ),
+    ),
+    Rule(
         "openai_chat.tool_call_object",
         C,
         "every entry of a delta's `tool_calls` is an object (openai-python reads its `index` or "
@@ -513,6 +535,14 @@ _RULES = (
         Reaction("raises", "OpenAIError", "tool call snapshot missing `type`"),
     ),
     Rule(
+        "openai_chat.tool_call_not_function",
+        C,
+        "every tool call's `type` is `function` (openai-node's final completion refuses a call of "
+        "any other type; a `custom` call: `custom_tool_call`)",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "Currently only `function` tool calls are supported"),
+    ),
+    Rule(
         "openai_chat.tool_call_gap",
         C,
         "a choice's tool-call indexes leave no index unused below the highest (openai-node holds the "
@@ -530,7 +560,8 @@ _RULES = (
     Rule(
         "openai_chat.tool_call_delta",
         C,
-        'every later delta of a function tool call carries `function` and no `"type": null`',
+        'every later delta of a function tool call carries `function`, and a `type` only of `"function"` '
+        "(openai-python asserts that a function call stays one)",
         Reaction("raises", "AssertionError"),
         Reaction("tolerates"),
     ),
