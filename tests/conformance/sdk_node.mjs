@@ -35,10 +35,19 @@ async function run(kind, body, request) {
   return client.responses.stream({ model: "m", input: "hi", ...request }).finalResponse();
 }
 
+// the final object with what lies deeper than 1,000 levels as a string (Python's json module, which
+// reads these lines, stops at about 1,500: a strict tool's arguments parsed deeper than that)
+function shallow(v, depth = 0) {
+  if (v === null || typeof v !== "object") return v;
+  if (depth >= 1000) return "(deeper than 1000 levels)";
+  if (Array.isArray(v)) return v.map((x) => shallow(x, depth + 1));
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shallow(x, depth + 1)]));
+}
+
 async function react(kind, body, request) {
   try {
     // read whole here: a lazy field of the final object (a tool's input) may throw when read
-    return { ok: true, final: JSON.parse(JSON.stringify(await run(kind, body, request ?? {}))) };
+    return { ok: true, final: shallow(JSON.parse(JSON.stringify(await run(kind, body, request ?? {})))) };
   } catch (err) {
     return { ok: false, error: err?.constructor?.name ?? typeof err, message: String(err?.message ?? err) };
   }

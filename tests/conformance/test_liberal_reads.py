@@ -5,7 +5,8 @@ function_call_arguments.delta after its .done (both SDKs read it; their final ob
 response.completed's, whose arguments are the .done's); and one the Python SDK reads and the Node SDK
 raises on, a delta whose payload has no ``type`` (the summary counts its text as openai-python's
 final object holds it); an Anthropic event both SDKs skip (no ``event:`` line, or empty data), LF
-and CRLF. Each is fed to the real Python and Node SDK and to the observe-only summary."""
+and CRLF; a Responses strict tool's arguments deeper than orjson reads, a reasoning or refusal
+delta without its text. Each is fed to the real Python and Node SDK and to the observe-only summary."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import json
 import warnings
 from typing import Any
 
+import orjson
 import pytest
 
 from proxai.core.model import Outcome, Protocol
+from proxai.pipeline.flow import request_asks
 from proxai.pipeline.observe import StreamObserver
 
 from . import sdks
@@ -231,3 +234,121 @@ def test_an_input_delta_without_partial_json_in_an_mcp_block_is_a_note() -> None
         warnings.simplefilter("ignore")
         assert not sdks.python("anthropic", bad).ok
     assert not sdks.node([("anthropic", bad)])[0].ok
+
+
+def test_strict_tool_arguments_deeper_than_orjson_reads_are_json() -> None:
+    """Arguments of a strict tool nested 1,200 levels deep: orjson (ProxAI's own parser) stops at
+    1,024, openai-python's ``json.loads`` and openai-node's ``JSON.parse`` read them; no finding
+    (before: ``strict_tool_arguments``, which says both SDKs raise)."""
+    from .test_sdk_reactions import R_STRICT, r_call
+
+    arguments = '{"x": ' + "[" * 1199 + "]" * 1199 + "}"
+    data = r_call(arguments)
+    asked = request_asks(orjson.dumps({"model": "m", "input": "hi", **R_STRICT}), Protocol.OPENAI_RESPONSES)
+    obs = StreamObserver(Protocol.OPENAI_RESPONSES, start=0.0, asked=asked)
+    obs.headers(200, 0.0)
+    obs.observe(data, 0.0)
+    summary = obs.finish(0.0)
+    assert summary.outcome is Outcome.COMPLETED
+    assert summary.extra.get("conformance", []) == []
+    (nd,) = sdks.node([("responses", data, R_STRICT)])
+    assert nd.ok, nd
+    assert nd.final["output"][0]["arguments"] == arguments
+    nested = nd.final["output"][0]["parsed_arguments"]["x"]
+    levels = 0
+    while isinstance(nested, list):
+        (nested,) = nested
+        levels += 1
+    # (sdk_node.mjs writes what lies deeper than 1,000 levels of the final object as a string)
+    assert (levels, nested) == (996, "(deeper than 1000 levels)")
+    # openai-python's final response (not dumped: pydantic's serializer stops at about 1,000 levels)
+    import httpx2
+    import openai
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=data, headers={"content-type": "text/event-stream"})
+
+    client = openai.OpenAI(api_key="x", http_client=httpx2.Client(transport=httpx2.MockTransport(answer)))
+    with client.responses.stream(model="m", input="hi", tools=R_STRICT["tools"]) as stream:
+        parsed = stream.get_final_response().output[0].parsed_arguments  # type: ignore[union-attr]
+    assert json.dumps(parsed, separators=(",", ":")).replace(" ", "") == arguments.replace(" ", "")
+
+
+_RS = {"id": "rs_1", "type": "reasoning", "summary": [], "content": []}
+_RS_DONE = {
+    **_RS,
+    "summary": [{"type": "summary_text", "text": "t"}],
+    "content": [{"type": "reasoning_text", "text": "t"}],
+}
+_REFUSED = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "status": "completed",
+    "content": [{"type": "refusal", "refusal": "no"}],
+}
+
+
+def _delta_without_text(etype: str) -> bytes:
+    """A reasoning item's summary or reasoning-text part, or a message's refusal part, whose one
+    delta (event 3) has no ``delta``; the part's text comes in the done item."""
+    from .test_sdk_reactions import R_CREATED, _added, _completed, _done, _r
+
+    if etype == "response.refusal.delta":
+        added, done, where = {**_REFUSED, "content": []}, _REFUSED, {"content_index": 0}
+        part = _r(
+            "response.content_part.added",
+            2,
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            part={"type": "refusal", "refusal": ""},
+        )
+    elif etype == "response.reasoning_text.delta":
+        added, done, where = _RS, _RS_DONE, {"content_index": 0}
+        part = _r(
+            "response.content_part.added",
+            2,
+            item_id="rs_1",
+            output_index=0,
+            content_index=0,
+            part={"type": "reasoning_text", "text": ""},
+        )
+    else:
+        added, done, where = _RS, _RS_DONE, {"summary_index": 0}
+        part = _r(
+            "response.reasoning_summary_part.added",
+            2,
+            item_id="rs_1",
+            output_index=0,
+            summary_index=0,
+            part={"type": "summary_text", "text": ""},
+        )
+    delta = _r(etype, 3, item_id=added["id"], output_index=0, **where)
+    return R_CREATED + _added(1, 0, added) + part + delta + _done(4, 0, done) + _completed(done, seq=5)
+
+
+@pytest.mark.parametrize(
+    "etype",
+    ["response.reasoning_text.delta", "response.reasoning_summary_text.delta", "response.refusal.delta"],
+)
+def test_a_delta_without_its_text_that_the_sdks_accept_is_a_note(etype: str) -> None:
+    """The SDK property (seed 408: a DeepSeek reasoning_text.delta without ``delta``) found ProxAI
+    calling it malformed: openai-python does not read these deltas, openai-node appends undefined to
+    its snapshot, which response.completed's response replaces. Not read, noted; every client's
+    stream is whole."""
+    from tests.observe.test_payload_reuse import CLIENTS, _carrier
+
+    data = _delta_without_text(etype)
+    summary, findings = _observe(data)
+    assert (summary.outcome, summary.error) == (Outcome.COMPLETED, None)
+    assert findings == [("openai_responses.delta_not_string", 3)]
+    assert summary.extra.get("conformance", []) == []
+    py, nd = _finals(data)
+    for final in (py, nd):
+        assert final["status"] == "completed"
+        assert [o["id"] for o in final["output"]] == [_REFUSED["id"] if "refusal" in etype else "rs_1"]
+    for client in CLIENTS[Protocol.OPENAI_RESPONSES]:
+        _, error, translated = _carrier(Protocol.OPENAI_RESPONSES, client, [data])
+        assert error is None, (client, error)
+        assert translated["metadata"]["outcome"] == "completed"

@@ -339,6 +339,30 @@ _RS = {"id": "rs_1", "type": "reasoning", "summary": []}
 _RS_DONE = {**_RS, "summary": [{"type": "summary_text", "text": "t"}]}
 
 
+def _deep_text(depth: int) -> str:
+    """A json_schema answer whose value "b" holds a number inside ``depth`` containers."""
+    return '{"a": 1, "b": ' + "[" * (depth - 1) + "1" + "]" * (depth - 1) + "}"
+
+
+R_DEEP_TEXT = _deep_text(201)  # pydantic's parser stops at 200
+# strict tool arguments 1,600 containers deep (openai-python's json.loads stops at 1,497)
+R_DEEP_ARGS = '{"x": ' + "[" * 1599 + "]" * 1599 + "}"
+
+
+def r_call(arguments: str) -> bytes:
+    """One call of tool ``f`` whose arguments come in one delta (events 0..4; the end is 5)."""
+    return (
+        R_CREATED
+        + _added(1, 0, _FC)
+        + _r("response.function_call_arguments.delta", 2, item_id="fc_1", output_index=0, delta=arguments)
+        + _done(3, 0, {**_FC_DONE, "arguments": arguments})
+        + _completed({**_FC_DONE, "arguments": arguments}, seq=4)
+    )
+
+
+_R_FAILED = {**_resp("failed", []), "error": {"code": "server_error", "message": "boom"}}
+
+
 def r_items(final: dict[str, Any]) -> list[Any]:
     return [(o["type"], o["id"]) for o in final["output"]]
 
@@ -1406,6 +1430,62 @@ CASES = [
         _text_is(r_text, ""),
     ),
     Case(
+        "responses response.completed's message with a number for content",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _part(2, 0, 0)
+        + _text(3, 0, 0)
+        + _done(4, 0, _MSG)
+        + _completed({**_MSG, "content": 5}, seq=5),
+        [("openai_responses.completed_content_scalar", 5)],
+    ),
+    Case(
+        "responses response.completed's message with true for content",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _part(2, 0, 0)
+        + _text(3, 0, 0)
+        + _done(4, 0, _MSG)
+        + _completed({**_MSG, "content": True}, seq=5),
+        [("openai_responses.completed_content_scalar", 5)],
+    ),
+    Case(
+        "responses response.completed's message with an object for content",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _part(2, 0, 0)
+        + _text(3, 0, 0)
+        + _done(4, 0, _MSG)
+        + _completed({**_MSG, "content": {"type": "output_text"}}, seq=5),
+        [("openai_responses.completed_content_object", 5)],
+    ),
+    Case(
+        "responses response.completed's message with a string for content",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _part(2, 0, 0)
+        + _text(3, 0, 0)
+        + _done(4, 0, _MSG)
+        + _completed({**_MSG, "content": "Hi"}, seq=5),
+        [("openai_responses.completed_content_string", 5)],
+    ),
+    Case(
+        "responses response.completed's message with an empty string for content",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _part(2, 0, 0)
+        + _text(3, 0, 0)
+        + _done(4, 0, _MSG)
+        + _completed({**_MSG, "content": ""}, seq=5),
+        [("openai_responses.completed_content_empty", 5)],
+        _text_is(r_items, [("message", "msg_1")]),
+    ),
+    Case(
         "responses a message added with content null, then a part: both raise",
         "responses",
         R_CREATED
@@ -1831,6 +1911,48 @@ CASES = [
         R_CREATED + b"".join(R_ITEM) + R_COMPLETED,
         [("openai_responses.json_text_strict", 7)],
         request={**R_JSON, **R_STRICT},
+    ),
+    Case(
+        "responses a json_schema text format, the JSON 201 levels deep",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM).replace(b'"Hi"', json.dumps(R_DEEP_TEXT).encode())
+        + R_COMPLETED.replace(b'"Hi"', json.dumps(R_DEEP_TEXT).encode()),
+        [("openai_responses.json_text_depth", 7)],
+        None,
+        _text_is(r_text, R_DEEP_TEXT),
+        request=R_JSON,
+    ),
+    Case(
+        "responses a json_schema text format and a strict tool, the JSON 201 levels deep",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM).replace(b'"Hi"', json.dumps(R_DEEP_TEXT).encode())
+        + R_COMPLETED.replace(b'"Hi"', json.dumps(R_DEEP_TEXT).encode()),
+        [("openai_responses.json_text_depth", 7)],
+        None,
+        _text_is(r_text, R_DEEP_TEXT),
+        request={**R_JSON, **R_STRICT},
+    ),
+    Case(
+        "responses a json_schema text format, the JSON 3,000 levels deep (past both JSON parsers of ProxAI)",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM).replace(b'"Hi"', json.dumps(_deep_text(3000)).encode())
+        + R_COMPLETED.replace(b'"Hi"', json.dumps(_deep_text(3000)).encode()),
+        [("openai_responses.json_text_depth", 7)],
+        None,
+        _text_is(r_text, _deep_text(3000)),
+        request=R_JSON,
+    ),
+    Case(
+        "responses a strict tool's arguments 1,600 levels deep",
+        "responses",
+        r_call(R_DEEP_ARGS),
+        [("openai_responses.strict_tool_arguments_depth", 5)],
+        None,
+        _text_is(lambda f: f["output"][0]["arguments"], R_DEEP_ARGS),
+        request=R_STRICT,
     ),
     Case(
         "responses a json_schema text format, the JSON does not fit the schema",
@@ -2491,6 +2613,80 @@ CASES = [
         R_CREATED + b"".join(R_ITEM) + R_COMPLETED + _r("response.x_unknown", 7),
         [("openai_responses.unknown_event", 7)],
         _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses an output_text delta whose delta is null",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _MSG_ADDED)
+        + _part(2, 0, 0)
+        + _r("response.output_text.delta", 3, item_id="msg_1", output_index=0, content_index=0, delta=None)
+        + _done(4, 0, _MSG)
+        + _completed(_MSG, seq=5),
+        [("openai_responses.text_delta_type", 3)],
+        None,
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses an event with an error after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + R_COMPLETED
+        + _r("error", 7, error={"type": "server_error", "message": "boom"}),
+        [("openai_responses.error_after_completed", 7)],
+    ),
+    Case(
+        "responses an error event after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + R_COMPLETED
+        + _r("error", 7, code="server_error", message="boom", param=None),
+        [("openai_responses.error_event_after_completed", 7)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses response.failed after response.completed",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED + _r("response.failed", 7, response=_R_FAILED),
+        [("openai_responses.lifecycle_after_completed", 7)],
+        _text_is(r_text, "Hi"),
+        _text_is(lambda f: (f["status"], r_text(f), f["error"]["message"]), ("failed", "", "boom")),
+    ),
+    Case(
+        "responses response.in_progress after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + R_COMPLETED
+        + _r("response.in_progress", 7, response=_resp("in_progress", [])),
+        [("openai_responses.lifecycle_after_completed", 7)],
+        _text_is(r_text, "Hi"),
+        _text_is(lambda f: (f["status"], r_text(f)), ("in_progress", "")),
+    ),
+    Case(
+        "responses response.failed of another response after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + R_COMPLETED
+        + _r("response.failed", 7, response={**_R_FAILED, "id": "resp_2"}),
+        [("openai_responses.lifecycle_after_completed", 7), ("openai_responses.lifecycle_id", 7)],
+        None,
+        _text_is(lambda f: (f["id"], f["status"], r_text(f)), ("resp_2", "failed", "")),
+        rule="openai_responses.lifecycle_id",
+    ),
+    Case(
+        "responses response.failed without output after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + R_COMPLETED
+        + _r("response.failed", 7, response={k: v for k, v in _R_FAILED.items() if k != "output"}),
+        [("openai_responses.lifecycle_after_completed", 7), ("openai_responses.lifecycle_output", 7)],
+        _text_is(r_text, "Hi"),
+        rule="openai_responses.lifecycle_output",
     ),
 ]
 

@@ -944,6 +944,14 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "openai_responses.text_delta_type",
+        R,
+        "an `output_text` delta carries its `delta` as a string (openai-python appends it to the "
+        "part's text; openai-node appends whatever came to a snapshot `response.completed` replaces)",
+        Reaction("raises", "TypeError", "can only concatenate str (not"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_responses.delta_item_type",
         R,
         "an `output_text` delta or done goes to a message item, a `function_call_arguments` delta "
@@ -1041,6 +1049,38 @@ _RULES = (
         Reaction("raises", "OpenAIError", "output.content is not iterable"),
     ),
     Rule(
+        "openai_responses.completed_content_scalar",
+        R,
+        "no message in `response.completed`'s output has a number or `true` for `content` "
+        "(openai-python's `parse_response` iterates it)",
+        Reaction("raises", "TypeError", "'"),
+        Reaction("raises", "OpenAIError", "output.content is not iterable"),
+    ),
+    Rule(
+        "openai_responses.completed_content_object",
+        R,
+        "no message in `response.completed`'s output has an object for `content` (openai-python's "
+        "`parse_response` reads its keys as parts)",
+        Reaction("raises", "AttributeError", "'str' object has no attribute 'type'"),
+        Reaction("raises", "OpenAIError", "output.content is not iterable"),
+    ),
+    Rule(
+        "openai_responses.completed_content_string",
+        R,
+        "no message in `response.completed`'s output has a string for `content` (openai-python's "
+        "`parse_response` reads its characters as parts; openai-node's final parse maps it)",
+        Reaction("raises", "AttributeError", "'str' object has no attribute 'type'"),
+        Reaction("raises", "OpenAIError", "item.content.map is not a function"),
+    ),
+    Rule(
+        "openai_responses.completed_content_empty",
+        R,
+        "no message in `response.completed`'s output has an empty string for `content` (openai-node's "
+        "final parse maps it; openai-python reads no parts)",
+        Reaction("loses", loses="the message's parts (its text)"),
+        Reaction("raises", "OpenAIError", "item.content.map is not a function"),
+    ),
+    Rule(
         "openai_responses.message_content_part",
         R,
         "a content part is added only to a message whose `content` is an array (both SDKs append the "
@@ -1071,6 +1111,24 @@ _RULES = (
         "answer's text is JSON (openai-node parses it too)",
         Reaction("raises", "ValidationError", "1 validation error for"),
         Reaction("raises", "OpenAIError", "Unexpected token"),
+    ),
+    Rule(
+        "openai_responses.json_text_depth",
+        R,
+        "with a `json_schema` `text.format` in the request: the final answer's JSON nests no value in "
+        "more than 200 objects or arrays (openai-python's parser, pydantic's, stops there; "
+        "openai-node's `JSON.parse` reads it)",
+        Reaction("raises", "ValidationError", "1 validation error for"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_responses.strict_tool_arguments_depth",
+        R,
+        "a call of a function tool the request declares `strict` nests its arguments in at most "
+        "1,497 objects or arrays (openai-python's `json.loads` raises past CPython 3.12's C "
+        "recursion limit; openai-node's `JSON.parse` reads it)",
+        Reaction("raises", "RecursionError", "maximum recursion depth exceeded"),
+        Reaction("tolerates"),
     ),
     Rule(
         "openai_responses.json_schema",
@@ -1111,6 +1169,31 @@ _RULES = (
         "`response.completed` (the SDKs read every payload to the end of the stream as an event)",
         Reaction("raises", "AttributeError"),
         Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
+        "openai_responses.error_after_completed",
+        R,
+        "no payload after `response.completed` carries an `error` (both SDKs' stream layers read on "
+        "to the end of the stream and raise it)",
+        Reaction("raises", "APIError"),
+        Reaction("raises", "APIError"),
+    ),
+    Rule(
+        "openai_responses.error_event_after_completed",
+        R,
+        "no `error` event follows `response.completed` (openai-node's `ResponseStream` rejects with "
+        "the event itself; openai-python reads on)",
+        Reaction("tolerates"),
+        Reaction("raises", "Object"),
+    ),
+    Rule(
+        "openai_responses.lifecycle_after_completed",
+        R,
+        "no lifecycle event (`response.failed`, `response.incomplete`, `response.in_progress` ...) "
+        "follows `response.completed` (openai-node's final response is the last lifecycle event's; "
+        "openai-python's stays `response.completed`'s)",
+        Reaction("tolerates"),
+        Reaction("loses", loses="response.completed's response (its final one is the later event's)"),
     ),
 )
 
@@ -1239,6 +1322,8 @@ _STRICT_ARGS = {
 _CUSTOM_CALL = "openai_chat.custom_tool_call"
 _STRICT_DEPTH = "openai_chat.strict_tool_arguments_depth"
 _JSON_TEXT = ("openai_responses.json_text", "openai_responses.json_text_strict")  # (no strict tool, one)
+_JSON_DEPTH = "openai_responses.json_text_depth"
+_STRICT_DEPTH_R = "openai_responses.strict_tool_arguments_depth"
 # (the content starts as JSON, a strict tool in the request) -> the rule of Chat content not JSON
 _JSON_CONTENT = {
     (False, False): "openai_chat.json_content",
@@ -1254,13 +1339,26 @@ _JSON_SCHEMA = {
     R: "openai_responses.json_schema",
 }
 #: the rules ``judge_answer`` gives (at the end, and at an Anthropic text block's stop)
-ANSWER_RULES = frozenset(_JSON_CONTENT.values()) | {*_JSON_TEXT, _ANTHROPIC_JSON, *_JSON_SCHEMA.values()}
+ANSWER_RULES = frozenset(_JSON_CONTENT.values()) | {
+    *_JSON_TEXT,
+    _JSON_DEPTH,
+    _ANTHROPIC_JSON,
+    *_JSON_SCHEMA.values(),
+}
 #: the rules ``at_end`` gives
 AT_END_RULES = (
     frozenset(_FINISH.values())
     | frozenset(_STRICT_ARGS.values())
     | frozenset(_JSON_CONTENT.values())
-    | {_CUSTOM_CALL, _STRICT_DEPTH, *_JSON_TEXT, _JSON_SCHEMA[C], _JSON_SCHEMA[R]}
+    | {
+        _CUSTOM_CALL,
+        _STRICT_DEPTH,
+        _STRICT_DEPTH_R,
+        *_JSON_TEXT,
+        _JSON_DEPTH,
+        _JSON_SCHEMA[C],
+        _JSON_SCHEMA[R],
+    }
 )
 
 
@@ -1300,6 +1398,12 @@ def at_end(
     for tb in tools:
         if tb.kind == "function" and tb.name in strict and tb.finished and not tb.valid and not tb.overflow:
             rule = _STRICT_ARGS.get((protocol, tb.json_prefix))
+            if protocol is R and tb.final is not None and (deep := _json(tb.final)) is not _NOT_JSON:
+                # deeper than orjson reads: openai-python's ``json.loads`` reads it, or raises
+                # RecursionError (past its interpreter's C recursion limit: ``_DEEP``)
+                if deep is not _DEEP:
+                    continue
+                rule = _STRICT_DEPTH_R
             if rule is not None:
                 found.append(
                     (rule, f"the arguments of strict tool {tb.name!r} (call {tb.id!r}) are not JSON")
@@ -1329,7 +1433,9 @@ def judge_answer(protocol: Protocol, asked: Asked, text: str) -> tuple[str, str]
         if protocol is R:
             return _JSON_TEXT[bool(asked.strict_tools)], "a final answer's output_text is not JSON"
         return _ANTHROPIC_JSON, "a text block's text is not JSON"
-    if asked.schema is None:
+    if protocol is R and (value is _DEEP or too_deep(text)):  # pydantic's parser is jiter
+        return _JSON_DEPTH, f"a final answer's JSON nests a value in more than {JITER_DEPTH} containers"
+    if asked.schema is None or value is _DEEP:
         return None
     bad = misfit(value, asked.schema)
     if bad is None:
@@ -1338,11 +1444,13 @@ def judge_answer(protocol: Protocol, asked: Asked, text: str) -> tuple[str, str]
 
 
 _NOT_JSON: Any = object()
+_DEEP: Any = object()  # JSON too deep for the standard parser (its interpreter's C recursion limit)
 
 
 def _json(text: str) -> Any:
-    """The JSON value of ``text``, or ``_NOT_JSON``; integers past 64 bits (which orjson refuses)
-    are read by the standard parser, NaN and Infinity are not JSON."""
+    """The JSON value of ``text``, ``_NOT_JSON``, or ``_DEEP``; integers past 64 bits and values
+    deeper than 1,024 levels (which orjson refuses) are read by the standard parser (the one
+    openai-python parses a strict tool's arguments with), NaN and Infinity are not JSON."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -1351,6 +1459,8 @@ def _json(text: str) -> Any:
         return json.loads(text, parse_constant=_no_constant)
     except ValueError:
         return _NOT_JSON
+    except RecursionError:
+        return _DEEP
 
 
 def _no_constant(name: str) -> Any:

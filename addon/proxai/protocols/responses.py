@@ -70,6 +70,7 @@ from .responses_items import (
     MUST_REACH,
     cannot_reach,
     client_item_call,
+    delta_not_string,
     final_text,
     hosted_call,
     item_seen,
@@ -800,18 +801,16 @@ class ResponsesGrammar(GrammarBase):
     def _text_delta(self, obj: dict[str, Any], etype: str, now: float) -> None:
         """``output_text.delta`` / ``refusal.delta`` (off the fast path)."""
         out = self.out
-        text: Any
+        text = obj.get("delta")
+        if type(text) is not str:
+            return delta_not_string(self, self._item(obj, etype), etype)
         if out is not None:
             key = self._part_key(obj, etype)
-            text = obj.get("delta")
-            if type(text) is not str:
-                raise UpstreamProtocolError(f"{etype} without a string delta")
             if text:
                 self._keep(self._parts[key], text)
                 out.delta(key, "text", text)
         else:
             self._item(obj, etype)
-            text = obj["delta"]
         if etype == "response.refusal.delta":
             self.acc.refusal(text)
         else:
@@ -820,19 +819,16 @@ class ResponsesGrammar(GrammarBase):
     def _reasoning_delta(self, obj: dict[str, Any], etype: str, now: float) -> None:
         iid, item = self._item(obj, etype)
         out = self.out
-        text: Any
+        text = obj.get("delta")
+        if type(text) is not str:
+            return delta_not_string(self, (iid, item), etype)
         if out is not None:
             open_item(iid, item, "reasoning", etype)
             if not item.started:
                 item.started = True
                 out.block_start(iid, "thinking")
-            text = obj.get("delta")
-            if type(text) is not str:
-                raise UpstreamProtocolError("reasoning delta without a string delta")
             if text:
                 out.delta(iid, "thinking", text)  # (no .done event of reasoning is checked)
-        else:
-            text = obj["delta"]
         self.acc.reasoning(text)
 
     def _args_delta(self, obj: dict[str, Any], etype: str, now: float) -> None:

@@ -3,7 +3,8 @@ tool calls whose arguments stream and the field that holds them, the built-in it
 executes, the tool kinds the client must answer, the items a translation may not leave out
 (docs/design/translation.md, "What the client must act on"), a finished web search call in
 neutral terms, the text a terminal response holds (``final_text``), and two checks of an item's
-event the grammar makes (``item_seen``, ``open_item``). Tables, conversions and checks, no reading
+event the grammar makes (``item_seen``, ``open_item``), and a delta it does not read
+(``delta_not_string``). Tables, conversions and checks, no reading
 of the stream: the grammar's rules are in
 docs/design/protocol-grammars.md, "OpenAI Responses".
 """
@@ -163,3 +164,13 @@ def open_item(iid: str, item: _Item, kind: str, etype: str) -> None:
         raise SemanticStreamError(f"{etype} inside a {item.kind} item ({iid!r})")
     if item.done:
         raise SemanticStreamError(f"{etype} for item {iid!r} after output_item.done")
+
+
+def delta_not_string(g: ResponsesGrammar, item: tuple[str, _Item], etype: str) -> None:
+    """A text, refusal or reasoning delta (of ``item``) whose ``delta`` is not a string: not read.
+    openai-node appends it to its snapshot, which ``response.completed``'s response replaces;
+    openai-python reads only an ``output_text`` one, and raises there (``SdkView``:
+    ``openai_responses.text_delta_type``). Both SDKs accept the others: a note."""
+    if etype != "response.output_text.delta":
+        msg = f"{etype} for item {item[0]!r} without a string delta: not read"
+        g.acc.finding_once("openai_responses.delta_not_string", "quirk", msg)

@@ -27,7 +27,7 @@ from proxai.protocols.anthropic_index import lax_int, node_place
 from proxai.protocols.conformance import NODE_RESPONSES_EVENTS, UNTYPED
 
 if TYPE_CHECKING:
-    from .common import GrammarBase
+    from .responses import ResponsesGrammar
 
 _NO: Any = object()  # no delta's index is this object: the fast path declines
 
@@ -112,6 +112,7 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     ("part", None): "openai_responses.python_part_added_part",
     (None, "part"): "openai_responses.node_part_added_part",
     ("part_text", None): "openai_responses.part_text",
+    ("delta_type", None): "openai_responses.text_delta_type",
     ("item_type", None): "openai_responses.delta_item_type",
     ("arguments", None): "openai_responses.call_arguments",
     ("identity", None): "openai_responses.item_identity",
@@ -126,19 +127,32 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     ("message_content", "message_content"): "openai_responses.message_content_part",
 }
 
-#: every rule ``SdkView`` reports
-RULES = frozenset(_PAIRS.values()) | {
-    "openai_responses.completed_message_content",
-    "openai_responses.created_first",
-    "openai_responses.not_completed",
-    "openai_responses.completed_output",
-    "openai_responses.completed_output_null",
-    "openai_responses.completed_output_object",
-    "openai_responses.unfinished_item",
-    "openai_responses.output_index_missing",
-    "openai_responses.lifecycle_output_null",
-    "openai_responses.item_content_null",
+# a message's ``content`` in response.completed's output, by what the SDKs do with it -> the rule
+_FINAL_CONTENT = {
+    "none": "openai_responses.completed_message_content",  # absent, null, falsy: openai-python has none
+    "scalar": "openai_responses.completed_content_scalar",
+    "object": "openai_responses.completed_content_object",
+    "string": "openai_responses.completed_content_string",
+    "empty": "openai_responses.completed_content_empty",
 }
+
+#: every rule ``SdkView`` reports
+RULES = (
+    frozenset(_PAIRS.values())
+    | frozenset(_FINAL_CONTENT.values())
+    | {
+        "openai_responses.created_first",
+        "openai_responses.not_completed",
+        "openai_responses.completed_output",
+        "openai_responses.completed_output_null",
+        "openai_responses.completed_output_object",
+        "openai_responses.unfinished_item",
+        "openai_responses.output_index_missing",
+        "openai_responses.lifecycle_output_null",
+        "openai_responses.item_content_null",
+        "openai_responses.lifecycle_after_completed",
+    }
+)
 _NONE: Any = object()  # no entry found
 
 
@@ -286,7 +300,9 @@ class SdkView:
     ``added`` is the record of the last ``output_item.added`` (the grammar keeps it on its item)."""
 
     __slots__ = (
+        "_after",
         "_conform",
+        "_ended",
         "_live",
         "_node",
         "_py",
@@ -305,6 +321,8 @@ class SdkView:
         self._conform = conform
         self._quirk = quirk  # a note (``finding_once``)
         self._started = False
+        self._after = False  # the events after response.completed (``after_terminal``)
+        self._ended = False  # response.completed came
         self._live = True  # False once no SDK has a snapshot (the first event was not response.created)
         self._rid: object = None
         self._py: dict[object, Out] = {}  # openai-python: output_index -> item
@@ -405,8 +423,13 @@ class SdkView:
             self._node = [Out(i if type(i) is dict else {}) for i in output]
             for rec in self._py.values():
                 self._fast(rec)
-            self._listless(etype, self._node)
-        if etype in _TERMINAL and etype != _COMPLETED:
+            if etype == _COMPLETED:
+                _final_content(self._conform, output)
+            else:
+                self._listless(etype, self._node)
+        if self._after and etype != _COMPLETED:  # openai-node's final response is this one's
+            self._conform("openai_responses.lifecycle_after_completed", f"{etype} after response.completed")
+        elif etype in _TERMINAL and etype != _COMPLETED:
             self._conform("openai_responses.not_completed", f"the stream ended with {etype}")
         if (py, node) == (None, "output") and etype == _COMPLETED:
             self._conform("openai_responses.completed_output", "response.completed has no response.output")
@@ -419,6 +442,7 @@ class SdkView:
             self._null_entry(etype, output)
             self._replaced(etype, output)
         if etype == _COMPLETED and py is None:
+            self._ended = True
             if (
                 type(output) is list
                 and (bad := next((i for i in output if type(i) is not dict), _NONE)) is not _NONE
@@ -441,16 +465,9 @@ class SdkView:
 
     def _listless(self, etype: str, recs: list[Out]) -> None:
         """A lifecycle event's output with a message whose content openai-node cannot iterate (its
-        ``addOutputText`` lists every message's text): ``response.completed``'s is openai-python's
-        final response too, where that message has no parts."""
+        ``addOutputText`` lists every message's text)."""
         at = next((k for k, r in enumerate(recs) if r.type == "message" and not r.iterable), None)
-        if at is None:
-            return
-        if etype == _COMPLETED:
-            self._conform(
-                "openai_responses.completed_message_content", f"{etype}'s message {at} has no content array"
-            )
-        else:
+        if at is not None:
             self._report(None, "content_list", f"{etype}'s message {at} has no content array")
 
     def _replaced(self, etype: str, output: list[Any]) -> None:
@@ -644,6 +661,33 @@ def _final_texts(output: list[Any]) -> list[str]:
     return texts
 
 
+def _final_content(conform: Callable[[str, str], None], output: list[Any]) -> None:
+    """``response.completed``'s messages whose ``content`` is no list: openai-node's
+    ``addOutputText`` iterates it (a string passes) and its final parse (``maybeParseResponse``)
+    maps it; openai-python's ``parse_response`` iterates ``content or []`` (a falsy one has no
+    parts, a number raises, a string or an object gives strings for parts)."""
+    for k, item in enumerate(output):
+        if type(item) is not dict or item.get("type") != "message":
+            continue
+        content = item.get("content")
+        kind = (
+            None
+            if type(content) is list
+            else ("string" if content else "empty")
+            if type(content) is str
+            else "none"
+            if not content
+            else "object"
+            if type(content) is dict
+            else "scalar"
+            if type(content) in (int, float, bool)
+            else None
+        )
+        if kind is not None:
+            conform(_FINAL_CONTENT[kind], f"response.completed's message {k} has no content array")
+            return
+
+
 def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
     """What openai-python's ``accumulate_event`` and ``handle_event`` do with a content event for
     ``rec`` (an item it has)."""
@@ -665,7 +709,9 @@ def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
     ptype, ok = rec.parts[ci]
     if ptype != "output_text":
         return "text_type"
-    return None if ok or etype != "response.output_text.delta" else "part_text"
+    if etype != "response.output_text.delta":
+        return None
+    return "part_text" if not ok else None if type(obj.get("delta")) is str else "delta_type"
 
 
 def _node(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
@@ -743,6 +789,8 @@ def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -
         return f"{etype} for content_index {ci} of output item {oi}, which has no such part"
     if "type" in (py, node) or py == "text_type":
         return f"{etype} for content part {ci} of output item {oi}, a part of another type"
+    if py == "delta_type":
+        return f"{etype} for content part {ci} of output item {oi} without a string delta"
     if py == "part_text":
         return f"{etype} for content part {ci} of output item {oi}, added without its text"
     if py == "item_type":
@@ -754,12 +802,18 @@ def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -
     return f"{etype} for output item {oi}, a reasoning item without summary"
 
 
-def after_terminal(g: GrammarBase, payloads: Payloads, base: int) -> None:
+def after_terminal(g: ResponsesGrammar, payloads: Payloads, base: int) -> None:
     """The events after the terminal event (the first at ``base``), which both SDKs read on to the
     end of the stream (openai ``_streaming.py`` ``Stream.__stream__`` and openai-node
     ``core/streaming.js`` stop at ``[DONE]`` alone): a payload that is not JSON, or not an object,
-    makes both raise (``tail_json``, ``tail_object``); openai-node's ``accumulateResponse`` raises on
-    a type it does not know (``unknown_event``). Not interpreted otherwise."""
+    makes both raise (``tail_json``, ``tail_object``), and so does one with an ``error`` (both
+    stream layers raise it: ``error_after_completed``); openai-node's ``accumulateResponse`` raises
+    on a type it does not know (``unknown_event``), its ``ResponseStream`` on an ``error`` event
+    (``error_event_after_completed``). After ``response.completed`` every other event goes to the
+    SDKs' view as they read it (``SdkView.see``: a lifecycle event replaces openai-node's final
+    response, ``lifecycle_after_completed``); the grammar does not interpret it."""
+    view = g._sdk
+    view._after = view._ended
     for k, (_name, data) in enumerate(payloads):
         if data[:6] in (b"[DONE]", "[DONE]"):
             return
@@ -781,8 +835,15 @@ def after_terminal(g: GrammarBase, payloads: Payloads, base: int) -> None:
         etype = obj.get("type")
         if type(etype) is not str or not etype:
             etype = UNTYPED
+        if obj.get("error"):  # openai-python's test (openai-node's, ``data.error``, holds then too)
+            g.conform("openai_responses.error_after_completed", f"{etype} with an error after the end")
+            return
         if etype not in NODE_RESPONSES_EVENTS:
             g.conform(
                 "openai_responses.unknown_event",
                 f"event type {etype!r} after the end is unknown to the Node SDK",
             )
+        elif etype == "error":  # openai-node rejects with the event itself; openai-python reads on
+            g.conform("openai_responses.error_event_after_completed", "an error event after the end")
+        elif view._after:
+            view.see(etype, obj)
