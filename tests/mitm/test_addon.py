@@ -235,6 +235,40 @@ def test_unfinished_tool_marker_and_diagnostics(tctx: Any, tmp_path: Path) -> No
     assert "sk-secret" not in text and "authorization" not in text
 
 
+def test_the_report_without_a_view_is_the_flows_report_after_they_are_freed(
+    tctx: Any, tmp_path: Path
+) -> None:
+    """mitmdump has no view: ``proxai.report`` reports the flows it saw from what it kept of them,
+    the same rows as ``report_rows`` of the flows themselves, also once the flows are freed; an
+    unfinished tool's diagnostics from the stored body's tail when their file is gone."""
+    import gc
+    import weakref
+
+    from proxai.mitm.flowrows import report_rows
+    from proxai.outputs.report import table_lines
+
+    a: ProxAI = tctx.addon
+    flows = []
+    for wire in (CHAT_TEXT, CHAT_UNFINISHED_TOOL, CHAT_TEXT):
+        f = _flow()
+        a.request(f)
+        f.response = _sse_response()
+        _stream(a, f, wire)
+        flows.append(f)
+    diag = str(tmp_path / "diag")
+    with_file = "\n".join(table_lines(report_rows(flows, base_dir=diag)))
+    Path(flows[1].metadata["proxai"]["diagnostics"]).unlink()  # rebuilt from the body's tail now
+    from_body = "\n".join(table_lines(report_rows(flows, base_dir=diag)))
+    assert from_body != with_file and "Par" in from_body
+    assert a.visibility.recent[1].body_tail == flows[1].response.raw_content
+    refs = [weakref.ref(f) for f in flows]
+    flows.clear()
+    del f
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None] and a.keep_budget.used == 0
+    assert a.visibility.report() == from_body
+
+
 def test_truncated_stream_is_closed_and_marked(tctx: Any) -> None:
     a: ProxAI = tctx.addon
     f = _flow()
@@ -440,14 +474,17 @@ def test_flow_state_is_released_when_the_flow_ends(tctx: Any) -> None:
     g.error = tflow.terr("gone")  # type: ignore[attr-defined]
     a.error(g)
     assert len(a.flows) == 0
-    # the visibility addon remembers the last LLM flows for proxai.report (mitmdump has no view);
-    # nothing else holds them
-    assert list(a.visibility.recent) == [f, g]
-    a.visibility.recent.clear()
+    # the visibility addon remembers the last LLM flows for proxai.report (mitmdump has no view),
+    # what the report reads of them, not the flows: nothing holds a finished flow or its kept body
+    assert [s.id for s in a.visibility.recent] == [f.id, g.id]
+    assert f.response.raw_content == CHAT_TEXT and a.keep_budget.used == len(CHAT_TEXT)
+    assert all(s.body_tail is None for s in a.visibility.recent)  # no unfinished tool: no tail
     ref = weakref.ref(f)
     del f
     gc.collect()
     assert ref() is None
+    assert a.keep_budget.used == 0  # the freed flow gave its kept bytes back
+    assert len(a.visibility.recent) == 2
 
 
 def test_replayed_sse_body_is_observed_whole(tctx: Any) -> None:
@@ -667,7 +704,6 @@ def test_total_cap_counts_live_bodies_and_frees_them_with_their_flows(tctx: Any)
         f"({len(CHAT_TEXT) * 2} bytes)"
     )
     assert a.keep_budget.used == len(CHAT_TEXT) * 2
-    a.visibility.recent.clear()  # (it remembers the last LLM flows for proxai.report)
     del flows[0]
     gc.collect()
     assert a.keep_budget.used == len(CHAT_TEXT)  # the freed flow gave its bytes back

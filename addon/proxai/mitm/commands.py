@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from mitmproxy import command, ctx, exceptions, http, types
 from mitmproxy import flow as mflow
@@ -25,7 +24,7 @@ from mitmproxy.log import ALERT
 
 from proxai.mitm import contentview, dumpline
 from proxai.mitm.export import export_bundle
-from proxai.mitm.flowrows import report_rows
+from proxai.mitm.flowrows import SeenFlow, report_rows, seen, seen_rows
 from proxai.mitm.option_errors import checked_options
 from proxai.outputs.report import table_lines
 from proxai.safety.termsafe import escape
@@ -39,10 +38,13 @@ class Visibility:
     """Contentview registration, ``proxai.export`` and ``proxai.report``."""
 
     def __init__(self) -> None:
-        self.recent: collections.deque[http.HTTPFlow] = collections.deque(maxlen=RECENT_FLOWS)
-        # the ids of the flows in ``recent`` (each one alive there, so its id is its own): whether a
-        # flow is in it without a scan of up to RECENT_FLOWS entries per flow
-        self._recent_ids: set[int] = set()
+        # What the report reads of each of them (``SeenFlow``), never the flow: holding the flow
+        # would hold its kept body (and count it against proxai_keep_body_total) and its request
+        # until RECENT_FLOWS more flows have passed.
+        self.recent: collections.deque[SeenFlow] = collections.deque(maxlen=RECENT_FLOWS)
+        # the ids (``flow.id``) of the flows in ``recent``: whether a flow is in it without a scan
+        # of up to RECENT_FLOWS entries per flow
+        self._recent_ids: set[str] = set()
 
     def load(self, loader: Loader) -> None:
         loader.add_option(
@@ -113,13 +115,20 @@ class Visibility:
             flow.response.raw_content = b""
 
     def _remember(self, flow: http.HTTPFlow) -> None:
-        if "proxai" not in flow.metadata or id(flow) in self._recent_ids:
+        if "proxai" not in flow.metadata or flow.id in self._recent_ids:
+            return
+        try:
+            got = seen(flow)  # a recorded summary as it is (without one: observed from the body)
+        except Exception:
+            logger.warning("proxai: the report cannot read this flow", exc_info=True)
+            return
+        if got is None:
             return
         recent = self.recent
         if len(recent) == recent.maxlen:
-            self._recent_ids.discard(id(recent[0]))  # the oldest, which the append drops
-        recent.append(flow)
-        self._recent_ids.add(id(flow))
+            self._recent_ids.discard(recent[0].id)  # the oldest, which the append drops
+        recent.append(got)
+        self._recent_ids.add(flow.id)
 
     @command.command("proxai.export")  # type: ignore[untyped-decorator]
     def export(self, flows: Sequence[mflow.Flow], path: types.Path) -> str:
@@ -147,13 +156,14 @@ class Visibility:
         """A table of the LLM flows in view (mitmdump: the recent ones): protocol, model, outcome,
         stop reason, tokens, tool calls, timings, with totals. Returned (mitmweb's command bar and the
         console show it) and logged at info level (every UI's event log shows it)."""
-        flows: list[Any]
         view = ctx.master.addons.get("view")  # type: ignore[no-untyped-call]
-        flows = list(view) if view is not None else list(self.recent)
         # diagnostics files only from the folder this addon writes them to (a flow loaded from a file
         # someone sent names paths of its own choosing); every line terminal-safe
         diag = str(ctx.options.proxai_diagnostics_dir) if "proxai_diagnostics_dir" in ctx.options else None
-        rows = report_rows(flows, base_dir=diag)
+        if view is not None:
+            rows = report_rows(list(view), base_dir=diag)
+        else:
+            rows = seen_rows(list(self.recent), base_dir=diag)
         table = "\n".join(escape(line, newlines=False) for line in table_lines(rows))
         logger.info("proxai.report:\n%s", table)
         return table

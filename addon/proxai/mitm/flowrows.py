@@ -20,6 +20,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -28,6 +29,7 @@ from mitmproxy import flow as mflow
 
 from proxai.core.detect import detect_protocol
 from proxai.core.errors import ProxaiError
+from proxai.core.model import Outcome
 from proxai.outputs import cost
 from proxai.outputs.report import ReportRow, diagnostics_from, make_row
 
@@ -87,10 +89,14 @@ def flow_metadata(f: http.HTTPFlow) -> Mapping[str, Any] | None:
     without a cost (observed now, or recorded by an older ProxAI) is priced now, with the prices of
     the day the request was sent (docs/cost.md)."""
     meta = _summary(f)
-    if meta is None or "cost" in meta:
+    return None if meta is None else _priced(meta, f.request.pretty_url, f.request.timestamp_start)
+
+
+def _priced(meta: Mapping[str, Any], url: str, at: float) -> Mapping[str, Any]:
+    if "cost" in meta:
         return meta
     priced = dict(meta)
-    cost.add_cost(priced, api_url=f.request.pretty_url, at=f.request.timestamp_start)
+    cost.add_cost(priced, api_url=url, at=at)
     return priced
 
 
@@ -176,32 +182,62 @@ def read_contained(path: str, base_dir: str, limit: int) -> bytes | None:
         os.close(fd)
 
 
+@dataclass(frozen=True, slots=True)
+class SeenFlow:
+    """What a report row reads of a flow, without the flow. mitmdump has no view: ``proxai.report``
+    reports the last LLM flows it saw from these, so that nothing holds a finished flow (its kept
+    body, its request) for the report. ``body_tail``: the end of the stored body, for an unfinished
+    tool's diagnostics when their file cannot be read (no other row reads the body)."""
+
+    id: str
+    method: str
+    url: str
+    at: float
+    status: int | None
+    meta: Mapping[str, Any]
+    body_tail: bytes | None
+
+
+def seen(f: http.HTTPFlow) -> SeenFlow | None:
+    """The report's part of an LLM flow (None for any other flow)."""
+    meta = _summary(f)
+    if meta is None:
+        return None
+    resp = f.response
+    tail = None
+    if resp is not None and meta.get("outcome") == Outcome.UNFINISHED_TOOL:
+        tail = (resp.get_content(strict=False) or b"")[-TAIL_BYTES:]
+    status = resp.status_code if resp is not None else None
+    req = f.request
+    return SeenFlow(f.id, req.method, req.pretty_url, req.timestamp_start, status, meta, tail)
+
+
 def report_rows(
     flows: Sequence[mflow.Flow], *, load_files: bool = True, base_dir: str | None = None
 ) -> list[ReportRow]:
     """One row per LLM flow (other flows are skipped), numbered from 1 in order. ``base_dir``: the
     only folder diagnostics files are read from (none: they are rebuilt from the stored body)."""
+    got = (seen(f) for f in flows if isinstance(f, http.HTTPFlow))
+    return seen_rows([s for s in got if s is not None], load_files=load_files, base_dir=base_dir)
+
+
+def seen_rows(
+    flows: Sequence[SeenFlow], *, load_files: bool = True, base_dir: str | None = None
+) -> list[ReportRow]:
+    """``report_rows`` of flows seen before (``seen``)."""
     rows: list[ReportRow] = []
-    for f in flows:
-        if not isinstance(f, http.HTTPFlow):
-            continue
-        meta = flow_metadata(f)
-        if meta is None:
-            continue
+    for s in flows:
+        meta = _priced(s.meta, s.url, s.at)
         loaded = _load_diagnostics(meta, base_dir) if load_files else None
-        body_tail: bytes | None = None
-        if loaded is None and f.response is not None:
-            body = f.response.get_content(strict=False) or b""
-            body_tail = body[-TAIL_BYTES:]
         rows.append(
             make_row(
                 meta,
                 index=len(rows) + 1,
-                flow_id=f.id,
-                method=f.request.method,
-                url=f.request.pretty_url,
-                status=f.response.status_code if f.response is not None else None,
-                diagnostics=diagnostics_from(meta, loaded, body_tail),
+                flow_id=s.id,
+                method=s.method,
+                url=s.url,
+                status=s.status,
+                diagnostics=diagnostics_from(meta, loaded, s.body_tail if loaded is None else None),
             )
         )
     return rows
