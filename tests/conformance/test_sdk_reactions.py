@@ -729,6 +729,27 @@ CASES = [
         ),
     ),
     Case(
+        "anthropic a start repeated, then index 1: the SDKs read its deltas into the repeated block",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _blk(0, _A_TEXT)
+        + _blk(1, _A_TOOL)
+        + _dl(1, {"type": "input_json_delta"})  # no partial_json: the SDKs' text block skips it
+        + _dl(1, {"type": "input_json_delta", "partial_json": '{"a":1}'})
+        + _a("content_block_stop", {"index": 1})
+        + _A_E,
+        [("anthropic_messages.duplicate_block_start", 2), ("anthropic_messages.delta_type", 4)],
+        _text_is(
+            lambda f: [(b["type"], b.get("input")) for b in f["content"]],
+            [("text", None), ("text", None), ("tool_use", {})],
+        ),
+        _text_is(
+            lambda f: [(b["type"], b.get("input")) for b in f["content"]],
+            [("text", None), ("text", None), ("tool_use", {})],
+        ),
+    ),
+    Case(
         "anthropic content before message_start",
         "anthropic",
         _blk(0, _A_TEXT) + _dl(0, {"type": "text_delta", "text": "Hi"}) + anthropic_stream(),

@@ -421,7 +421,8 @@ def test_anthropic_sparse_block_index_is_a_quirk() -> None:
         ("anthropic_messages.block_index", "quirk", 2),  # the Python SDK raises, the Node SDK loses it
     ]
     assert s.extra["notes"] == [
-        "content_block_start index 1, expected 0 (blocks are kept by index)",
+        "content_block_start index 1 is block 0 in the content: blocks are read by place, as the SDKs "
+        "read them",
         "content_block_delta for block 1, which is block 0 in the content",
     ]
 

@@ -120,7 +120,7 @@ CASES = [
         ("accepted", "end_turn", "Hi there", [], ""),
         ("Hi there", []),
         ["anthropic_messages.duplicate_block_start"],
-        ["content block 0 started again"],
+        ["content block 0 started again: the SDKs append it as block 1"],
     ),
     Case(
         "a: a tool_use started again at a text block's index: its input goes to the text (dropped)",
@@ -133,6 +133,75 @@ CASES = [
             "chat": ("accepted", "stop", "Hi", [("t1", "f", "")]),  # no fragment: no arguments
             "responses": ("accepted", "completed", "Hi", [("t1", "f", "")]),
         },
+    ),
+    Case(
+        "a: a start repeated, then index 1: the SDKs read index 1 at place 1, the repeated block",
+        START
+        + bs(0, TEXT)
+        + td(0, "Hi")
+        + bs(0, TEXT)
+        + bs(1, TOOL)
+        + td(1, " there")
+        + jd(2, '{"a":1}')
+        + st(0)
+        + st(1)
+        + st(2)
+        + md("tool_use")
+        + MS,
+        ("accepted", "tool_use", "Hi there", [("t1", "f", '{"a":1}')], ""),
+        ("Hi there", [("t1", "f", {"a": 1})]),
+        ["anthropic_messages.duplicate_block_start"],
+        [
+            "content block 0 started again: the SDKs append it as block 1",
+            "content_block_start index 1 is block 2 in the content: blocks are read by place, as the "
+            "SDKs read them",
+            "content_block_delta index 1: read as the block at that place in the content (a repeated "
+            "start's block), as the SDKs read it",
+        ],
+    ),
+    Case(
+        "a: a start repeated, then a tool at 1: its fragments go to the repeated text block",
+        START
+        + bs(0, TEXT)
+        + bs(0, TEXT)
+        + td(0, "Hi")
+        + st(0)
+        + bs(1, TOOL)
+        + ev("content_block_delta", index=1, delta={"type": "input_json_delta"})
+        + jd(1, '{"a":1}')
+        + st(1)
+        + st(2)
+        + md("tool_use")
+        + MS,
+        ("accepted", "tool_use", "Hi", [("t1", "f", "{}")], ""),
+        ("Hi", [("t1", "f", {})]),
+        ["anthropic_messages.duplicate_block_start", "anthropic_messages.delta_type"],
+        ["input_json_delta in a text block (index ('duplicate', 1)): dropped"],
+        clients={
+            "chat": ("accepted", "tool_calls", "Hi", [("t1", "f", "")]),  # no fragment: no arguments
+            "responses": ("accepted", "completed", "Hi", [("t1", "f", "")]),
+        },
+    ),
+    Case(
+        "a: starts 1 then 0: each block read by its place, as the SDKs read them",
+        START
+        + bs(1, TEXT)
+        + bs(0, TOOL)
+        + td(0, "Hi")
+        + jd(1, '{"a":1}')
+        + st(0)
+        + st(1)
+        + md("tool_use")
+        + MS,
+        ("accepted", "tool_use", "Hi", [("t1", "f", '{"a":1}')], ""),
+        ("Hi", [("t1", "f", {"a": 1})]),
+        [],
+        [
+            "content_block_start index 1 is block 0 in the content: blocks are read by place, as the "
+            "SDKs read them",
+            "content_block_delta index 0: read as the block at that place in the content (started "
+            "with index 1), as the SDKs read it",
+        ],
     ),
     Case(
         "b: input_json_delta, thinking_delta and signature_delta on a text block: dropped",
@@ -281,8 +350,8 @@ CASES = [
         [],
         [
             "content_block_start index None: the SDKs append the block, read as block 0",
-            "content_block_stop index -1: no block started with it, read as the block at that place "
-            "in the content",
+            "content_block_stop index -1: read as the block at that place in the content (block 1), "
+            "as the SDKs read it",
         ],
     ),
     Case(

@@ -3,7 +3,8 @@
 The rules (docs/design/protocol-grammars.md, "Anthropic Messages"):
 ``message_start`` -> content blocks (``content_block_start`` / ``content_block_delta`` /
 ``content_block_stop``) -> ``message_delta`` (stop reason, cumulative usage) -> ``message_stop``
-(the terminal event: completed). Content blocks are keyed by their ``index``. Usage:
+(the terminal event: completed). Content blocks are kept by their place, as the SDKs address
+them (``anthropic_index``: in a dense stream a block's place is its ``index``). Usage:
 ``anthropic_usage``; the tables of event, block and delta types: ``anthropic_tables``.
 
 Liberal where the official SDKs are ("Anthropic Messages: liberal where the SDKs are"): what
@@ -40,7 +41,7 @@ from proxai.core.sse import Payloads, RawName, event_name
 from proxai.stream import stop_reasons
 from proxai.stream.sink import Citation, Output, Phase, Stop, TokenUsage, WebSearchCall
 
-from .anthropic_index import delta_index, missing_block, start_index, stop_index
+from .anthropic_index import delta_index, missing_block, start_key, stop_index
 from .anthropic_quirks import (
     after_stop,
     field_missing,
@@ -120,7 +121,7 @@ _TEXT_PREFIX = b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_
 _THINKING_PREFIX = b'{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":'
 
 
-Key = int | tuple[str, int]  # a block's index, or a repeated start's place ("duplicate", n)
+Key = int | tuple[str, int]  # a block's place, or a start kept apart (``anthropic_index.start_key``)
 
 
 class _Block:
@@ -153,15 +154,13 @@ class AnthropicGrammar(GrammarBase):
         "_usage",
         "blocks",
         "late",
-        "next_index",
         "state",
     )
 
     def __init__(self, acc: Accum, output: Output | None = None) -> None:
         super().__init__(acc, output)
         self.state = State.WAITING
-        self.blocks: dict[Key, _Block] = {}  # every started block by its index (open or stopped)
-        self.next_index = 0  # the index a dense stream starts next
+        self.blocks: dict[Key, _Block] = {}  # every started block by its place (open or stopped)
         self._usage = TokenUsage()  # the writers' usage (only kept while translating)
         self._stop_raw: str | None = None
         self._start_usage = True  # message_start carried usage (the SDKs update it at message_delta)
@@ -376,7 +375,6 @@ class AnthropicGrammar(GrammarBase):
                 if blk.open:
                     self._close(idx, blk, now)
             self.blocks.clear()
-            self.next_index = 0
             return
         self.conform("anthropic_messages.second_message_start", "a second message_start")
 
@@ -477,8 +475,7 @@ class AnthropicGrammar(GrammarBase):
         # its blocks take the first indexes, as the SDK's accumulator counts, and are read as if
         # they had streamed.
         for block in as_list(msg.get("content")):
-            idx = self.next_index
-            self.next_index = idx + 1
+            idx = len(self.blocks)
             blk = self._open(idx, as_dict(block), now)
             self._close(idx, blk, now)
         reason = as_str(msg.get("stop_reason"))
@@ -487,28 +484,14 @@ class AnthropicGrammar(GrammarBase):
             self._stop_raw = reason
 
     def _block_start(self, obj: dict[str, Any], now: float) -> None:
-        idx = start_index(self, obj)
-        n = len(self.blocks)  # the SDKs append each block: this one's place in their content
-        # Past the blocks: a gap, kept apart (``anthropic_index.by_place``: a delta naming it finds
-        # no block in the SDKs, a delta naming its place is the SDKs' reading).
-        key: Key = idx if idx <= n else ("gap", idx)
-        if key in self.blocks:
-            # The SDKs append a second block; the deltas of this index still go to the first.
-            self.conform("anthropic_messages.duplicate_block_start", f"content block {idx} started again")
-            key = ("duplicate", n)
-            self._close(key, self._open(key, as_dict(obj.get("content_block")), now), now)
-            return
-        if idx != self.next_index:
-            self.acc.finding(
-                "anthropic.sparse_index",
-                "quirk",
-                f"content_block_start index {idx}, expected {self.next_index} (blocks are kept by index)",
-            )
+        # Its place in the SDKs' content, which a dense stream's index is; else ``start_key``.
+        key = obj.get("index")
+        if type(key) is not int or key != len(self.blocks):
+            key = start_key(self, obj)
         if self.state is State.STOPPING:
             self.acc.finding_once(
                 "anthropic.block_after_message_delta", "quirk", "a block after message_delta"
             )
-        self.next_index = idx + 1
         self._open(key, as_dict(obj.get("content_block")), now)
 
     def _open(self, idx: Key, block: dict[str, Any], now: float) -> _Block:
@@ -719,7 +702,6 @@ class AnthropicGrammar(GrammarBase):
             f"content_block_delta for index {idx} without content_block_start",
         )
         blk = self.blocks[idx] = _Block(family, None)
-        self.next_index = max(self.next_index, idx + 1)
         if self.out is not None:
             self.out.block_start(idx, KINDS[family])
         return blk

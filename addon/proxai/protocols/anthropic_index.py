@@ -1,6 +1,7 @@
 """Anthropic Messages: a content block's ``index`` as both official SDKs read it (docs/design/
 protocol-grammars.md, "Anthropic Messages: liberal where the SDKs are"; docs/conformance.md, the
-rules ``index_type``, ``index_type_python``, ``index_form``, ``block_index``).
+rules ``index_type``, ``index_type_python``, ``index_form``, ``block_index``,
+``duplicate_block_start``).
 
 Both stream helpers append each ``content_block_start``'s block to the message's content and never
 read the start's ``index``; a delta or a stop names its block by its place in that list.
@@ -15,12 +16,16 @@ read the start's ``index``; a delta or a stop names its block by its place in th
   ``content[index]``: only an index whose text is its place's (``1``, ``"1"``, ``[1]``:
   ``node_place``) lands in the content, any other delta is lost. A stop only reads.
 
-The grammar keys a block by the index its start gives; a start's index that is not an integer, or
-is negative, is the block's place, as the SDKs read it. A start past the blocks before it (a gap) is
-kept apart, as ``("gap", index)``: a delta or stop naming that index is read into it as the
-provider meant it, with the rule ``block_index`` (the SDKs find no block there), and one naming its
-place is read at that place, as the SDKs read it (``by_place``). The fast path looks blocks up by
-integer index, so it never reads a gap's delta.
+The grammar keys a block by its place in that content, which is the index its start gives in a
+dense stream (the fast path looks blocks up by integer index, so it reads exactly these). A start
+whose index is not its place (``start_key``: past the blocks before it, below it, or repeated) is
+kept apart, under ``("started", index)`` or, when that index already names a block,
+``("duplicate", place)``: once indexes and places part, the fast path never finds the blocks they
+name, and every delta and stop is read here as the SDKs read it, by place (``by_place``). One whose
+index names no place but a block started with it is read into that block as the provider meant it,
+with the rule ``block_index`` (the SDKs find no block there). A start's index that is not an
+integer, or is negative, is its place, as the SDKs read it. Normalize mode keys a block it opens
+for a delta without a start by the delta's index (a repair: the SDKs raise on such a stream).
 """
 
 from __future__ import annotations
@@ -106,31 +111,46 @@ def _validates(delta: Any) -> bool:
     return field is not None and type(delta.get(field)) is str
 
 
-def by_place(g: AnthropicGrammar, idx: int, what: str, *, from_end: bool = False) -> Key:
-    """The block integer index ``idx`` names: the block started with it (a gap's too: the rule
-    ``block_index``), else the block at that place in the SDKs' content (``from_end``: a negative
-    one counted from the end, as both SDKs read a stop's), else ``idx`` (no block: the caller's
-    rules)."""
+def key_at(g: AnthropicGrammar, idx: int, *, from_end: bool = False) -> Key | None:
+    """The block integer index ``idx`` names, as the SDKs read it: the block at that place in their
+    content (``from_end``: a negative one counted from the end), else one started with that index
+    away from its place (``None``: neither)."""
     blocks = g.blocks
-    if idx in blocks:
+    if idx in blocks:  # an integer key is its block's place
         return idx
-    gap = ("gap", idx)
-    if gap in blocks:  # started past the blocks before it: read as the provider meant it
-        place = list(blocks).index(gap)
+    n = len(blocks)
+    if 0 <= idx < n or (from_end and -n <= idx < 0):
+        return list(blocks)[idx]
+    started = ("started", idx)
+    return started if started in blocks else None
+
+
+def by_place(g: AnthropicGrammar, idx: int, what: str, *, from_end: bool = False) -> Key:
+    """``key_at``, with its finding: a place whose block started with another index (or none), a
+    note (both SDKs read it there); a block started with ``idx`` at no place ``idx`` names, the
+    rule ``block_index``; else ``idx`` (no block: the caller's rules)."""
+    key = key_at(g, idx, from_end=from_end)
+    if key is None or key == idx:
+        return idx
+    if key == ("started", idx):
+        place = list(g.blocks).index(key)
         g.conform(
             "anthropic_messages.block_index", f"{what} for block {idx}, which is block {place} in the content"
         )
-        return gap
-    n = len(blocks)
-    if 0 <= idx < n or (from_end and -n <= idx < 0):
-        key = list(blocks)[idx]
-        g.acc.finding_once(
-            "anthropic.index_by_place",
-            "quirk",
-            f"{what} index {idx}: no block started with it, read as the block at that place in the content",
-        )
         return key
-    return idx
+    g.acc.finding_once(
+        "anthropic.index_by_place",
+        "quirk",
+        f"{what} index {idx}: read as the block at that place in the content ({_named(key)}), "
+        "as the SDKs read it",
+    )
+    return key
+
+
+def _named(key: Key) -> str:
+    if isinstance(key, int):
+        return f"block {key}"
+    return f"started with index {key[1]}" if key[0] == "started" else "a repeated start's block"
 
 
 def start_index(g: AnthropicGrammar, obj: dict[str, Any]) -> int:
@@ -146,6 +166,30 @@ def start_index(g: AnthropicGrammar, obj: dict[str, Any]) -> int:
         f"content_block_start index {raw!r}: the SDKs append the block, read as block {n}",
     )
     return n
+
+
+def start_key(g: AnthropicGrammar, obj: dict[str, Any]) -> Key:
+    """The key of a ``content_block_start``'s block: its place, where its index is its place (or
+    not an integer, or negative: the place, as the SDKs read it); else kept apart (the module's
+    docstring), with a note, or the rule ``duplicate_block_start`` when another block has that index."""
+    idx = start_index(g, obj)
+    blocks = g.blocks
+    n = len(blocks)
+    if idx == n:
+        return idx
+    if idx in blocks or ("started", idx) in blocks:
+        g.conform(
+            "anthropic_messages.duplicate_block_start",
+            f"content block {idx} started again: the SDKs append it as block {n}",
+        )
+        return ("duplicate", n)
+    g.acc.finding_once(
+        "anthropic.sparse_index",
+        "quirk",
+        f"content_block_start index {idx} is block {n} in the content: blocks are read by place, "
+        "as the SDKs read them",
+    )
+    return ("started", idx)
 
 
 def delta_index(g: AnthropicGrammar, obj: dict[str, Any]) -> Key | None:

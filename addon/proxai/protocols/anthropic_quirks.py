@@ -24,7 +24,7 @@ import orjson
 
 from proxai.core.errors import SemanticStreamError
 
-from .anthropic_index import lax_int
+from .anthropic_index import key_at, lax_int
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, KINDS, KNOWN_EVENTS
 from .common import json_valid
 
@@ -147,7 +147,8 @@ def unnamed_delta(g: AnthropicGrammar, obj: dict[str, Any], now: float) -> None:
     fragment's place in the block's buffer is kept, so the input is judged as the SDKs join it
     (``sdk_join``: without it, the rule ``tool_input_json`` when that is not JSON)."""
     idx = obj.get("index")
-    blk = g.blocks.get(idx) if type(idx) is int else None
+    key = key_at(g, idx) if type(idx) is int else None
+    blk = g.blocks.get(key) if key is not None else None
     buf = blk.tool.buf if blk is not None and blk.open and blk.tool is not None else None
     start = buf.tell() if buf is not None else 0
     tb = blk.tool if blk is not None else None

@@ -32,6 +32,11 @@ from proxai.protocols.machine import Finding
 if TYPE_CHECKING:
     from proxai.protocols.common import ToolBuffer
 
+_DUPLICATE_LOSES = (
+    "the second block's content (its deltas go to the first block; a later index names the block "
+    "before its own)"
+)
+
 SDK_VERSIONS: dict[str, str] = {
     "anthropic-python": "2.14.0",  # anthropic on PyPI
     "openai-python": "3.57.0",  # openai on PyPI
@@ -236,9 +241,10 @@ _RULES = (
         "anthropic_messages.duplicate_block_start",
         A,
         "each `content_block_start` has an index of its own (the SDKs append a second block for "
-        "a repeated one and give its deltas to the first)",
-        Reaction("loses", loses="the second block's content (its deltas go to the first block)"),
-        Reaction("loses", loses="the second block's content (its deltas go to the first block)"),
+        "a repeated one and read every delta by its place: the repeated index's deltas go to the "
+        "first block, a later index's to the block before the one it started)",
+        Reaction("loses", loses=_DUPLICATE_LOSES),
+        Reaction("loses", loses=_DUPLICATE_LOSES),
     ),
     Rule(
         "anthropic_messages.before_message_start",
