@@ -2649,6 +2649,27 @@ CASES = [
         _text_is(r_text, "Hi"),
     ),
     Case(
+        "responses a text delta with a null output_index",
+        "responses",
+        R_CREATED + b"".join(R_ITEM[:2]) + _r_index(R_ITEM[2], b"null") + b"".join(R_ITEM[3:]) + R_COMPLETED,
+        [("openai_responses.output_index", 3)],
+    ),
+    Case(
+        "responses an output_item.done with a null output_index",
+        "responses",
+        R_CREATED + b"".join(R_ITEM[:4]) + _r_index(R_ITEM[4], b"null") + R_COMPLETED,
+        [("openai_responses.output_position", 5)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses an output_item.added with a null output_index",
+        "responses",
+        R_CREATED + _r_index(R_ITEM[0], b"null") + b"".join(R_ITEM[1:]) + R_COMPLETED,
+        [("openai_responses.python_output_index", 2)],
+        None,
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
         "responses an event with an error after response.completed",
         "responses",
         R_CREATED

@@ -1,6 +1,7 @@
 """A Responses reading both official SDKs make and the grammar must match (protocol-grammars.md,
 "OpenAI Responses"): a ``response.failed`` whose response lost its ``status`` is failed all the same
-(both SDKs raise: no ``response.completed``), with the error its response carries."""
+(both SDKs raise: no ``response.completed``), with the error its response carries; an item event is
+the item at its ``output_index`` whatever its ``item_id`` says."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import orjson
 import pytest
 
 from proxai.core.model import ErrorKind, Outcome, Protocol, StreamSummary
+from proxai.core.sse import SseScanner
 from tests.observe.harness import FIXTURES, run_stream
 from tests.observe.test_payload_reuse import CLIENTS, _carrier, _check
 
@@ -96,4 +98,73 @@ def test_an_item_event_naming_no_item_added_is_the_one_at_its_output_index(etype
         _, error, summary = _carrier(R, client, [body])
         assert error is None, (client, error)
         assert summary["metadata"]["extra"]["notes"] == [notes[0][1]]
+    _check(R, [body])
+
+
+def _two(kind: str, ids: tuple[str, str]) -> bytes:
+    """Two messages (text "Hi", "Yo") or two function calls (arguments {"a":1}, {"b":2}) at output
+    indexes 0 and 1, whose deltas name the items ``ids`` (each delta at its item's index)."""
+    msg = kind == "message"
+    items = [
+        {"id": f"msg_{k}", "type": "message", "role": "assistant", "status": "completed", "content": []}
+        if msg
+        else {"id": f"fc_{k}", "type": "function_call", "call_id": f"call_{k}", "name": "fg"[k - 1]}
+        for k in (1, 2)
+    ]
+    pieces = ["Hi", "Yo"] if msg else ['{"a":1}', '{"b":2}']
+    done = [
+        {**it, "content": [{"type": "output_text", "text": p, "annotations": []}]}
+        if msg
+        else {**it, "arguments": p, "status": "completed"}
+        for it, p in zip(items, pieces, strict=True)
+    ]
+    resp = {"id": "resp_1", "object": "response", "model": "m", "status": "in_progress", "output": []}
+    events: list[dict] = [{"type": "response.created", "response": resp}]
+    for k, it in enumerate(items):
+        events.append(
+            {"type": "response.output_item.added", "output_index": k, "item": {**it, "arguments": ""}}
+        )
+        if msg:
+            part = {"type": "output_text", "text": "", "annotations": []}
+            events.append(
+                {"type": "response.content_part.added", "item_id": it["id"], "output_index": k}
+                | {"content_index": 0, "part": part}
+            )
+    for k, p in enumerate(pieces):
+        where = {"content_index": 0} if msg else {}
+        etype = "response.output_text.delta" if msg else "response.function_call_arguments.delta"
+        events.append({"type": etype, "item_id": ids[k], "output_index": k, "delta": p, **where})
+    events += [
+        {"type": "response.output_item.done", "output_index": k, "item": d} for k, d in enumerate(done)
+    ]
+    events.append({"type": "response.completed", "response": {**resp, "status": "completed", "output": done}})
+    return _sse([{**e, "sequence_number": n} for n, e in enumerate(events)])
+
+
+@pytest.mark.parametrize("kind", ["message", "function_call"])
+def test_an_item_event_naming_another_item_is_the_one_at_its_output_index(kind: str) -> None:
+    """Both SDKs place an item event by its ``output_index`` and read no ``item_id``: deltas whose
+    ids are swapped go to the items at their indexes (before: to the items they named, so an
+    Anthropic client got "Hi" in the second text block, and a function call's .done contradicted
+    the arguments streamed into it, a violation in every translation). Noted, never a violation."""
+    prefix = "msg" if kind == "message" else "fc"
+    body = _two(kind, (f"{prefix}_2", f"{prefix}_1"))
+    s, obs = run_stream(R, [body])
+    assert (s.outcome, s.error) == (Outcome.COMPLETED, None)
+    notes = [(f.rule, f.detail) for f in obs.findings]
+    etype = "response.output_text.delta" if kind == "message" else "response.function_call_arguments.delta"
+    assert notes == [
+        (
+            "openai_responses.item_id_other",
+            f"{etype} with item_id '{prefix}_2': read as item '{prefix}_1', the one at its output_index",
+        )
+    ]
+    reads, error, _ = _carrier(R, Protocol.ANTHROPIC_MESSAGES, [body])
+    assert error is None
+    deltas = [
+        (d["index"], d["delta"].get("text", d["delta"].get("partial_json")))
+        for e in SseScanner().feed(b"".join(reads))
+        if (d := orjson.loads(e.data))["type"] == "content_block_delta"
+    ]
+    assert deltas == ([(0, "Hi"), (1, "Yo")] if kind == "message" else [(0, '{"a":1}'), (1, '{"b":2}')])
     _check(R, [body])

@@ -467,15 +467,17 @@ class ResponsesGrammar(GrammarBase):
 
     def _item(self, obj: dict[str, Any], etype: str) -> tuple[str, _Item]:
         """The item an event names by ``item_id``. With ``item_id`` null or empty, naming an item
-        added without an id, or naming no item added, the item added at its ``output_index``, as
-        both SDKs read every item event (noted); an event no item was added for is refused."""
+        added without an id, naming no item added or another item than the one added at its
+        ``output_index``, the item added there, as both SDKs read every item event (noted); an
+        event no item was added for is refused."""
         iid = obj.get("item_id")
         item = self.items.get(iid) if type(iid) is str else None
-        if item is None and type(oi := obj.get("output_index")) is int:
+        if type(oi := obj.get("output_index")) is int and (item is None or item.sdk.elsewhere(oi)):
             at = next((i for i in self.items.values() if i.sdk.key == oi), None)
             if at is not None:
                 null = not iid or at.id == f"output_{oi}"
-                rule = "openai_responses.item_id_null" if null else "openai_responses.item_id_unknown"
+                rule = "item_id_null" if null else "item_id_unknown" if item is None else "item_id_other"
+                rule = "openai_responses." + rule
                 msg = f"{etype} with item_id {iid!r}: read as item {at.id!r}, the one at its output_index"
                 self.acc.finding_once(rule, "quirk", msg)
                 return at.id, at

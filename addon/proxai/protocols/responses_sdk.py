@@ -233,6 +233,11 @@ class Out:
     def identity(self) -> tuple[object, object, object]:
         return self.type, None if self.type in _CALL_IDENTITY else self.id, self.call_id
 
+    def elsewhere(self, oi: int) -> bool:
+        """openai-python keys this item at another ``output_index`` than ``oi`` (not one it never
+        keyed: a second item at an index, where it raised)."""
+        return type(self.key) is int and self.key != oi
+
     def compatible(self, other: Out) -> bool:
         """openai-python's ``_compatible_output_id``."""
         return self.id == other.id or (self.id is None and self.type in ("function_call", "custom_tool_call"))
