@@ -344,6 +344,7 @@ class StreamCarrier:
                 # less per read than a helper, three less than it was (``_chunk``, ``_translate``).
                 # Never aligned, so nothing is held: observed, the writer's bytes taken, the hooks.
                 self.upstream_bytes += len(chunk)
+                sent = -1  # (counted at the end, unless one piece of known size goes out)
                 state = self.state
                 if state is not CarrierState.STREAMING:
                     # Dropped: the waiting error goes out instead, or the client stream is over.
@@ -360,9 +361,10 @@ class StreamCarrier:
                     if self.observe_error is None and self.observer.failed is None:
                         try:  # (``_translate``'s common case, without its checks of a failure)
                             data = tr.collect()
-                            out = [data] if data else []
                         except ProxaiError as exc:
-                            out = [self._translation_failed(exc, now)]
+                            data = self._translation_failed(exc, now)
+                        out = [data] if data else []
+                        sent = len(data)
                     else:
                         out = self._translate(payloads, now)
                     if (
@@ -370,8 +372,10 @@ class StreamCarrier:
                         and self.state is CarrierState.STREAMING
                         and (now >= self.quiet.quiet_until or self.observe_error is not None)
                     ):
-                        out.extend(self._run_chunk_hooks(len(payloads), now))
-                sent = -1
+                        hooked = self._run_chunk_hooks(len(payloads), now)
+                        if hooked:
+                            out.extend(hooked)
+                            sent = -1
             elif (
                 not self._held  # first: a guarded read mostly holds a piece (no slice then)
                 and chunk[-2:] == b"\n\n"
