@@ -44,7 +44,7 @@ class GeneralOnly(Carrier):
         sent = sum(len(b) for b in out)
         self.client_bytes += sent
         if sent and self.kept is not None:
-            self._keep(out, sent, now)
+            self._keep(out, sent, self.client_bytes, now)
         return out
 
 
@@ -151,3 +151,26 @@ def test_the_hot_read_matches_when_the_observer_breaks() -> None:
     assert hot[0] == [[b'data: {"a":1}\n\n'], [b"data: BOOM\n\n"], [b'data: {"b":2}\n\n'], []]
     assert hot[1] == [1, 0, 0] and hot[2] == "internal error in the observer: RuntimeError"
     assert hot[3] == {"internal error in the observer (observing stops for this flow)": 1}
+
+
+def test_a_body_kept_from_a_later_read_is_marked_from_its_own_offsets() -> None:
+    """The hot read logs the client's byte count as the read's body offset; a body attached after
+    the stream's first bytes (so that count is not its offset) is kept through ``add_read`` only:
+    its marks start at its own bytes, as the general path's."""
+
+    def run(cls: type[Carrier]) -> tuple[list[list[float]], bytes]:
+        data = (FIXTURES / "openai_chat" / "parallel_tools.sse").read_bytes()
+        pieces = _event_groups(data, random.Random(3))
+        observer = StreamObserver(Protocol.OPENAI_CHAT, start=0.0)
+        observer.headers(200, 0.0)
+        carrier = cls(FlowPipeline(observer), decoder=None, clock=lambda: 0.0)
+        first = b"".join(carrier.feed(pieces[0], 0.5))
+        kept = carrier.kept = KeptBody(KeepBudget(), 0.0, most=8)
+        for i, piece in enumerate([*pieces[1:], b""]):
+            carrier.feed(piece, 1.0 + i)
+        assert carrier.client_bytes == len(first) + kept.size and kept.limit == -1
+        return kept.marks(), kept.take_bytes()
+
+    marks, body = run(Carrier)
+    assert (marks, body) == run(GeneralOnly)
+    assert marks[-1][0] == len(body) and marks[0][1] == 1.0

@@ -429,29 +429,32 @@ class StreamCarrier:
             if b"" in out:
                 out = [b for b in out if b]  # never b"" mid-stream
             sent = len(out[0]) if len(out) == 1 else sum(map(len, out))
-        self.client_bytes += sent
+        self.client_bytes = end = self.client_bytes + sent
         kept = self.kept
         if kept is not None and sent:
-            # ``KeptBody.add_read`` inline for a read of one piece that fits what the flow took
-            # and does not fill the read log (docs/performance.md, "Why the hot code looks so").
-            room = kept.room - sent
+            # ``KeptBody.add_read`` inline for a read of one piece that ends within what the flow
+            # took and does not fill the read log (docs/performance.md, "Why the hot code looks
+            # so"): the client's byte count is the body's offset (``_keep`` checks it).
             left = kept.left - 1
-            if room >= 0 and left and len(out) == 1:
-                kept.room = room
+            if end <= kept.limit and left and len(out) == 1:
                 kept.left = left
                 kept.write(out[0])
-                kept.log += (sent, now)
+                kept.log += (end, now)
             else:
-                self._keep(out, sent, now)
+                self._keep(out, sent, end, now)
         return out
 
-    def _keep(self, out: bytes | list[bytes], n: int, now: float) -> None:
-        """Keep a read of ``n`` bytes (``KeptBody.add_read``); a dropped body is not kept further."""
+    def _keep(self, out: bytes | list[bytes], n: int, end: int, now: float) -> None:
+        """Keep a read of ``n`` bytes that brought the client's count to ``end``
+        (``KeptBody.add_read``); a dropped body is not kept further. Later reads are kept inline only
+        while the client's count is the kept body's size (the body kept from the stream's first byte)."""
         kept = self.kept
         assert kept is not None
         kept.add_read(out, n, now)
         if kept.dropped is not None:
             self.kept = None
+        elif kept.size != end:
+            kept.limit = -1
 
     def _fail_translated_after_bug(self, now: float) -> list[bytes]:
         message = "ProxAI internal error while translating the stream"

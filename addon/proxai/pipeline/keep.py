@@ -17,8 +17,8 @@ With the bytes, the moments they left: for each read the client got, the body of
 its time since the request (what a replay plays back, docs/replay.md), at most ``MAX_READS`` of them
 (past it every other one is dropped and only every second read is marked from then on, so the marks
 stay even over the whole body); the last read is always kept (docs/design/replay.md, 8). Each read
-is logged as it comes (its size and time, two list appends); the marks are derived from the log when
-it fills and when they are drawn (``reads``).
+is logged as it comes (where it ended in the body and its time, one extend of a list); the marks are
+derived from the log when it fills and when they are drawn (``reads``).
 
 Pure: no mitmproxy, and no clock of its own. The carrier keeps what it returns itself (the flow's
 usual stream callable, ``StreamCarrier.kept``: the hot read keeps its chunk inline, every other read
@@ -32,7 +32,6 @@ from __future__ import annotations
 import io
 import weakref
 from collections.abc import Callable, Iterable
-from itertools import accumulate
 
 DEFAULT_MAX_PER_FLOW = 8 * 1024 * 1024
 DEFAULT_MAX_TOTAL = 256 * 1024 * 1024
@@ -79,13 +78,14 @@ class KeepBudget:
 class KeptBody:
     """The body of one flow as it is kept, and when its reads left; or why it was dropped.
 
-    Per read (``add_read``, or the carrier's hot read inline, which does the same): ``room`` (the
-    bytes the flow has taken from the budget and not filled) and ``left`` (reads until the log is
-    compacted into marks) go down, the bytes are written, the read's size and time are logged. A
-    read that does not fit takes more from the budget (``_take``) or drops the body."""
+    Per read (``add_read``, or the carrier's hot read inline, which does the same): the read's end
+    (its body offset) is compared with ``limit`` (the bytes the flow has taken from the budget:
+    a read that ends past it takes more, ``_take``, or drops the body), ``left`` (reads until the
+    log is compacted into marks) goes down, the bytes are written and the read's end and time are
+    logged. ``limit`` is -1 while only ``add_read`` may keep a read (nothing taken yet, handed
+    over, dropped, or a carrier whose count of client bytes is not the body's offset)."""
 
     __slots__ = (
-        "_base",
         "_buf",
         "_last",
         "_marks",
@@ -94,9 +94,9 @@ class KeptBody:
         "budget",
         "dropped",
         "left",
+        "limit",
         "log",
         "most",
-        "room",
         "start",
         "taken",
         "write",
@@ -108,24 +108,30 @@ class KeptBody:
         self.most = max(2, most)
         self._buf: io.BytesIO | None = io.BytesIO()
         self.write: Callable[[bytes], object] = self._buf.write
-        self.taken = 0  # bytes reserved from the budget (the kept bytes plus ``room``)
-        self.room = 0
+        self.taken = 0  # bytes reserved from the budget: the kept bytes plus ``room``
+        self.limit = -1
         self.dropped: str | None = None
-        # The read log: size, time, size, time, ... of the reads since the last compaction.
+        # The read log: end, time, end, time, ... of the reads since the last compaction (a read's
+        # end: the body offset after it).
         self.log: list[int | float] = []
         self.left = self.most  # reads the log takes before it is compacted
         # The marks so far, from the reads before the log: every ``_stride``-th read's
-        # (offset, time); ``_reads`` reads, ``_base`` bytes, ``_last`` the latest read.
+        # (offset, time); ``_reads`` reads, ``_last`` the latest read.
         self._marks: list[tuple[int, float]] = []
         self._stride = 1
         self._reads = 0
-        self._base = 0
         self._last: tuple[int, float] | None = None
 
     @property
     def size(self) -> int:
-        """The bytes kept so far."""
-        return self.taken - self.room
+        """The bytes kept so far (the buffer's position: every read is written at the end)."""
+        buf = self._buf
+        return buf.tell() if buf is not None else self.taken
+
+    @property
+    def room(self) -> int:
+        """The bytes the flow has taken from the budget and not filled."""
+        return self.taken - self.size
 
     @property
     def reads(self) -> int:
@@ -145,28 +151,31 @@ class KeptBody:
 
     def add_read(self, out: bytes | list[bytes], n: int, now: float) -> None:
         """``add`` for a read of ``n`` bytes (not 0) whose size is known: one piece or a list.
-        The carrier's hot read does the same inline for one piece that fits."""
-        if n > self.room and not self._take(n):
+        The carrier's hot read does the same inline for one piece that ends within ``limit``."""
+        buf = self._buf
+        if buf is None:
+            return  # dropped, or handed over already: nothing more is kept
+        end = buf.tell() + n
+        if end > self.taken and not self._take(end):
             return  # dropped
-        self.room -= n
         if isinstance(out, bytes):
             self.write(out)
         else:
             for piece in out:
                 self.write(piece)
-        self.log += (n, now)
+        self.log += (end, now)
         self.left -= 1
         if self.left <= 0:
             self._compact()
 
-    def _take(self, n: int) -> bool:
-        """Take from the budget what read of ``n`` bytes needs, a step ahead when the caps allow;
-        False when a cap is passed (the body is dropped)."""
-        if self._buf is None:
-            return False  # handed over already: nothing more is kept
+    def _take(self, end: int) -> bool:
+        """Take from the budget what a read that ends at ``end`` needs, a step ahead when the caps
+        allow; False when a cap is passed (the body is dropped). The first step also sizes the
+        buffer to what was taken, so a body that fits it is written without the buffer growing
+        (each growth is a copy of the body so far)."""
         budget = self.budget
-        need = n - self.room
-        if self.size + n > budget.max_per_flow:
+        need = end - self.taken
+        if end > budget.max_per_flow:
             self.drop(
                 f"the response body was not kept: it passed proxai_keep_body_max "
                 f"({budget.max_per_flow} bytes)"
@@ -181,8 +190,15 @@ class KeptBody:
                     f"({budget.max_total} bytes)"
                 )
                 return False
+        buf = self._buf
+        if not self.taken and buf is not None and ahead > 1:
+            # the buffer sized once (one zeroed allocation, later writes overwrite it); what is
+            # not written is cut off when the body is handed over (``take_bytes``)
+            buf.seek(ahead - 1)
+            buf.write(b"\0")
+            buf.seek(0)
         self.taken += ahead
-        self.room += ahead
+        self.limit = self.taken
         return True
 
     def _compact(self) -> None:
@@ -194,13 +210,11 @@ class KeptBody:
         log = self.log
         if not log:
             return
-        sizes, times = log[0::2], log[1::2]
+        offsets, times = log[0::2], log[1::2]
         first = self._reads
-        offsets = list(accumulate(sizes, initial=self._base))
-        del offsets[0]  # offsets[i]: where read ``first + i`` ended
         stride = self._stride
         marks = self._marks
-        n = len(sizes)
+        n = len(offsets)
         if stride == 1 and len(marks) + n <= self.most:
             marks += zip(offsets, times, strict=True)  # type: ignore[arg-type]
         else:
@@ -214,15 +228,15 @@ class KeptBody:
                 i += stride - (first + i) % stride  # the next read whose number the stride divides
         self._marks, self._stride = marks, stride
         self._reads = first + n
-        self._base = int(offsets[-1])
-        self._last = (self._base, times[-1])
+        self._last = (int(offsets[-1]), times[-1])
         self.log = []
         self.left = self.most
 
     def drop(self, why: str) -> None:
         """Forget the bytes (what the flow took goes back to the budget) and remember why."""
         self.budget.give_back(self.taken)
-        self.taken = self.room = 0
+        self.taken = 0
+        self.limit = -1
         self._buf = None
         self.write = _nothing
         self.log = []
@@ -230,14 +244,18 @@ class KeptBody:
         self.dropped = why
 
     def take_bytes(self) -> bytes:
-        """The kept body, once, without a copy (``BytesIO.getvalue`` hands over its buffer). What
-        the flow took and did not fill goes back to the budget; the body's own bytes stay with the
-        caller, who gives them back when the body is freed (``KeepBudget.give_back(len(body))``)."""
+        """The kept body, once, without a copy (``BytesIO.getvalue`` hands over its buffer, cut to
+        the bytes written). What the flow took and did not fill goes back to the budget; the body's
+        own bytes stay with the caller, who gives them back when the body is freed
+        (``KeepBudget.hold``)."""
         buf, self._buf = self._buf, None
-        data = buf.getvalue() if buf is not None else b""
-        self.budget.give_back(self.room)
-        self.taken -= self.room
-        self.room = 0
+        data = b""
+        if buf is not None:
+            buf.truncate()  # the sized buffer's unwritten end
+            data = buf.getvalue()
+        self.budget.give_back(self.taken - len(data))
+        self.taken = len(data)
+        self.limit = -1
         self.write = _nothing
         return data
 
@@ -251,7 +269,7 @@ class KeptBody:
             # Every read still in the log (a flow of fewer than ``most`` reads, the usual one):
             # each read is marked, the last one too, so the marks are the log's pairs, made
             # straight from it (no compaction into pairs and no unzipping them again).
-            return _drawn(accumulate(log[0::2]), log[1::2], self.start)
+            return _drawn(log[0::2], log[1::2], self.start)
         self._compact()
         marks = list(self._marks)
         if self._last is not None and (not marks or marks[-1] != self._last):
