@@ -786,8 +786,8 @@ def _at(parts: list[Any], ci: object) -> list[Any] | None:
 def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -> str:
     oi, ci = obj.get("output_index"), obj.get("content_index")
     if "index" in (py, node):
-        who = "no" if py and node else "openai-node has no" if node else "openai-python has no"
-        return f"{etype} for output_index {oi}, where {who} item was added"
+        who = "no item was added" if py and node else f"openai-{'node' if node else 'python'} has no item"
+        return f"{etype} for output_index {oi}, where {who}"
     if py == "content_type":
         return f"{etype} for output item {oi} without an integer content_index"
     if "content" in (py, node):
