@@ -19,7 +19,7 @@ import pytest
 
 from proxai.protocols.common import ToolBuffer, json_valid
 from proxai.protocols.conformance import too_deep
-from proxai.protocols.fragments import input_fault, torn
+from proxai.protocols.fragments import input_fault, python_refuses, torn
 
 from . import sdks
 
@@ -209,3 +209,23 @@ def test_too_deep_is_where_jiter_hits_its_recursion_limit() -> None:
     assert [too_deep('{"a":' * 200 + '{"b"'), too_deep('{"a":' * 200 + '{"b": 1}')] == [False, True]
     assert input_fault("[" * 201 + "1" + "]" * 201, True) == "depth"
     assert input_fault("[" * 201 + "1", False) == "depth"  # cut short: jiter reads it, to its limit
+
+
+PYTHON_PARSES = [
+    '{"a":1}x', '{"a":1} x', "x", " ", '{"a":1}{', '"ab', '"ab"x', "1 2", "1", "12", "-", "1.", "1.5",
+    "1.x", "1e", "1e5", "tru", "true", "truex", "nul", "null]", "[1]]", '{"a":"b', '{"a":', "{x", "[",
+    '  {"a"', '"a\\u12"', '"\\n"', "0x", "01", "-0", "-a", "[" * 201 + "1", '{"a":1,}', "[1,]",
+    '{"a" 1}', '"\x01"', "\n\t1", "\u00a01",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", PYTHON_PARSES, ids=repr)
+def test_python_refuses_is_jiters_partial_parse(text: str) -> None:
+    """``python_refuses`` is what anthropic-python's ``jiter.from_json(partial_mode=True)`` does
+    with a tool block's fragments so far (the rule ``tool_input_after_stop``)."""
+    try:
+        jiter.from_json(text.encode(), partial_mode=True)
+        refused = False
+    except ValueError:
+        refused = True
+    assert python_refuses(text) is refused

@@ -1024,6 +1024,36 @@ CASES = [
         rule="anthropic_messages.block_index",
     ),
     Case(
+        "anthropic a tool fragment after message_stop: Python parses the block's input again",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _a("content_block_stop", {"index": 0})
+        + _A_E
+        + _dl(0, {"type": "input_json_delta", "partial_json": " "}),
+        [("anthropic_messages.after_message_stop", 5), ("anthropic_messages.tool_input_after_stop", 5)],
+        None,
+        _text_is(a_input, {}),
+        rule="anthropic_messages.tool_input_after_stop",
+    ),
+    Case(
+        "anthropic a tool fragment after a delta typed message_stop, then message_stop: both raise",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _dl(0, {"type": "input_json_delta", "partial_json": ""})
+        + _a("content_block_delta", {"type": "message_stop"})  # read by its type
+        + _dl(0, {"type": "input_json_delta", "partial_json": 'a"'})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,  # Node's final message again: the input parsed whole
+        [
+            ("anthropic_messages.after_message_stop", 4),
+            ("anthropic_messages.tool_input_after_stop", 4),
+            ("anthropic_messages.tool_input_json", 7),
+        ],
+        rule="anthropic_messages.tool_input_json",
+    ),
+    Case(
         "anthropic message_start without message: Python AttributeError, Node ends without a message",
         "anthropic",
         _a("message_start", {}) + _blk(0, _A_TEXT) + _dl(0, {"type": "text_delta", "text": "Hi"}) + _A_E,

@@ -154,6 +154,7 @@ class AnthropicGrammar(GrammarBase):
         "_usage",
         "blocks",
         "late",
+        "late_input",
         "state",
     )
 
@@ -169,7 +170,10 @@ class AnthropicGrammar(GrammarBase):
         self._lean_prefix = b""  # the armed block's payload up to its delta's string (``_lean``)
         self._lean_index = 0
         self._lean_text = True
-        self.late = 0  # content_block_start events after message_stop (``anthropic_quirks.after_stop``)
+        # after message_stop (``anthropic_quirks.after_stop``): each block started there ("" where
+        # anthropic-python keeps its tool input, else None), and its tool text by place
+        self.late: list[str | None] = []
+        self.late_input: dict[int, str] = {}
 
     @property
     def phase(self) -> Phase:

@@ -27,6 +27,7 @@ from proxai.core.errors import SemanticStreamError
 from .anthropic_index import key_at, lax_int
 from .anthropic_tables import DELTA_FAMILY, DELTA_FIELD, KINDS, KNOWN_EVENTS
 from .common import json_valid
+from .fragments import FAULTS, input_fault, python_refuses
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicGrammar, Key, _Block
@@ -216,23 +217,75 @@ def starts_normalized(etype: str, obj: dict[str, Any]) -> bool:
 
 
 def after_stop(g: AnthropicGrammar, name: str, data: str | bytes) -> None:
-    """A named event after ``message_stop``, as both SDKs read on into their message (Python
-    ``accumulate_event``, Node ``#accumulateMessage``): a block started there is one more place; a
-    delta before any block makes both raise (``no_block``: Python IndexError, Node reads the last
-    block's type), a delta or stop whose index names no place makes Python raise (``block_index``).
-    Judged event by event, so any cut of the stream into reads finds the same."""
-    if name == "content_block_start":
-        g.late += 1
-        return
-    if name not in ("content_block_delta", "content_block_stop") or not data:
-        return
+    """A named event after ``message_stop``, read by its payload's type as both SDKs read on into
+    their message (Python ``accumulate_event``, Node ``#accumulateMessage``): a block started there
+    is one more place; a delta before any block makes both raise (``no_block``: Python IndexError,
+    Node reads the last block's type), a delta or stop whose index names no place makes Python
+    raise (``block_index``), a tool fragment Python appends to its block's input and parses
+    (``late_fragment``), and another ``message_stop`` makes Node's final message again, each tool
+    input parsed whole (``tool_input_json``, ``tool_input_number``). Judged event by event, so any
+    cut of the stream into reads finds the same."""
     try:
-        obj = orjson.loads(data)
+        obj = orjson.loads(data) if data else None
     except orjson.JSONDecodeError:
+        obj = None
+    etype = obj.get("type") if type(obj) is dict else None
+    if etype == "content_block_start":
+        assert type(obj) is dict
+        block = obj.get("content_block")
+        btype = block.get("type") if type(block) is dict else None
+        g.late.append("" if btype in ("tool_use", "server_tool_use") else None)
         return
-    n = len(g.blocks) + g.late
-    idx = lax_int(obj.get("index")) if type(obj) is dict else None
-    if name == "content_block_delta" and not n:
+    if etype == "message_stop":
+        for idx, text in g.late_input.items():
+            if (fault := input_fault(text, json_valid(text))) in ("json", "number"):
+                g.conform(
+                    f"anthropic_messages.tool_input_{fault}",
+                    f"tool block {idx} after a second message_stop: the input {FAULTS[fault]}",
+                )
+        return
+    if etype not in ("content_block_delta", "content_block_stop"):
+        return
+    assert type(obj) is dict
+    n = len(g.blocks) + len(g.late)
+    at = lax_int(obj.get("index"))
+    if etype == "content_block_delta" and not n:
         g.conform("anthropic_messages.no_block", "a delta after message_stop, before any block")
-    elif idx is not None and not -n <= idx < n:
-        g.conform("anthropic_messages.block_index", f"{name} for block {idx} after message_stop")
+    elif at is not None and not -n <= at < n:
+        g.conform("anthropic_messages.block_index", f"{etype} for block {at} after message_stop")
+    elif etype == "content_block_delta" and at is not None and at >= 0:
+        late_fragment(g, at, obj.get("delta"))
+
+
+def late_fragment(g: AnthropicGrammar, idx: int, delta: object) -> None:
+    """An ``input_json_delta`` after ``message_stop`` for the block at place ``idx``: anthropic-python
+    appends it to that block's fragments (``json_bufs[index]``, in a ``tool_use`` or
+    ``server_tool_use`` block) and parses them (``fragments.python_refuses``: the rule
+    ``tool_input_after_stop``); anthropic-node's final message is the one of ``message_stop``."""
+    if type(delta) is not dict or delta.get("type") != "input_json_delta":
+        return
+    part = delta.get("partial_json")
+    if type(part) is not str:
+        return
+    n = len(g.blocks)
+    if idx < n:
+        blk = g.blocks[list(g.blocks)[idx]]
+        tb = blk.tool
+        if tb is None or tb.kind not in ("function", "server_tool"):
+            return
+        if not (blk.fragments if not blk.open else tb.nbytes > 0):  # (a start's input is not in it)
+            before = ""
+        elif tb.buf is None:  # past max_tool_args: not kept
+            return
+        else:
+            before = sdk_join(tb.buf.getvalue(), blk.skipped) if blk.skipped else tb.buf.getvalue()
+    elif (late := g.late[idx - n]) is None:
+        return
+    else:
+        before = late
+    text = g.late_input[idx] = g.late_input.get(idx, before) + part
+    if text and python_refuses(text):
+        g.conform(
+            "anthropic_messages.tool_input_after_stop",
+            f"an input_json_delta for block {idx} after message_stop: anthropic-python parses {text[:40]!r}",
+        )

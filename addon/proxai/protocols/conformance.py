@@ -169,6 +169,16 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "anthropic_messages.tool_input_after_stop",
+        A,
+        "no `input_json_delta` after `message_stop` leaves a tool block's fragments something "
+        "anthropic-python's partial parse refuses (it reads on after `message_stop`, appends the "
+        "fragment to its block's and parses them; anthropic-node's final message is the one of "
+        "`message_stop`)",
+        Reaction("raises", "ValueError", "Unable to parse tool parameter JSON from model."),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "anthropic_messages.message_delta_delta",
         A,
         "`message_delta` carries `delta`",

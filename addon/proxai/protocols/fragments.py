@@ -147,3 +147,25 @@ def input_fault(text: str, valid: bool) -> str | None:
     if text.lstrip(_WS)[:1] in ("{", "[") and json_prefix(text):
         return "depth" if too_deep(text) else None
     return "json"
+
+
+# a whole JSON string, number or literal at the start of a text (what ``jiter`` reads before it
+# stops: anything after a whole value is not read)
+_SCALAR = re.compile(
+    r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"'
+    r"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?(?![0-9.eE])"
+    r"|true|false|null"
+)
+
+
+def python_refuses(text: str) -> bool:
+    """anthropic-python's parse of a tool block's fragments so far (``jiter.from_json`` in partial
+    mode, after every fragment that leaves them not empty) raises on ``text``: whitespace alone, a
+    start that is no JSON object or array cut short, a top-level value cut short; what follows a
+    whole value is not read (``{"a":1}x`` parses)."""
+    rest = text.lstrip(_WS)
+    if not rest:
+        return True
+    if rest[0] in "{[":
+        return not json_prefix(rest, trailing=True) or too_deep(rest)
+    return _SCALAR.match(rest) is None
