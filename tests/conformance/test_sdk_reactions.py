@@ -2056,6 +2056,91 @@ CASES = [
         _text_is(lambda f: f["choices"][0]["message"]["content"], "[object Object][object Object]"),
     ),
     Case(
+        "chat annotations again, the second list's entry a string",
+        "chat",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": [_CITE_A]})
+        + _c({"annotations": ["x"]})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.delta_list_entry", 2)],
+        None,
+        _text_is(lambda f: f["choices"][0]["message"]["annotations"], ["x"]),
+    ),
+    Case(
+        "chat annotations again, an index that is a string of digits",
+        "chat",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": [dict(_CITE_A, index=0)]})
+        + _c({"annotations": [dict(_CITE_B, index="1")]})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.delta_list_entry", 2)],
+        None,
+        _text_is(c_cited, ["https://b"]),
+    ),
+    Case(
+        "chat reasoning_details with indexes, again with a list nested in an entry without indexes",
+        "chat",
+        C_ROLE
+        + _c({"content": "", "reasoning_details": [{"index": 0, "type": "x", "parts": [{"t": "a"}]}]})
+        + _c({"content": "Hi", "reasoning_details": [{"index": 0, "parts": [{"t": "b"}]}]})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.delta_list_index", 2)],
+        None,
+        _text_is(
+            lambda f: f["choices"][0]["message"]["reasoning_details"], [{"index": 0, "parts": [{"t": "b"}]}]
+        ),
+    ),
+    Case(
+        "chat a first annotations list with an index on one object only",
+        "chat",
+        C_ROLE + _c({"content": "Hi", "annotations": [dict(_CITE_A, index=0), _CITE_B]}) + C_STOP + C_DONE,
+        [("openai_chat.delta_list_mixed", 1)],
+        None,
+        _text_is(c_cited, ["https://a", "https://b"]),
+    ),
+    Case(
+        "chat a first annotations list, an indexed object and a string",
+        "chat",
+        C_ROLE + _c({"content": "Hi", "annotations": [dict(_CITE_A, index=0), "x"]}) + C_STOP + C_DONE,
+        [("openai_chat.delta_list_entry_first", 1)],
+        None,
+        _text_is(lambda f: len(f["choices"][0]["message"]["annotations"]), 2),
+    ),
+    Case(
+        "chat a refusal string, then an object",
+        "chat",
+        C_ROLE + _c({"refusal": "no"}) + _c({"refusal": {"a": "x"}}) + C_STOP + C_DONE,
+        [("openai_chat.refusal_type", 2)],
+        _text_is(lambda f: f["choices"][0]["message"]["refusal"], "no"),
+        _text_is(lambda f: f["choices"][0]["message"]["refusal"], "no[object Object]"),
+    ),
+    Case(
+        "chat an audio that is a string",
+        "chat",
+        C_ROLE + _c({"content": "Hi", "audio": "x"}) + C_STOP + C_DONE,
+        [("openai_chat.audio_object", 1)],
+        _text_is(lambda f: f["choices"][0]["message"]["audio"], "x"),
+        _text_is(lambda f: f["choices"][0]["message"]["audio"], {}),
+    ),
+    Case(
+        "chat a function_call without arguments",
+        "chat",
+        C_ROLE + _c({"function_call": {"name": "f"}}) + C_STOP + C_DONE,
+        [("openai_chat.function_call_fields", 3)],
+        _text_is(lambda f: f["choices"][0]["message"]["function_call"], {"name": "f", "arguments": None}),
+    ),
+    Case(
+        "chat a function_call beside a tool call",
+        "chat",
+        C_ROLE + _tool(0, "a", "f") + _c({"function_call": {"name": "g", "arguments": "{}"}}) + C_TOOLS_END,
+        [("openai_chat.function_call_beside", 4)],
+        _text_is(c_tools, [("function", "f", "{}")]),
+        _text_is(c_tools, []),
+    ),
+    Case(
         "chat annotations in one chunk (nothing to say)",
         "chat",
         C_ROLE + _c({"content": "Hi", "annotations": [_CITE_A, _CITE_B]}) + C_STOP + C_DONE,
@@ -2140,6 +2225,33 @@ CASES = [
         None,
         _text_is(c_tools, [("function", "f", '{"a":' * 201 + "1" + "}" * 201)]),
         request=C_STRICT,
+    ),
+    Case(
+        "chat a strict tool's arguments 1,025 arrays deep (whole JSON that orjson refuses for its depth)",
+        "chat",
+        c_args("[" * 1025, "1" + "]" * 1025),
+        [("openai_chat.strict_tool_arguments_depth", 5)],
+        None,
+        _text_is(c_tools, [("function", "f", "[" * 1025 + "1" + "]" * 1025)]),
+        request=C_STRICT,
+    ),
+    Case(
+        "chat a structured answer with a value 201 containers deep",
+        "chat",
+        c_answer('{"a":1,"b":' + "[" * 200 + "1" + "]" * 200 + "}"),
+        [("openai_chat.json_content_depth", 4)],
+        None,
+        _text_is(c_message, ('{"a":1,"b":' + "[" * 200 + "1" + "]" * 200 + "}", "stop")),
+        request=C_JSON,
+    ),
+    Case(
+        "chat a structured answer with a value 200 containers deep (nothing to say)",
+        "chat",
+        c_answer('{"a":1,"b":' + "[" * 199 + "1" + "]" * 199 + "}"),
+        [],
+        _text_is(lambda f: f["choices"][0]["message"]["parsed"], {"a": 1}),
+        _text_is(c_message, ('{"a":1,"b":' + "[" * 199 + "1" + "]" * 199 + "}", "stop")),
+        request=C_JSON,
     ),
     Case(
         "chat a tool's arguments 201 objects deep, the tool not strict (no parse, nothing to say)",

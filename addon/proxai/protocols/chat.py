@@ -520,11 +520,13 @@ class ChatGrammar(GrammarBase):
                 )
         refusal = delta.get("refusal")
         if refusal:
-            if out is not None:
-                if type(refusal) is not str:
+            if type(refusal) is not str:  # (rule openai_chat.refusal_type: not read)
+                if out is not None:
                     raise UpstreamProtocolError("delta.refusal is not a string")
-                self._text(out, REFUSAL_KEY, "refusal", refusal)
-            acc.refusal(refusal)
+            else:
+                if out is not None:
+                    self._text(out, REFUSAL_KEY, "refusal", refusal)
+                acc.refusal(refusal)
         audio = delta.get("audio")
         if audio:
             self._audio(audio, out)

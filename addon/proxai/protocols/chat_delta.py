@@ -14,16 +14,17 @@ to have an `index` key"). So a provider that sends ``annotations`` (OpenRouter's
 ``reasoning_details`` or any list of objects in more than one chunk, without indexes, makes it
 raise at the second; openai-node assigns every field it does not model to the message as it
 comes (``Object.assign``), so it keeps the last chunk's list and loses the earlier ones. The rule
-is ``openai_chat.delta_list_index`` (a first list with an object without an ``index`` beside
-one with it makes openai-python raise at once, where nothing is lost: not judged). ``tool_calls``
-have their own rules; ``refusal``, ``role``, ``audio`` and ``function_call`` openai-node reads in
-its own way, so they are not judged here (a list there is no provider's); ``content``: below.
-An entry that is not an object, or an ``index`` that is not an integer, makes openai-python raise
-``TypeError``: not judged.
+is ``openai_chat.delta_list_index``; an entry that is not an object, or an ``index`` that is not
+an integer, makes it raise ``TypeError`` (``openai_chat.delta_list_entry``); a first list with an
+indexed object is merged by index too, where nothing is lost to openai-node
+(``openai_chat.delta_list_mixed``, ``openai_chat.delta_list_entry_first``). ``tool_calls`` have
+their own rules; ``refusal``, ``role``, ``audio`` and ``function_call`` openai-python merges the same
+way, openai-node in its own (``refusal_type``, ``audio_object``, ``function_call_fields``,
+``function_call_beside``; a role: ``no_assistant``); ``content``: below.
 
-What the message holds of each other field is kept per choice, in a few states (``_typed``, the
-grammar's conformance memo, under ``("list", choice, field)``): nothing (absent or null), an empty
-list, a list of strings and numbers, a list holding anything else. Only a delta's lists are looked
+What the message holds of each other field is kept per choice as its shape (``_typed``, the
+grammar's conformance memo, under ``("list", choice, field)``; ``_fold_list``): nothing, a list of
+strings and numbers as its length, any other list as its entries' shapes. Only a delta's lists are looked
 at (a field that came as something else before its first list, which openai-python then leaves as
 it is, is read as holding nothing: no provider sends one). Only a delta off the fast paths can
 carry a list (the fast paths take no delta that holds one: ``chat_fields``).
@@ -43,7 +44,10 @@ if TYPE_CHECKING:
 
 # the delta fields openai-node reads in its own way, and tool_calls (rules of their own)
 _OWN = frozenset({"refusal", "role", "audio", "function_call", "tool_calls"})
-_EMPTY, _SCALARS, _OBJECTS, _TEXT = "empty", "scalars", "objects", "text"
+_TEXT = "text"  # the content openai-python's message holds is a string
+_KEPT = _OWN | {"content"}  # the fields openai-node's final message with a function_call keeps
+_OBJECTS = ("audio", "function_call")  # the objects openai-python merges that take the general path
+_SPENT_LIST = _TEXT  # a list openai-python raised on: nothing more is judged of it
 _REFUSED = frozenset({"length", "content_filter"})  # the finish reasons the parse helpers refuse
 _CALL_TYPES = frozenset({"function", "custom"})  # (a call of another type is no function call)
 _ROLE = "role"  # ``_typed``'s key of choice 0's last role when it is not ``assistant``
@@ -82,6 +86,7 @@ def end_conforms(g: ChatGrammar) -> None:
     if odd:  # openai-node's ``maybeParseChatCompletion``: only function calls (``custom``: its rule)
         (_, index), ttype = odd[0]
         g.conform("openai_chat.tool_call_not_function", f"tool call {index} has type {ttype!r}")
+    _function_calls_end(g)
     for cidx in sorted(g.choices):  # openai-node's array of calls, with a hole where one never came
         given = sorted(
             {
@@ -93,6 +98,44 @@ def end_conforms(g: ChatGrammar) -> None:
         if given and given[-1] + 1 != len(given):
             hole = next(i for i in range(given[-1]) if i not in given)
             g.conform("openai_chat.tool_call_gap", f"choice {cidx}: tool call {hole} never came")
+            return
+
+
+def _function_call(g: ChatGrammar, cidx: int, fc: Any) -> None:
+    """A legacy ``function_call`` as openai-node keeps it (``#accumulateChatCompletion``): the first
+    one as it came, then a later ``name`` and ``arguments`` when they are not empty. Kept as
+    ``_typed[("function_call", cidx)]``: [an object, a name, arguments]."""
+    key = ("function_call", cidx)
+    held = g._typed.get(key)
+    obj = type(fc) is dict
+    if held is None:
+        g._typed[key] = [obj, bool(obj and fc.get("name")), obj and fc.get("arguments") is not None]
+    elif obj:
+        held[1] = held[1] or bool(fc.get("name"))
+        held[2] = held[2] or bool(fc.get("arguments"))
+
+
+def _function_calls_end(g: ChatGrammar) -> None:
+    """openai-node's ``finalizeChatCompletion`` of a choice with a ``function_call``: it raises
+    without its ``arguments`` or ``name`` (``openai_chat.function_call_fields``), and its message
+    keeps only the content, refusal, role and audio: the tool calls and the fields it does not
+    model are lost (``openai_chat.function_call_beside``)."""
+    for key, held in list(g._typed.items()):
+        if type(key) is not tuple or key[0] != "function_call":
+            continue
+        cidx = key[1]
+        if not (held[0] and held[1] and held[2]):
+            g.conform(
+                "openai_chat.function_call_fields",
+                f"choice {cidx}: a function_call without its name or arguments",
+            )
+            return
+        lists = any(type(k) is tuple and k[:2] == ("list", cidx) and k[2] not in _KEPT for k in g._typed)
+        if any(k[0] == cidx for k in g.acc.tools) or lists or (cidx == 0 and g._reasoned is not None):
+            g.conform(
+                "openai_chat.function_call_beside",
+                f"choice {cidx}: a function_call beside tool calls or other fields",
+            )
             return
 
 
@@ -280,14 +323,82 @@ def node_replaced(g: ChatGrammar, field: str | None, delta: dict[str, Any]) -> N
         g._reasoned = field
 
 
-def _kind(entries: list[Any]) -> str:
-    if not entries:
-        return _EMPTY
-    return _SCALARS if all(isinstance(e, (str, int, float)) for e in entries) else _OBJECTS
-
-
 def _indexed(entries: list[Any]) -> bool:
     return any(type(e) is dict and "index" in e for e in entries)
+
+
+def _scalar(e: Any) -> bool:
+    return isinstance(e, (str, int, float))  # (a bool is an int)
+
+
+class _Raises(Exception):
+    """openai-python's ``accumulate_delta`` raises here: ``RuntimeError`` (an object without an
+    ``index``) or ``TypeError`` (an entry that is no object, an ``index`` that is no integer, an
+    entry at that index that is no object)."""
+
+    def __init__(self, name: str, what: str) -> None:
+        super().__init__(what)
+        self.name = name
+
+
+# What openai-python's message holds of a value, as ``accumulate_delta`` folds deltas into it: its
+# shape, not its text: "s" a string, "n" a number (or a boolean), None nothing, a dict of shapes; a
+# list of strings and numbers only is its length (an int: it grows by the next list whatever that
+# holds, without a scan), any other list the list of its entries' shapes.
+
+
+def _shape(v: Any) -> Any:
+    if type(v) is dict:
+        return {k: _shape(x) for k, x in v.items()}
+    if type(v) is list:
+        return len(v) if all(_scalar(e) for e in v) else [_shape(e) for e in v]
+    if v is None:
+        return None
+    return "s" if type(v) is str else "n" if _scalar(v) else None
+
+
+def _fold_list(held: Any, value: list[Any]) -> Any:
+    """The list ``held`` (a length, a list of shapes, or None: nothing) once ``value`` is folded in."""
+    if held is None:
+        if not _indexed(value):
+            return _shape(value)  # taken as it came
+        held = 0  # (an empty list, into which the entries are merged by index)
+    if type(held) is int and (held or not _indexed(value)):  # strings and numbers: it grows
+        grown = _shape(value)
+        return held + grown if type(grown) is int else ["n"] * held + grown
+    shapes: list[Any] = ["n"] * held if type(held) is int else held
+    for entry in value:
+        if type(entry) is not dict:
+            raise _Raises("TypeError", f"an entry that is {str(entry)[:40]}")
+        if "index" not in entry:
+            raise _Raises("RuntimeError", "an object without an index")
+        i = entry["index"]
+        if not isinstance(i, int):
+            raise _Raises("TypeError", f"an index that is {str(i)[:40]}")
+        try:
+            at = shapes[i]
+        except IndexError:
+            shapes.insert(i, _shape(entry))
+            continue
+        if type(at) is not dict:
+            raise _Raises("TypeError", f"an object at index {i}, where the list holds no object")
+        _fold_dict(at, entry)
+    return shapes
+
+
+_REPLACED = frozenset({"index", "type"})  # the keys ``accumulate_delta`` replaces, never joins
+
+
+def _fold_dict(held: dict[Any, Any], delta: dict[Any, Any]) -> None:
+    for k, v in delta.items():
+        at = held.get(k)
+        if k in _REPLACED or (at is None and not (type(v) is list and _indexed(v))):
+            held[k] = _shape(v)  # (replaced, not joined)
+        elif type(v) is list and (at is None or type(at) in (int, list)):
+            held[k] = _fold_list(at, v)
+        elif type(v) is dict and type(at) is dict:
+            _fold_dict(at, v)
+        # strings and numbers join, any other pair leaves what it holds
 
 
 def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, Any]) -> None:
@@ -299,47 +410,63 @@ def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, An
             g._typed[_ROLE] = None if role == "assistant" else role
     if type(delta.get("content")) is str and ("list", cidx, "content") not in g._typed:
         g._typed["list", cidx, "content"] = _TEXT  # openai-python's message holds a string
+    refusal = delta.get("refusal")
+    if refusal and type(refusal) is not str:
+        g.conform("openai_chat.refusal_type", f"choice {cidx}: a refusal that is {str(refusal)[:40]}")
+    audio = delta.get("audio")
+    if audio and type(audio) is not dict:
+        g.conform("openai_chat.audio_object", f"choice {cidx}: an audio that is {str(audio)[:40]}")
+    if delta.get("function_call"):
+        _function_call(g, cidx, delta["function_call"])
+    for field in _OBJECTS:  # (always off the fast paths: the lists in them merge as the others)
+        if type(value := delta.get(field)) is dict:
+            _merge(g, cidx, field, value)
     for value in delta.values():  # (a list is rare: the fields are looked at only then)
         if type(value) is list:
             for field, entries in delta.items():
-                if type(entries) is list and field not in _OWN:
+                if type(entries) is list and field != "tool_calls":  # (tool_calls: rules of their own)
                     _merge(g, cidx, field, entries)
             return
 
 
-def _merge(g: ChatGrammar, cidx: int, field: str, value: list[Any]) -> None:
-    """``delta[field]``, a list, as openai-python merges it into what the choice's message holds."""
+def _merge(g: ChatGrammar, cidx: int, field: str, value: Any) -> None:
+    """``delta[field]``, a list, as openai-python merges it into what the choice's message holds
+    (``_fold_list``): where it raises, the rule; where it merges a list that comes again into one it
+    holds, openai-node keeps the last list (``node_replaced_field``, for a field it does not model)."""
     memo = g._typed
     key = ("list", cidx, field)
     held = memo.get(key)
     if held is _TEXT or (field == "content" and held is None and g.acc.text_bytes):
         return  # a list is no string: openai-python leaves its content as it was
-    if held is _SCALARS or (held is _OBJECTS and _merges(value)):
+    again = bool(held)  # (a list of no entries loses none to openai-node)
+    try:
+        if type(value) is dict:  # (``audio``, ``function_call``: objects merged key by key)
+            if type(held) is dict:
+                _fold_dict(held, value)
+            else:
+                memo[key] = _shape(value)
+            return
+        memo[key] = _fold_list(held, value)
+    except _Raises as exc:
+        if exc.name == "RuntimeError":  # (``content``: openai-node appends its parts as text)
+            rule = (
+                ("openai_chat.content_list_index" if field == "content" else "openai_chat.delta_list_index")
+                if again
+                else "openai_chat.delta_list_mixed"
+            )
+        else:
+            rule = "openai_chat.delta_list_entry" if again else "openai_chat.delta_list_entry_first"
+        if again and exc.name == "RuntimeError":
+            detail = f"choice {cidx}: delta.{field} again a list whose objects have no index"
+        else:
+            detail = f"choice {cidx}: delta.{field}: {exc} (openai-python's {exc.name})"
+        g.conform(rule, detail)
+        memo[key] = _SPENT_LIST
+        return
+    if again and field not in _OWN and field != "content":
         # openai-python appends the strings and numbers, merges the objects by index; openai-node
         # assigns the field at every chunk: the last list replaces the earlier entries
-        if field != "content":
-            g.conform(
-                "openai_chat.node_replaced_field",
-                f"choice {cidx}: delta.{field} again a list (openai-node keeps the last one)",
-            )
-        if held is _SCALARS:
-            memo[key] = _OBJECTS if _kind(value) is _OBJECTS else _SCALARS
-    elif held is _OBJECTS:  # merged by index: an object without one raises
-        rule = "openai_chat.content_list_index" if field == "content" else "openai_chat.delta_list_index"
-        g.conform(rule, f"choice {cidx}: delta.{field} again a list whose objects have no index")
-    elif _indexed(value):  # merged by index into nothing (not judged: see above)
-        memo[key] = _OBJECTS
-    else:  # taken as it came
-        memo[key] = _kind(value)
-
-
-def _merges(entries: list[Any]) -> bool:
-    """openai-python merges ``entries`` into the list it holds by their ``index`` without the
-    ``RuntimeError`` of an object without one (False); the first entry that is not an object, or
-    whose index is not an integer, raises ``TypeError`` before any later one is looked at."""
-    for entry in entries:
-        if type(entry) is not dict or ("index" in entry and not isinstance(entry["index"], int)):
-            return True  # a TypeError: not judged
-        if "index" not in entry:
-            return False
-    return True
+        g.conform(
+            "openai_chat.node_replaced_field",
+            f"choice {cidx}: delta.{field} again a list (openai-node keeps the last one)",
+        )

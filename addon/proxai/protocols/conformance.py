@@ -483,6 +483,32 @@ _RULES = (
         Reaction("loses", loses="the earlier chunks' entries of the list (the last chunk's replaces them)"),
     ),
     Rule(
+        "openai_chat.delta_list_entry",
+        C,
+        "a list a choice's delta carries again into a list of objects (`annotations`, "
+        "`reasoning_details`, any field but `tool_calls`) holds only objects with an integer `index` "
+        "(openai-python merges it by `index`)",
+        Reaction("raises", "TypeError", "Unexpected"),
+        Reaction("loses", loses="the earlier chunks' entries of the list (the last chunk's replaces them)"),
+    ),
+    Rule(
+        "openai_chat.delta_list_mixed",
+        C,
+        "a choice's first list of a field (`annotations`, `reasoning_details` ...) does not hold objects "
+        "with an `index` beside objects without one (openai-python merges a first list with an "
+        "indexed object by `index`)",
+        Reaction("raises", "RuntimeError", "Expected list delta entry to have an `index` key"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_chat.delta_list_entry_first",
+        C,
+        "a choice's first list of a field that holds an object with an `index` holds only objects "
+        "with an integer `index` (openai-python merges it by `index`)",
+        Reaction("raises", "TypeError", "Unexpected"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_chat.content_list_index",
         C,
         "a content given again as a list of parts (Mistral's reasoning models) gives each part an "
@@ -500,6 +526,38 @@ _RULES = (
         Reaction(
             "loses", loses="the field's earlier values (a reasoning text keeps its last piece, or null)"
         ),
+    ),
+    Rule(
+        "openai_chat.refusal_type",
+        C,
+        "every delta's `refusal` is a string (openai-python keeps a first one as it came and joins "
+        "only strings to a string; openai-node appends each to the refusal as text)",
+        Reaction("loses", loses="a refusal piece whose type is not the first piece's"),
+        Reaction("loses", loses="an object's content (appended as `[object Object]`)"),
+    ),
+    Rule(
+        "openai_chat.audio_object",
+        C,
+        "a delta's `audio` is an object (openai-node reads its `id`, `data`, `transcript`, `expires_at`)",
+        Reaction("tolerates"),
+        Reaction("loses", loses="the audio (an empty object)"),
+    ),
+    Rule(
+        "openai_chat.function_call_fields",
+        C,
+        "a legacy `function_call` is an object that gets its `name` and `arguments` (openai-node's "
+        "final completion wants both)",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "missing function_call."),
+    ),
+    Rule(
+        "openai_chat.function_call_beside",
+        C,
+        "a choice with a legacy `function_call` has no tool calls nor fields openai-node does not model "
+        "(`reasoning_content`, `annotations` ...: its final message with a `function_call` keeps only "
+        "the content, refusal, role and audio)",
+        Reaction("tolerates"),
+        Reaction("loses", loses="the choice's tool calls and the fields it does not model"),
     ),
     Rule(
         "openai_chat.no_role",
@@ -690,6 +748,15 @@ _RULES = (
         "choice's content is whole JSON (openai-node parses the final content too)",
         Reaction("raises", "ValidationError", "1 validation error for"),
         Reaction("raises", "OpenAIError"),
+    ),
+    Rule(
+        "openai_chat.json_content_depth",
+        C,
+        "with a `json_schema` `response_format` in the request: a choice's content nests no value in "
+        "more than 200 objects or arrays (openai-python parses it with `jiter`, whose recursion limit "
+        "is 200)",
+        Reaction("raises", "ValueError", "recursion limit exceeded"),
+        Reaction("tolerates"),
     ),
     Rule(
         "openai_chat.json_schema",
@@ -1337,6 +1404,7 @@ _STRICT_ARGS = {
 }
 _CUSTOM_CALL = "openai_chat.custom_tool_call"
 _STRICT_DEPTH = "openai_chat.strict_tool_arguments_depth"
+_CONTENT_DEPTH = "openai_chat.json_content_depth"
 _JSON_TEXT = ("openai_responses.json_text", "openai_responses.json_text_strict")  # (no strict tool, one)
 _JSON_DEPTH = "openai_responses.json_text_depth"
 _STRICT_DEPTH_R = "openai_responses.strict_tool_arguments_depth"
@@ -1360,6 +1428,7 @@ ANSWER_RULES = frozenset(_JSON_CONTENT.values()) | {
     _JSON_DEPTH,
     _ANTHROPIC_JSON,
     *_JSON_SCHEMA.values(),
+    _CONTENT_DEPTH,
 }
 #: the rules ``at_end`` gives
 AT_END_RULES = (
@@ -1370,6 +1439,7 @@ AT_END_RULES = (
         _CUSTOM_CALL,
         _STRICT_DEPTH,
         _STRICT_DEPTH_R,
+        _CONTENT_DEPTH,
         *_JSON_TEXT,
         _JSON_DEPTH,
         _JSON_SCHEMA[C],
@@ -1413,6 +1483,8 @@ def at_end(
         return found
     for tb in tools:
         if tb.kind == "function" and tb.name in strict and tb.finished and not tb.valid and not tb.overflow:
+            if protocol is C and tb.final is not None and too_deep(tb.final) and deep_json(tb.final):
+                continue  # whole JSON orjson refuses for its depth alone (openai-node parses it): below
             rule = _STRICT_ARGS.get((protocol, tb.json_prefix))
             if protocol is R and tb.final is not None and (deep := _json(tb.final)) is not _NOT_JSON:
                 # deeper than orjson reads: openai-python's ``json.loads`` reads it, or raises
@@ -1439,7 +1511,12 @@ def judge_answer(protocol: Protocol, asked: Asked, text: str) -> tuple[str, str]
     for a ``json_schema`` format: a Chat choice's content, a Responses final answer's
     ``output_text``, an Anthropic text block's text. Not JSON: the protocol's rule (Chat: whether
     the content starts as JSON, which openai-python parses as it streams); JSON that does not fit
-    the request's schema (``json_fit.misfit``): ``*.json_schema``. None: nothing to say."""
+    the request's schema (``json_fit.misfit``): ``*.json_schema``. None: nothing to say. A Chat
+    content with a value inside more than 200 containers: openai-python's ``jiter`` raises
+    (``openai_chat.json_content_depth``; its value is not read, nor is the schema judged)."""
+    if protocol is C and too_deep(text):
+        where = f"a choice's content nests a value in more than {JITER_DEPTH} containers"
+        return _CONTENT_DEPTH, where
     value = _json(text)
     if value is _NOT_JSON:
         if protocol is C:
@@ -1579,6 +1656,54 @@ def json_prefix(text: str, *, trailing: bool = False) -> bool:
 JITER_DEPTH = 200
 # what the depth count reads: a string (a key or a value), a bracket or separator, a scalar
 _DEPTH_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}:,]|[^\s\[\]{}:,"]+')
+
+
+# one token of JSON, after any whitespace: a bracket or separator (group 1), a string, a number, a
+# literal
+_JSON_TOKEN = re.compile(
+    r'[ \t\n\r]*(?:([\[\]{}:,])|"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"'
+    r"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)"
+)
+_OPENS = {"[": "value_or_close", "{": "key_or_close"}
+
+
+def deep_json(text: str) -> bool:
+    """``text`` is one whole JSON value, however deep it nests: read without recursion, for a text
+    orjson refuses past 1,024 levels (and the standard parser past its stack), which openai-node's
+    ``JSON.parse`` reads."""
+    stack: list[str] = []
+    expect = "value"  # value, value_or_close, key, key_or_close, colon, after, end
+    pos = 0
+    while (m := _JSON_TOKEN.match(text, pos)) is not None:
+        pos = m.end()
+        p = m.group(1)
+        if p is None:  # a string, a number, a literal
+            if expect in ("key", "key_or_close") and m.group().lstrip(_WS)[:1] == '"':
+                expect = "colon"
+            elif expect in ("value", "value_or_close"):
+                expect = "after" if stack else "end"
+            else:
+                return False
+        elif p in _OPENS:
+            if expect not in ("value", "value_or_close"):
+                return False
+            stack.append(p)
+            expect = _OPENS[p]
+        elif p in "]}":
+            opened = "[" if p == "]" else "{"
+            if not stack or stack[-1] != opened or expect not in ("after", _OPENS[opened]):
+                return False
+            stack.pop()
+            expect = "after" if stack else "end"
+        elif p == ",":
+            if expect != "after" or not stack:
+                return False
+            expect = "value" if stack[-1] == "[" else "key"
+        elif expect == "colon":  # ":"
+            expect = "value"
+        else:
+            return False
+    return expect == "end" and not text[pos:].strip(_WS)
 
 
 def too_deep(text: str) -> bool:
