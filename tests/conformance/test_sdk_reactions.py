@@ -750,6 +750,18 @@ CASES = [
         ),
     ),
     Case(
+        "anthropic a block without a type: both SDKs keep it and drop its text",
+        "anthropic",
+        _A_S
+        + _blk(0, {"text": ""})
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.delta_type", 2)],
+        _text_is(lambda f: [(b["type"], b["text"]) for b in f["content"]], [(None, "")]),
+        _text_is(lambda f: f["content"], [{"text": ""}]),
+    ),
+    Case(
         "anthropic content before message_start",
         "anthropic",
         _blk(0, _A_TEXT) + _dl(0, {"type": "text_delta", "text": "Hi"}) + anthropic_stream(),

@@ -204,6 +204,29 @@ CASES = [
         ],
     ),
     Case(
+        "b: a block without a type: the SDKs keep it as it came and drop its text",
+        START + bs(0, {"text": ""}) + td(0, "Hi") + st(0) + bs(1, TEXT) + td(1, " there") + st(1) + END,
+        ("accepted", "end_turn", " there", [], ""),
+        (" there", []),
+        ["anthropic_messages.delta_type"],
+        ["text_delta in a other block (index 0): dropped"],
+    ),
+    Case(
+        "j: a text_delta without text and without its event: line: skipped, as the SDKs skip it",
+        START
+        + bs(0, TEXT)
+        + td(0, "Hi")
+        + ev("content_block_delta", index=0, delta={"type": "text_delta"}).replace(
+            b"event: content_block_delta\n", b""
+        )
+        + st(0)
+        + END,
+        ("accepted", "end_turn", "Hi", [], ""),
+        ("Hi", []),
+        ["anthropic_messages.unnamed_event"],
+        ["an unnamed 'text_delta' delta without its text: skipped"],
+    ),
+    Case(
         "b: input_json_delta, thinking_delta and signature_delta on a text block: dropped",
         START
         + bs(0, TEXT)
@@ -592,8 +615,8 @@ def _node_view(r: sdks.Reaction) -> tuple[Any, ...] | str:
     if not r.ok:
         return f"{r.error}: {r.message}"
     content = r.final["content"]
-    text = "".join(b.get("text", "") for b in content if b["type"] == "text")
-    calls = [(b["id"], b["name"], b["input"]) for b in content if b["type"] == "tool_use"]
+    text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+    calls = [(b["id"], b["name"], b["input"]) for b in content if b.get("type") == "tool_use"]
     return (text, calls)
 
 

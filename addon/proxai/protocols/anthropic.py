@@ -509,8 +509,6 @@ class AnthropicGrammar(GrammarBase):
         family = "tool" if kind is not None else FAMILIES.get(btype, "other")
         opaque = False
         if out is not None:
-            if not btype:
-                raise UpstreamProtocolError(f"content block {idx} without a type")
             opaque = family == "other" or kind not in (None, "function")
         if kind is not None:
             tid = as_str(block.get("id"))

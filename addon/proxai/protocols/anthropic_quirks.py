@@ -146,7 +146,19 @@ def unnamed_delta(g: AnthropicGrammar, obj: dict[str, Any], now: float) -> None:
     """A ``content_block_delta`` without an ``event:`` line. Both SDKs skip it; it is read (a
     translation's client, normalize's too, gets the block whole: the liberal reading), and a tool
     fragment's place in the block's buffer is kept, so the input is judged as the SDKs join it
-    (``sdk_join``: without it, the rule ``tool_input_json`` when that is not JSON)."""
+    (``sdk_join``: without it, the rule ``tool_input_json`` when that is not JSON). One without its
+    type or the string its type carries has nothing to read: skipped, a note, never a violation."""
+    delta = obj.get("delta")
+    dtype = delta.get("type") if type(delta) is dict else None
+    carried = DELTA_FIELD.get(dtype) if type(dtype) is str else None
+    if (
+        type(delta) is not dict
+        or type(dtype) is not str
+        or (carried is not None and carried[1] != "signature" and type(delta.get(carried[0])) is not str)
+    ):  # nothing to read, and the SDKs skip it: never a violation
+        what = f"an unnamed {dtype!r} delta without its {carried[0] if carried else 'type'}: skipped"
+        g.acc.finding_once("anthropic.unnamed_unread", "quirk", what)
+        return
     idx = obj.get("index")
     key = key_at(g, idx) if type(idx) is int else None
     blk = g.blocks.get(key) if key is not None else None
