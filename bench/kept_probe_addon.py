@@ -48,12 +48,20 @@ def _describe(obj: Any) -> str:
 def _report(where: str, current: Any = None) -> None:
     from proxai.pipeline.keep import KeptBody
 
+    lingering = [o for o in gc.get_objects() if type(o).__name__ == "HTTPFlow" and o is not current]
+    before = len(lingering)
+    cycle = [[_describe(r) for r in gc.get_referrers(f) if r is not lingering] for f in lingering[:2]]
+    del lingering
+    rss_before = _rss_kb()
     gc.collect()
     flows = [o for o in gc.get_objects() if type(o).__name__ == "HTTPFlow" and o is not current]
     kept = [o for o in gc.get_objects() if isinstance(o, KeptBody)]
     budget = _budget()
     row: dict[str, Any] = {
         "where": where,
+        "live_flows_before_collect": before,
+        "rss_kb_before_collect": rss_before,
+        "referrers_before_collect": cycle,
         "live_flows": len(flows),
         "live_kept_bodies": len(kept),
         "flow_body_bytes": sum(len(f.response.raw_content or b"") for f in flows if f.response),

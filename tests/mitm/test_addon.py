@@ -684,6 +684,25 @@ def test_body_past_the_per_flow_cap_is_dropped_with_a_note(tctx: Any) -> None:
     assert a.keep_budget.used == 0
 
 
+def test_a_flow_file_holds_the_read_marks_as_a_list(tctx: Any) -> None:
+    """A saved flow (mitmproxy's ``get_state`` and tnetstring, as ``-w`` and the save command write
+    it) holds the metadata's ``reads`` as the same plain list: one [offset, seconds] per read."""
+    from mitmproxy.io import tnetstring
+
+    a: ProxAI = tctx.addon
+    f = _flow()
+    a.request(f)
+    f.response = _sse_response()
+    _stream(a, f, CHAT_TEXT, sizes=40)
+    reads = f.metadata["proxai"]["reads"]
+    saved = tnetstring.loads(tnetstring.dumps(f.get_state()))
+    got = saved["metadata"]["proxai"]["reads"]
+    assert type(got) is list and got == reads and len(got) > 1
+    offsets = [o for o, _ in got]
+    assert offsets == sorted(set(offsets)) and offsets[-1] == len(CHAT_TEXT)
+    assert all(type(m) is list and type(m[0]) is int and type(m[1]) is float for m in got)
+
+
 def test_total_cap_counts_live_bodies_and_frees_them_with_their_flows(tctx: Any) -> None:
     import gc
 

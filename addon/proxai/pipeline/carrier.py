@@ -439,7 +439,7 @@ class StreamCarrier:
             if end <= kept.limit and left and len(out) == 1:
                 kept.left = left
                 kept.write(out[0])
-                kept.log += (end, now)
+                kept.push((end, now))
             else:
                 self._keep(out, sent, end, now)
         return out

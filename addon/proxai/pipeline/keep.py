@@ -17,8 +17,8 @@ With the bytes, the moments they left: for each read the client got, the body of
 its time since the request (what a replay plays back, docs/replay.md), at most ``MAX_READS`` of them
 (past it every other one is dropped and only every second read is marked from then on, so the marks
 stay even over the whole body); the last read is always kept (docs/design/replay.md, 8). Each read
-is logged as it comes (where it ended in the body and its time, one extend of a list); the marks are
-derived from the log when it fills and when they are drawn (``reads``).
+is logged as it comes (where it ended in the body and its time, one append of a pair); the marks
+are derived from the log when it fills and when they are drawn (``reads``).
 
 Pure: no mitmproxy, and no clock of its own. The carrier keeps what it returns itself (the flow's
 usual stream callable, ``StreamCarrier.kept``: the hot read keeps its chunk inline, every other read
@@ -97,6 +97,7 @@ class KeptBody:
         "limit",
         "log",
         "most",
+        "push",
         "start",
         "taken",
         "write",
@@ -111,9 +112,10 @@ class KeptBody:
         self.taken = 0  # bytes reserved from the budget: the kept bytes plus ``room``
         self.limit = -1
         self.dropped: str | None = None
-        # The read log: end, time, end, time, ... of the reads since the last compaction (a read's
-        # end: the body offset after it).
-        self.log: list[int | float] = []
+        # The read log: (end, time) of each read since the last compaction (a read's end: the body
+        # offset after it); ``push`` appends to it (one call per read).
+        self.log: list[tuple[int, float]] = []
+        self.push: Callable[[tuple[int, float]], object] = self.log.append
         self.left = self.most  # reads the log takes before it is compacted
         # The marks so far, from the reads before the log: every ``_stride``-th read's
         # (offset, time); ``_reads`` reads, ``_last`` the latest read.
@@ -136,7 +138,7 @@ class KeptBody:
     @property
     def reads(self) -> int:
         """How many reads the client got (each with bytes)."""
-        return self._reads + len(self.log) // 2
+        return self._reads + len(self.log)
 
     def add(self, out: list[bytes], now: float) -> None:
         """Keep one read the client got at ``now``: the pieces one call of the stream returned
@@ -163,7 +165,7 @@ class KeptBody:
         else:
             for piece in out:
                 self.write(piece)
-        self.log += (end, now)
+        self.push((end, now))
         self.left -= 1
         if self.left <= 0:
             self._compact()
@@ -210,13 +212,12 @@ class KeptBody:
         log = self.log
         if not log:
             return
-        offsets, times = log[0::2], log[1::2]
         first = self._reads
         stride = self._stride
         marks = self._marks
-        n = len(offsets)
+        n = len(log)
         if stride == 1 and len(marks) + n <= self.most:
-            marks += zip(offsets, times, strict=True)  # type: ignore[arg-type]
+            marks += log
         else:
             most = self.most
             i = -first % stride  # the first read of the log that is marked
@@ -224,12 +225,13 @@ class KeptBody:
                 if len(marks) >= most:
                     marks = marks[::2]
                     stride *= 2
-                marks.append((int(offsets[i]), times[i]))
+                marks.append(log[i])
                 i += stride - (first + i) % stride  # the next read whose number the stride divides
         self._marks, self._stride = marks, stride
         self._reads = first + n
-        self._last = (int(offsets[-1]), times[-1])
+        self._last = log[-1]
         self.log = []
+        self.push = self.log.append
         self.left = self.most
 
     def drop(self, why: str) -> None:
@@ -240,6 +242,7 @@ class KeptBody:
         self._buf = None
         self.write = _nothing
         self.log = []
+        self.push = self.log.append
         self._marks = []
         self.dropped = why
 
@@ -269,25 +272,22 @@ class KeptBody:
             # Every read still in the log (a flow of fewer than ``most`` reads, the usual one):
             # each read is marked, the last one too, so the marks are the log's pairs, made
             # straight from it (no compaction into pairs and no unzipping them again).
-            return _drawn(log[0::2], log[1::2], self.start)
+            return _drawn(log, self.start)
         self._compact()
-        marks = list(self._marks)
+        marks = self._marks
         if self._last is not None and (not marks or marks[-1] != self._last):
-            marks.append(self._last)
-        if not marks:
-            return []
-        offsets, times = zip(*marks, strict=True)
-        return _drawn(offsets, times, self.start)
+            return _drawn([*marks, self._last], self.start)
+        return _drawn(marks, self.start)
 
 
 _ROUND = float.__round__  # ``round`` of a float without the lookup of its ``__round__``
 
 
-def _drawn(offsets: Iterable[float], times: Iterable[float], start: float) -> list[list[float]]:
+def _drawn(pairs: Iterable[tuple[int, float]], start: float) -> list[list[float]]:
     """The marks as the metadata holds them: each read's ``[offset, seconds since start]``, the
     seconds to 0.1 ms as ``round(seconds * 10_000) / 10_000`` (``(t - start) * 10_000.0`` is a
     float whatever number the clock gave, so the float's own ``__round__`` is ``round``'s)."""
-    return [[o, _ROUND((t - start) * 10_000.0) / 10_000.0] for o, t in zip(offsets, times, strict=True)]
+    return [[o, _ROUND((t - start) * 10_000.0) / 10_000.0] for o, t in pairs]
 
 
 def _nothing(data: bytes) -> None:
