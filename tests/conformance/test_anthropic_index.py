@@ -12,7 +12,7 @@ import pytest
 
 from proxai.core.model import Protocol
 from proxai.pipeline.observe import StreamObserver
-from proxai.protocols.anthropic_index import lax_int, node_place
+from proxai.protocols.anthropic_index import lax_int, node_place, python_index
 from proxai.protocols.conformance import RULES
 
 from . import sdks
@@ -62,3 +62,51 @@ def test_a_delta_without_an_index_before_any_block_names_what_each_sdk_raises() 
     want_py, want_node = RULES[found[0][0]].python, RULES[found[1][0]].node
     assert (py.ok, py.error) == (False, want_py.error) and py.message.startswith(want_py.message)
     assert (node.ok, node.error) == (False, want_node.error) and node.message.startswith(want_node.message)
+
+
+_CITE = {"cited_text": "a", "document_index": 0, "start_char_index": 0, "end_char_index": 1}
+CITATIONS: list[Any] = [
+    {"type": "char_location", **_CITE},
+    {"type": "char_location", **_CITE, "document_title": None, "file_id": "f"},
+    {"type": "char_location", **_CITE, "document_title": 1},
+    {"type": "char_location", **_CITE, "document_index": "01"},
+    {"type": "char_location", **_CITE, "document_index": True},
+    {"type": "char_location", **_CITE, "document_index": 1.5},
+    {"type": "char_location", **_CITE, "cited_text": 1},
+    {"type": "char_location", "cited_text": "a"},
+    {"type": "page_location", **_CITE, "start_page_number": 1, "end_page_number": "2"},
+    {"type": "page_location", **_CITE},
+    {"type": "content_block_location", **_CITE, "start_block_index": 0, "end_block_index": 1},
+    {"type": "web_search_result_location", "cited_text": "a", "encrypted_index": "e", "url": "u"},
+    {"type": "web_search_result_location", "cited_text": "a", "encrypted_index": "e", "url": "u", "title": 2},
+    {"type": "web_search_result_location", "cited_text": "a", "encrypted_index": "e"},
+    {"type": "search_result_location", "cited_text": "a", "search_result_index": 0, "source": "s",
+     "start_block_index": 0, "end_block_index": 1, "title": None},
+    {"type": "search_result_location", "cited_text": "a", "search_result_index": 0, "source": 1,
+     "start_block_index": 0, "end_block_index": 1},
+    {"type": "foo_location"}, {}, {**_CITE}, None, "x",
+]  # fmt: skip
+DELTAS: list[Any] = [
+    {"type": "text_delta", "text": "a"}, {"type": "text_delta"}, {"type": "text_delta", "text": 1},
+    {"type": "text_delta", "text": "a", "x": 1}, {"type": "input_json_delta", "partial_json": "a"},
+    {"type": "input_json_delta"}, {"type": "thinking_delta", "thinking": "a"},
+    {"type": "signature_delta", "signature": "s"}, {"type": "signature_delta", "signature": None},
+    {"type": "foo_delta"}, None, "x", [],
+    *({"type": "citations_delta", "citation": c} for c in CITATIONS),
+]  # fmt: skip
+INDEXES: list[Any] = [0, 1, "0", "1", "01", " 1", "1.0", 1.0, 1.5, True, False, None, "x", [1], -1, "-1"]
+
+
+@pytest.mark.parametrize("delta", DELTAS, ids=repr)
+def test_python_index_is_the_sdks_own_event(delta: Any) -> None:
+    """``python_index`` is the place anthropic-python's ``accumulate_event`` reads the delta at: the
+    event built by the SDK's own ``construct_type`` (pydantic's lax validation of the whole event;
+    the event as it came when any of it fails, the citation included), its ``index`` an integer
+    (a boolean is one) or a TypeError in ``content[index]``."""
+    from anthropic._models import construct_type
+    from anthropic.types import RawMessageStreamEvent
+
+    for raw in INDEXES:
+        event = {"type": "content_block_delta", "index": raw, "delta": delta}
+        got = construct_type(type_=RawMessageStreamEvent, value=event).index  # type: ignore[union-attr]
+        assert python_index(raw, delta) == (int(got) if isinstance(got, int) else None), raw

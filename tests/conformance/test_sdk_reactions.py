@@ -762,6 +762,21 @@ CASES = [
         _text_is(lambda f: f["content"], [{"text": ""}]),
     ),
     Case(
+        "anthropic a citation no location model validates, index '0': Python keeps the index a string",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TEXT)
+        + _a(
+            "content_block_delta",
+            {"index": "0", "delta": {"type": "citations_delta", "citation": {"type": "char_location"}}},
+        )
+        + _a("content_block_stop", {"index": 0})
+        + _A_E,
+        [("anthropic_messages.index_type_python", 2)],
+        None,
+        _text_is(lambda f: f["content"][0]["citations"], [{"type": "char_location"}]),
+    ),
+    Case(
         "anthropic content before message_start",
         "anthropic",
         _blk(0, _A_TEXT) + _dl(0, {"type": "text_delta", "text": "Hi"}) + anthropic_stream(),

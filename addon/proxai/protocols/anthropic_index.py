@@ -99,16 +99,65 @@ def node_place(v: Any) -> int | None:
     return int(s)
 
 
+# The citation types anthropic-python's ``CitationsDelta.citation`` union validates (``citations_delta.py``
+# and the five location models): the fields each requires, a JSON string ("s") or pydantic's lax
+# int ("i"), and its optional ones (a string or null).
+_CITATIONS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
+    "char_location": (
+        {"cited_text": "s", "document_index": "i", "start_char_index": "i", "end_char_index": "i"},
+        ("document_title", "file_id"),
+    ),
+    "page_location": (
+        {"cited_text": "s", "document_index": "i", "start_page_number": "i", "end_page_number": "i"},
+        ("document_title", "file_id"),
+    ),
+    "content_block_location": (
+        {"cited_text": "s", "document_index": "i", "start_block_index": "i", "end_block_index": "i"},
+        ("document_title", "file_id"),
+    ),
+    "web_search_result_location": ({"cited_text": "s", "encrypted_index": "s", "url": "s"}, ("title",)),
+    "search_result_location": (
+        {
+            "cited_text": "s",
+            "search_result_index": "i",
+            "source": "s",
+            "start_block_index": "i",
+            "end_block_index": "i",
+        },
+        ("title",),
+    ),
+}
+
+
+def _citation_validates(c: Any) -> bool:
+    """pydantic validates ``c`` as one of the citation models (``_CITATIONS``; extra keys allowed)."""
+    if type(c) is not dict or type(c.get("type")) is not str or c["type"] not in _CITATIONS:
+        return False
+    required, optional = _CITATIONS[c["type"]]
+    for name, kind in required.items():
+        if name not in c or (type(c[name]) is not str if kind == "s" else lax_int(c[name]) is None):
+            return False
+    return all(c.get(name) is None or type(c[name]) is str for name in optional)
+
+
 def _validates(delta: Any) -> bool:
-    """anthropic-python's event union validates a delta of this shape (a citation is taken as
-    valid when it is an object)."""
+    """anthropic-python's event union validates a ``content_block_delta`` with this delta (pydantic's
+    lax mode on the whole event: then its index is ``lax_int``'s; checked against the SDK's own
+    ``construct_type`` in tests/conformance/test_anthropic_index.py)."""
     if type(delta) is not dict:
         return False
     dtype = delta.get("type")
     if dtype == "citations_delta":
-        return type(delta.get("citation")) is dict
+        return _citation_validates(delta.get("citation"))
     field = _DELTA_FIELDS.get(dtype) if type(dtype) is str else None
     return field is not None and type(delta.get(field)) is str
+
+
+def python_index(raw: Any, delta: Any) -> int | None:
+    """The place anthropic-python reads a delta of index ``raw`` at (``None``: TypeError; negative:
+    from the end): the lax int when the event validates, else the index as it came, which a list
+    takes only as an integer (a boolean is one: ``true`` is place 1 either way)."""
+    return lax_int(raw) if type(raw) is int or type(raw) is bool or _validates(delta) else None
 
 
 def key_at(g: AnthropicGrammar, idx: int, *, from_end: bool = False) -> Key | None:
@@ -201,7 +250,7 @@ def delta_index(g: AnthropicGrammar, obj: dict[str, Any]) -> Key | None:
     raw = obj.get("index")
     if type(raw) is int:
         return by_place(g, raw, "content_block_delta")
-    py = lax_int(raw) if _validates(obj.get("delta")) else None
+    py = python_index(raw, obj.get("delta"))
     node = node_place(raw)
     n = len(g.blocks)
     if py is None:
