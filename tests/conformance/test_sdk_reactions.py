@@ -2858,6 +2858,22 @@ CASES = [
         _text_is(r_text, "Hi"),
     ),
     Case(
+        "responses a text delta after response.completed",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED + _text(7, 0, 0),
+        [("openai_responses.item_after_completed", 7)],
+        _text_is(r_text, "Hi"),
+        _text_is(r_text, "HiHi"),
+    ),
+    Case(
+        "responses an output item added after response.completed",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED + _added(7, 1, {**_MSG_ADDED, "id": "msg_2"}),
+        [("openai_responses.item_after_completed", 7)],
+        _text_is(r_items, [("message", "msg_1")]),
+        _text_is(r_items, [("message", "msg_1"), ("message", "msg_2")]),
+    ),
+    Case(
         "responses response.failed after response.completed",
         "responses",
         R_CREATED + b"".join(R_ITEM) + R_COMPLETED + _r("response.failed", 7, response=_R_FAILED),

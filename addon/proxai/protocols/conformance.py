@@ -1278,6 +1278,15 @@ _RULES = (
         Reaction("tolerates"),
         Reaction("loses", loses="response.completed's response (its final one is the later event's)"),
     ),
+    Rule(
+        "openai_responses.item_after_completed",
+        R,
+        "no item event that adds to the response (`output_item.added`, `content_part.added`, a "
+        "delta ...) follows `response.completed` (openai-node applies it to its final response, "
+        "response.completed's; openai-python's stays as it came)",
+        Reaction("tolerates"),
+        Reaction("loses", loses="response.completed's response as it came (the later events added to it)"),
+    ),
 )
 
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}

@@ -92,6 +92,20 @@ _ARG_DELTAS = {
     "custom_tool_call": "response.custom_tool_call_input.delta",
     "mcp_call": "response.mcp_call_arguments.delta",
 }
+# the item events openai-node applies to its snapshot by adding to it -> the item type it adds to
+_NODE_ADDS = {
+    "response.output_text.delta": "message",
+    "response.refusal.delta": "message",
+    "response.output_text.annotation.added": "message",
+    _PART_ADDED: "message",
+    _FC_DELTA: "function_call",
+    "response.custom_tool_call_input.delta": "custom_tool_call",
+    "response.mcp_call_arguments.delta": "mcp_call",
+    "response.code_interpreter_call_code.delta": "code_interpreter_call",
+    "response.reasoning_text.delta": "reasoning",
+    "response.reasoning_summary_text.delta": "reasoning",
+    "response.reasoning_summary_part.added": "reasoning",
+}
 # items whose identity in openai-python is their call id, not their id (``_output_identity``)
 _CALL_IDENTITY = frozenset({"function_call", "custom_tool_call", "shell_call", "shell_call_output"})
 
@@ -347,6 +361,18 @@ class SdkView:
         found = [(pair, (py, node))] if pair is not None else _side_rules(py, node) if py and node else []
         for rule, (p, n) in found:
             self._conform(rule, detail if isinstance(detail, str) else detail(p, n))
+
+    def adds(self, etype: str, obj: dict[str, Any]) -> bool:
+        """openai-node adds what ``obj`` carries to its snapshot (an item, a part, a non-empty
+        delta to the item at its ``output_index``, of the type the event is for)."""
+        if etype == _ADDED:
+            return self._node is not None
+        kind = _NODE_ADDS.get(etype)
+        oi = obj.get("output_index")
+        rec = None if kind is None else self._node_at(oi if type(oi) is int else node_place(oi))
+        if rec is None or (rec.type != kind and (etype, rec.type) != (_PART_ADDED, "reasoning")):
+            return False
+        return not etype.endswith(".delta") or obj.get("delta") != ""
 
     def _node_at(self, oi: object) -> Out | None:
         node = self._node
@@ -816,7 +842,8 @@ def after_terminal(g: ResponsesGrammar, payloads: Payloads, base: int) -> None:
     on a type it does not know (``unknown_event``), its ``ResponseStream`` on an ``error`` event
     (``error_event_after_completed``). After ``response.completed`` every other event goes to the
     SDKs' view as they read it (``SdkView.see``: a lifecycle event replaces openai-node's final
-    response, ``lifecycle_after_completed``); the grammar does not interpret it."""
+    response, ``lifecycle_after_completed``; an item event that adds to it, ``SdkView.adds``,
+    changes it, ``item_after_completed``); the grammar does not interpret it."""
     view = g._sdk
     view._after = view._ended
     for k, (_name, data) in enumerate(payloads):
@@ -851,4 +878,7 @@ def after_terminal(g: ResponsesGrammar, payloads: Payloads, base: int) -> None:
         elif etype == "error":  # openai-node rejects with the event itself; openai-python reads on
             g.conform("openai_responses.error_event_after_completed", "an error event after the end")
         elif view._after:
+            adds, found = view.adds(etype, obj), len(g.broken or ())
             view.see(etype, obj)
+            if adds and len(g.broken or ()) == found:  # (no SDK raised on it)
+                g.conform("openai_responses.item_after_completed", f"{etype} after response.completed")
