@@ -2024,6 +2024,17 @@ CASES = [
         request=R_JSON,
     ),
     Case(
+        "responses a json_schema text format, 2,000 levels deep and not JSON (a bracket left open)",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM).replace(b'"Hi"', json.dumps(_deep_text(2000)[:-1]).encode())
+        + R_COMPLETED.replace(b'"Hi"', json.dumps(_deep_text(2000)[:-1]).encode()),
+        [("openai_responses.json_text", 7)],
+        None,
+        _text_is(r_text, _deep_text(2000)[:-1]),
+        request=R_JSON,
+    ),
+    Case(
         "responses a strict tool's arguments 1,600 levels deep",
         "responses",
         r_call(R_DEEP_ARGS),

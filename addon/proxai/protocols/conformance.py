@@ -1527,6 +1527,8 @@ def judge_answer(protocol: Protocol, asked: Asked, text: str) -> tuple[str, str]
         where = f"a choice's content nests a value in more than {JITER_DEPTH} containers"
         return _CONTENT_DEPTH, where
     value = _json(text)
+    if value is _DEEP and protocol is R and not deep_json(text):
+        value = _NOT_JSON  # too deep for the standard parser, and not JSON either
     if value is _NOT_JSON:
         if protocol is C:
             starts = text.lstrip()[:1] in ("{", "[", "") and json_prefix(text, trailing=True)
