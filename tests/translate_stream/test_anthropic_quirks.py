@@ -726,3 +726,17 @@ def test_a_blank_late_fragment_is_left_out_for_every_client(tmp_path: Path) -> N
         assert b'" \\n"' not in got.out
         back = sdk.read(client, got.out)
         assert (back.verdict, back.calls) == ("accepted", [("t1", "f", '{"a":1}')]), back
+
+
+def test_a_start_at_the_index_of_a_block_normalize_opened_is_a_second_block(tmp_path: Path) -> None:
+    """Normalize opens a text block for a delta without a start (a repair), kept by the delta's
+    index; a start with that index later is a second block (``duplicate_block_start``), never
+    one that replaces the first: the client reads both texts."""
+    body = START + td(1, "Hi") + bs(1, TEXT) + td(1, " there") + END
+    got = _carry(tmp_path, body, A)
+    rules = [c["rule"] for c in got.summary.extra.get("conformance", [])]
+    assert rules == ["anthropic_messages.duplicate_block_start"]
+    assert "content_block_delta for index 1 without content_block_start" in got.summary.extra["notes"]
+    back = sdk.read(A, got.out)
+    assert (back.verdict, back.text) == ("accepted", "Hi there")
+    assert got.out.count(b"event: content_block_start") == 2

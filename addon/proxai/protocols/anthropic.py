@@ -490,8 +490,8 @@ class AnthropicGrammar(GrammarBase):
     def _block_start(self, obj: dict[str, Any], now: float) -> None:
         # Its place in the SDKs' content, which a dense stream's index is; else ``start_key``.
         key = obj.get("index")
-        if type(key) is not int or key != len(self.blocks):
-            key = start_key(self, obj)
+        if type(key) is not int or key != len(self.blocks) or key in self.blocks:
+            key = start_key(self, obj)  # (a block normalize opened may hold that index)
         if self.state is State.STOPPING:
             self.acc.finding_once(
                 "anthropic.block_after_message_delta", "quirk", "a block after message_delta"

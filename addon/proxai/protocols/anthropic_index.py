@@ -224,7 +224,7 @@ def start_key(g: AnthropicGrammar, obj: dict[str, Any]) -> Key:
     idx = start_index(g, obj)
     blocks = g.blocks
     n = len(blocks)
-    if idx == n:
+    if idx == n and idx not in blocks:
         return idx
     if idx in blocks or ("started", idx) in blocks:
         g.conform(
