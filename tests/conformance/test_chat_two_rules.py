@@ -12,7 +12,7 @@ import pytest
 from proxai.protocols.conformance import RULES
 
 from . import sdks
-from .test_sdk_reactions import C_ROLE, C_TOOLS_END, Case, _c, _calls, _found, _tool
+from .test_sdk_reactions import C_ROLE, C_TOOLS_END, Case, _c, _calls, _chunk, _found, _raw, _tool
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,23 @@ TWOS = [
         ),
         "openai_chat.tool_call_no_index",
         "openai_chat.tool_call_gap",  # its calls: a hole at 0, call 1
+    ),
+    Two(
+        Case(
+            "a call that starts in a choice without an index, its fragment in choice 0",
+            "chat",
+            C_ROLE
+            + _raw(
+                _chunk(
+                    [{"index": None, "delta": {"tool_calls": [{"index": 0, **_CALL}]}, "finish_reason": None}]
+                )
+            )
+            + _calls({"index": 0, "function": {"arguments": "}"}})
+            + C_TOOLS_END,
+            [("openai_chat.choice_no_index", 1), ("openai_chat.tool_call_type", 3)],
+        ),
+        "openai_chat.choice_no_index",  # TypeError: choices[None]
+        "openai_chat.tool_call_type",  # the start's type is in the choice it keeps under no place
     ),
     Two(
         Case(

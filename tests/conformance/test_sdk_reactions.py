@@ -2454,6 +2454,36 @@ CASES = [
         _text_is(c_message, ("Hi", "stop")),
     ),
     Case(
+        "chat a call that starts in a choice with index false, its fragment in choice 0",
+        "chat",
+        C_ROLE
+        + _raw(
+            _chunk(
+                [
+                    {
+                        "index": False,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "a",
+                                    "type": "function",
+                                    "function": {"name": "f", "arguments": "{"},
+                                }
+                            ]
+                        },
+                        "finish_reason": None,
+                    }
+                ]
+            )
+        )
+        + _calls({"index": 0, "function": {"arguments": "}"}})
+        + C_TOOLS_END,
+        [("openai_chat.choice_index_bool", 1), ("openai_chat.tool_call_type", 3)],
+        _text_is(c_tools, [("function", "f", "{}")]),
+        rule="openai_chat.tool_call_type",
+    ),
+    Case(
         "chat a choice whose finish_reason comes with index false",
         "chat",
         C_HI + _raw(_chunk([{"index": False, "delta": {}, "finish_reason": "stop"}])) + C_DONE,

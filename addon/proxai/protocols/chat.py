@@ -434,6 +434,7 @@ class ChatGrammar(GrammarBase):
         elif delta:
             delta_conforms(self, cidx, indexed, delta)  # its role, its lists (conformance)
             self._delta(cidx, delta, now, out)
+            self._typed.pop(cd.NODE_LOST, None)
         reason = choice.get("finish_reason")
         if reason is None or reason == "":  # some compatible servers send "" for "not yet"
             return False

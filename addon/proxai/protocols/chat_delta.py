@@ -145,6 +145,8 @@ def calls_end(g: ChatGrammar, cidx: int, calls: list[Any] | None, finish: str | 
     (``calls``) or when the choice has its ``finish_reason`` (``None``); ``#emitToolCallDoneEvent``
     raises for a call without its ``type`` then, though a later delta gives it one
     (``openai_chat.tool_call_type``)."""
+    if NODE_LOST in g._typed:  # (openai-node's choice under no place has calls of its own)
+        return
     if finish in _REFUSED:  # (the choice's finish_reason, once it comes: ``parsed_finish``)
         g._typed.setdefault(("finish", cidx), finish)
     cur = g._cur
@@ -207,6 +209,8 @@ def python_holds(g: ChatGrammar, given: int | None) -> bool:
     return given is not None and SKIPPED not in g._typed
 
 
+#: ``_typed``'s key while the delta of a choice openai-node keeps under no place is read
+NODE_LOST = "node_lost"
 #: ``_typed`` of a call whose first delta had no index (openai-node keeps it under no index)
 UNINDEXED: Any = object()
 
@@ -221,8 +225,12 @@ def tool_conforms(g: ChatGrammar, key: tuple[int, int], first: bool, tc: dict[st
     typed = g._typed
     ttype = tc.get("type")
     has_fn = type(tc.get("function")) is dict
+    lost = NODE_LOST in typed  # a delta openai-node leaves out: no call of its own (nor type) there
     if first or typed.get(key) is UNINDEXED:
-        if ttype:
+        if lost:
+            if first:
+                typed[key] = UNINDEXED
+        elif ttype:
             typed[key] = ttype
         elif not first:
             del typed[key]  # openai-node's call at this index has no type yet
@@ -233,7 +241,7 @@ def tool_conforms(g: ChatGrammar, key: tuple[int, int], first: bool, tc: dict[st
     if was == "function" and (not has_fn or ("type" in tc and ttype != "function")):
         what = "without function" if not has_fn else f"with type {ttype!r}"
         g.conform("openai_chat.tool_call_delta", f"tool call {key[1]}: a later delta {what}")
-    if ttype:
+    if ttype and not lost:
         typed[key] = ttype
 
 
@@ -403,7 +411,11 @@ def _fold_dict(held: dict[Any, Any], delta: dict[Any, Any]) -> None:
 
 def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, Any]) -> None:
     """A choice's delta, not empty, read off the fast paths (``indexed``: the choice has an integer
-    index): its role, each list field as openai-python merges it."""
+    index): its role, each list field as openai-python merges it. A choice openai-node keeps under
+    no place (``indexed`` false) is marked for its tool calls (``NODE_LOST``, until the delta is
+    read)."""
+    if not indexed:
+        g._typed[NODE_LOST] = True
     if indexed and (role := delta.get("role")):
         g._roles.add(cidx)
         if cidx == 0:  # openai-node keeps the last role a delta gives (``no_assistant``)
