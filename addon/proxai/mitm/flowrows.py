@@ -200,9 +200,11 @@ class SeenFlow(NamedTuple):
 
 def seen(f: http.HTTPFlow) -> SeenFlow | None:
     """The report's part of an LLM flow (None for any other flow)."""
-    meta = _summary(f)
-    if meta is None:
-        return None
+    meta = f.metadata.get("proxai")
+    if not (isinstance(meta, (dict, Mapping)) and meta.get("outcome")):
+        meta = _summary(f)  # not recorded: observed now from the body
+        if meta is None:
+            return None
     resp = f.response
     tail = None
     if resp is not None and meta.get("outcome") == Outcome.UNFINISHED_TOOL:
