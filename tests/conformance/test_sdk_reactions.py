@@ -2846,6 +2846,19 @@ CASES = [
         _text_is(r_text, "Hi"),
     ),
     Case(
+        "responses an argument delta without delta after the arguments' done (the property, seed 504)",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _FC)
+        + _r("response.function_call_arguments.delta", 2, item_id="fc_1", output_index=0, delta="{}")
+        + _r("response.function_call_arguments.done", 3, item_id="fc_1", output_index=0, arguments="{}")
+        + _r("response.function_call_arguments.delta", 4, output_index=0, item=_FC_DONE)
+        + _completed(_FC_DONE, seq=5),
+        [("openai_responses.arguments_delta_type", 4)],
+        None,
+        _text_is(lambda f: f["output"][0]["arguments"], "{}"),
+    ),
+    Case(
         "responses an output_text delta whose delta is null",
         "responses",
         R_CREATED

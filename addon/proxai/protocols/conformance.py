@@ -1035,6 +1035,15 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "openai_responses.arguments_delta_type",
+        R,
+        "a `function_call_arguments` delta carries its `delta` as a string (openai-python appends it "
+        "to the call's arguments, after their `.done` too; openai-node to a snapshot "
+        "`response.completed` replaces)",
+        Reaction("raises", "TypeError", "can only concatenate str (not"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_responses.delta_item_type",
         R,
         "an `output_text` delta or done goes to a message item, a `function_call_arguments` delta "

@@ -127,6 +127,7 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     (None, "part"): "openai_responses.node_part_added_part",
     ("part_text", None): "openai_responses.part_text",
     ("delta_type", None): "openai_responses.text_delta_type",
+    ("args_delta_type", None): "openai_responses.arguments_delta_type",
     ("item_type", None): "openai_responses.delta_item_type",
     ("arguments", None): "openai_responses.call_arguments",
     ("identity", None): "openai_responses.item_identity",
@@ -729,7 +730,9 @@ def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
     if etype == _FC_DELTA:
         if rec.type != "function_call":
             return "item_type"  # handle_event: assert output.type == "function_call"
-        return None if rec.args else "arguments"  # None += str
+        if not rec.args:
+            return "arguments"  # None += str
+        return None if type(obj.get("delta")) is str else "args_delta_type"  # str += None
     if rec.type != "message":
         return "item_type"  # handle_event: assert output.type == "message"
     ci = py_index(etype, obj, "content_index")
@@ -820,6 +823,8 @@ def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -
         return f"{etype} for content_index {ci} of output item {oi}, which has no such part"
     if "type" in (py, node) or py == "text_type":
         return f"{etype} for content part {ci} of output item {oi}, a part of another type"
+    if py == "args_delta_type":
+        return f"{etype} for output item {oi} without a string delta"
     if py == "delta_type":
         return f"{etype} for content part {ci} of output item {oi} without a string delta"
     if py == "part_text":
