@@ -777,6 +777,25 @@ CASES = [
         _text_is(lambda f: f["content"][0]["citations"], [{"type": "char_location"}]),
     ),
     Case(
+        "anthropic message_start's message without content, and no block: Node maps it at the end",
+        "anthropic",
+        _a("message_start", {"message": {k: v for k, v in _A_START["message"].items() if k != "content"}})
+        + _A_E,
+        [("anthropic_messages.message_start_content", 0)],
+        _text_is(lambda f: f.get("content"), None),
+        rule="anthropic_messages.message_start_content",
+    ),
+    Case(
+        "anthropic message_start's message with content null, then a block: both raise at the block",
+        "anthropic",
+        _a("message_start", {"message": {**_A_START["message"], "content": None}})
+        + _blk(0, _A_TEXT)
+        + _dl(0, {"type": "text_delta", "text": "Hi"})
+        + _A_E,
+        [("anthropic_messages.message_start_content", 0), ("anthropic_messages.block_start_content", 1)],
+        rule="anthropic_messages.block_start_content",
+    ),
+    Case(
         "anthropic content before message_start",
         "anthropic",
         _blk(0, _A_TEXT) + _dl(0, {"type": "text_delta", "text": "Hi"}) + anthropic_stream(),

@@ -114,6 +114,7 @@ _DELTA_NAMES: frozenset[object] = frozenset(
 _PING_NAMES: frozenset[object] = frozenset({b"ping", "ping"})
 _DATA_ONLY: frozenset[object] = frozenset({None, b"", b"message", "message"})  # no ``event:`` line
 _UNNAMED = "anthropic_messages.unnamed_event"
+_NO_CONTENT = "anthropic_messages.message_start_content"
 _DELTA_RAW = b"content_block_delta"  # a named delta's event type as the scanner gives it
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
@@ -449,6 +450,8 @@ class AnthropicGrammar(GrammarBase):
         if obj.get("message") is None:  # Python: None.to_dict(); Node: no message to end with
             self.conform("anthropic_messages.message_start_message", "message_start without message")
         msg = as_dict(obj.get("message"))
+        if msg and type(msg.get("content")) is not list:  # Node maps it at the end, both append to it
+            self.conform(_NO_CONTENT, f"message_start's message with content {msg.get('content')!r:.40}")
         acc = self.acc
         acc.id = as_str(msg.get("id"))
         acc.model = as_str(msg.get("model"))
@@ -488,6 +491,10 @@ class AnthropicGrammar(GrammarBase):
             self._stop_raw = reason
 
     def _block_start(self, obj: dict[str, Any], now: float) -> None:
+        if (broken := self.broken) is not None and _NO_CONTENT in broken:  # Python appends to it
+            self.conform(
+                "anthropic_messages.block_start_content", "a block, and no content list to add it to"
+            )
         # Its place in the SDKs' content, which a dense stream's index is; else ``start_key``.
         key = obj.get("index")
         if type(key) is not int or key != len(self.blocks) or key in self.blocks:

@@ -307,6 +307,22 @@ _RULES = (
         Reaction("raises", "AnthropicError", "request ended without sending any chunks"),
     ),
     Rule(
+        "anthropic_messages.message_start_content",
+        A,
+        "`message_start`'s message carries a `content` list (anthropic-node maps it when the message "
+        "ends, and pushes each block into it)",
+        Reaction("tolerates"),
+        Reaction("raises", "AnthropicError"),
+    ),
+    Rule(
+        "anthropic_messages.block_start_content",
+        A,
+        "no `content_block_start` follows a `message_start` whose message has no `content` list "
+        "(anthropic-python appends the block to it, anthropic-node pushes it)",
+        Reaction("raises", "AttributeError"),
+        Reaction("raises", "AnthropicError"),
+    ),
+    Rule(
         "anthropic_messages.message_start_usage",
         A,
         "`message_start` carries `message.usage` (the SDKs update it at `message_delta`)",
