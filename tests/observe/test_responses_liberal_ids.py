@@ -168,3 +168,22 @@ def test_an_item_event_naming_another_item_is_the_one_at_its_output_index(kind: 
     ]
     assert deltas == ([(0, "Hi"), (1, "Yo")] if kind == "message" else [(0, '{"a":1}'), (1, '{"b":2}')])
     _check(R, [body])
+
+
+def test_an_item_event_whose_output_index_names_an_item_of_another_type_is_the_named_one() -> None:
+    """The SDK property (seed 508): a function call's arguments.done whose output_index names the
+    reasoning item at 0. Both SDKs find that item and skip the event (openai-python does not read an
+    arguments.done, openai-node applies it to a function_call only); read as the call it names, as
+    before, not as the reasoning item (a violation: arguments for a reasoning item)."""
+    name = "openai--vercel-ai--programmatic-tool-calling-1.rebuilt.sse"
+    body = (FIXTURES / "real" / "responses" / name).read_bytes()
+    whole, _ = run_stream(R, [body])
+    events = [orjson.loads(b.split(b"data: ", 1)[1]) for b in body.split(b"\n\n") if b"data: " in b]
+    assert (events[8]["type"], events[8]["output_index"]) == ("response.function_call_arguments.done", 2)
+    events[8]["output_index"] = 0
+    s, obs = run_stream(R, [_sse(events)])
+    assert (s.outcome, s.error) == (Outcome.COMPLETED, None)
+    assert (
+        _tools(s) == _tools(whole) == [("call_VgDSZztLociNcutQZWkC2fmL", "getInventory", '{"sku":"sku_123"}')]
+    )
+    assert [f.rule for f in obs.findings if f.rule.startswith("openai_responses.item_id")] == []

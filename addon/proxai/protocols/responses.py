@@ -474,7 +474,7 @@ class ResponsesGrammar(GrammarBase):
         item = self.items.get(iid) if type(iid) is str else None
         if type(oi := obj.get("output_index")) is int and (item is None or item.sdk.elsewhere(oi)):
             at = next((i for i in self.items.values() if i.sdk.key == oi), None)
-            if at is not None:
+            if at is not None and (item is None or at.type == item.type):  # (else the SDKs skip it)
                 null = not iid or at.id == f"output_{oi}"
                 rule = "item_id_null" if null else "item_id_unknown" if item is None else "item_id_other"
                 rule = "openai_responses." + rule
