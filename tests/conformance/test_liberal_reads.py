@@ -6,7 +6,8 @@ response.completed's, whose arguments are the .done's); and one the Python SDK r
 raises on, a delta whose payload has no ``type`` (the summary counts its text as openai-python's
 final object holds it); an Anthropic event both SDKs skip (no ``event:`` line, or empty data), LF
 and CRLF; a Responses strict tool's arguments deeper than orjson reads, a reasoning or refusal
-delta without its text. Each is fed to the real Python and Node SDK and to the observe-only summary."""
+delta without its text; and one both SDKs raise on, a Responses event with a truthy ``error`` (the
+upstream's error). Each is fed to the real Python and Node SDK and to the observe-only summary."""
 
 from __future__ import annotations
 
@@ -352,3 +353,33 @@ def test_a_delta_without_its_text_that_the_sdks_accept_is_a_note(etype: str) -> 
         _, error, translated = _carrier(Protocol.OPENAI_RESPONSES, client, [data])
         assert error is None, (client, error)
         assert translated["metadata"]["outcome"] == "completed"
+
+
+def _with_error(etype: str, error: Any) -> bytes:
+    """The text fixture with ``error`` added to its first event of type ``etype``."""
+    evs = split_events((FIXTURES / "openai_responses" / "text.sse").read_bytes())
+    i = next(k for k, e in enumerate(evs) if f'"type":"{etype}"'.encode() in e)
+    head, _, data = evs[i].partition(b"data: ")
+    evs[i] = head + b"data: " + json.dumps({**json.loads(data), "error": error}).encode()
+    return b"".join(e + b"\n\n" for e in evs)
+
+
+@pytest.mark.parametrize("etype", ["response.output_text.delta", "response.in_progress"])
+def test_a_truthy_error_on_a_response_event_is_the_upstreams_error(etype: str) -> None:
+    """openai-python and openai-node raise APIError on any payload whose ``error`` is truthy (their
+    stream layers test every payload, whatever its type): the flow ends with the upstream's error,
+    the delta's text not counted; a null ``error`` is read on."""
+    data = _with_error(etype, {"message": "the server is overloaded", "type": "server_error"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        py = sdks.python("responses", data)
+    (nd,) = sdks.node([("responses", data)])
+    assert (py.ok, py.error, py.message) == (False, "APIError", "the server is overloaded")
+    assert (nd.ok, nd.error) == (False, "APIError"), nd
+    summary, findings = _observe(data)
+    assert summary.outcome is Outcome.ERROR and findings == []
+    assert summary.error is not None and summary.error.message == "the server is overloaded"
+    assert summary.text_bytes == 0
+    calm, _ = _observe(_with_error(etype, None))
+    assert calm.outcome is Outcome.COMPLETED
+    assert calm.text_bytes == len("Hi there! \N{WAVING HAND SIGN}".encode())

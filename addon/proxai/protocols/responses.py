@@ -256,13 +256,13 @@ class ResponsesGrammar(GrammarBase):
         effect as ``_event`` without the general checks.
 
         The fields every delta has are read by subscript inside one ``try``; a missing key or an
-        unhashable type or id declines the event, and the general path judges it. No
-        ``error`` check: every type taken here starts with ``response.``, which the general
-        path never reads as an error event. Two string comparisons come before the lookups
-        they spare (each new string from the parse is hashed by its first lookup): the type
-        with the most frequent one, the item id with the last delta's (deltas come in runs of
-        one item; an item, once added, is never replaced). A delta whose indexes are not the ones
-        both official SDKs read it with (``SdkView``) takes the general path, which judges them."""
+        unhashable type or id declines the event, and the general path judges it, as it reads a
+        delta with an ``error`` (a truthy one is the upstream's error). Two string comparisons
+        come before the lookups they spare (each new string from the parse is hashed by its
+        first lookup): the type with the most frequent one, the item id with the last delta's
+        (deltas come in runs of one item; an item, once added, is never replaced). A delta whose
+        indexes are not the ones both official SDKs read it with (``SdkView``) takes the general
+        path, which judges them."""
         if self.state is not _ACTIVE:
             return False
         try:
@@ -284,7 +284,7 @@ class ResponsesGrammar(GrammarBase):
             s, oi = obj["delta"], obj["output_index"]  # (no tuple: two stores)
         except (KeyError, TypeError):
             return False
-        if type(seq) is not int or seq != self.next_seq or type(s) is not str:
+        if type(seq) is not int or seq != self.next_seq or type(s) is not str or "error" in obj:
             return False
         sdk = item.sdk  # the indexes both SDKs read it with (responses_sdk), else the slow way
         if oi is not sdk.oi:
@@ -374,8 +374,8 @@ class ResponsesGrammar(GrammarBase):
         if etype not in NODE_RESPONSES_EVENTS:
             self.conform("openai_responses.unknown_event", f"event type {etype!r} is unknown to the Node SDK")
         out = self.out
-        if etype == "error" or (obj.get("error") is not None and not etype.startswith("response.")):
-            err = obj.get("error")
+        err = obj.get("error")  # truthy on any event: both SDKs' stream layers raise it
+        if etype == "error" or (err is not None and (bool(err) or not etype.startswith("response."))):
             msg, code = error_fields(err if err is not None else obj)
             acc.upstream_error(msg, type=code)
             self.upstream_failed()
