@@ -2921,6 +2921,34 @@ CASES = [
         [("openai_responses.error_after_completed", 7)],
     ),
     Case(
+        "responses a text delta with an empty error object",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:2])
+        + _r(
+            "response.output_text.delta",
+            3,
+            item_id="msg_1",
+            output_index=0,
+            content_index=0,
+            delta="Hi",
+            error={},
+        )
+        + b"".join(R_ITEM[3:])
+        + R_COMPLETED,
+        [("openai_responses.error_empty", 3)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a response.created with an empty error list",
+        "responses",
+        _r("response.created", 0, response=_resp("in_progress", []), error=[])
+        + b"".join(R_ITEM)
+        + R_COMPLETED,
+        [("openai_responses.error_empty", 0)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
         "responses an error event after response.completed",
         "responses",
         R_CREATED

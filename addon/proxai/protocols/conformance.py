@@ -1287,6 +1287,14 @@ _RULES = (
         Reaction("raises", "APIError"),
     ),
     Rule(
+        "openai_responses.error_empty",
+        R,
+        "no event carries an empty `error` object or list (openai-node's stream layer raises on any "
+        "payload whose `error` is truthy in JavaScript; to openai-python `{}` and `[]` are falsy)",
+        Reaction("tolerates"),
+        Reaction("raises", "APIError"),
+    ),
+    Rule(
         "openai_responses.error_event_after_completed",
         R,
         "no `error` event follows `response.completed` (openai-node's `ResponseStream` rejects with "

@@ -387,6 +387,8 @@ class ResponsesGrammar(GrammarBase):
                 kind = classify(nested.get("type"), obj.get("code") or nested.get("code"), message)
                 out.upstream_error(kind, message)
             return
+        if err is not None and type(err) in (dict, list):  # ``{}``, ``[]``: truthy in JavaScript
+            self.conform("openai_responses.error_empty", f"an empty error field on {etype}")
         self._sdk.see(etype, obj)
         if self.state is State.WAITING and etype in _HANDLERS:
             self._resume(etype, seq)
