@@ -1083,6 +1083,38 @@ CASES = [
         rule="anthropic_messages.tool_input_after_stop",
     ),
     Case(
+        "anthropic a tool fragment without partial_json after message_stop: Python TypeError",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _a("content_block_stop", {"index": 0})
+        + _A_E
+        + _dl(0, {"type": "input_json_delta"}),
+        [
+            ("anthropic_messages.after_message_stop", 5),
+            ("anthropic_messages.tool_input_missing_after_stop", 5),
+        ],
+        None,
+        _text_is(a_input, {}),
+        rule="anthropic_messages.tool_input_missing_after_stop",
+    ),
+    Case(
+        "anthropic a tool fragment with partial_json null after message_stop: Python TypeError",
+        "anthropic",
+        _A_S
+        + _blk(0, _A_TOOL)
+        + _a("content_block_stop", {"index": 0})
+        + _A_E
+        + _dl(0, {"type": "input_json_delta", "partial_json": None}),
+        [
+            ("anthropic_messages.after_message_stop", 5),
+            ("anthropic_messages.tool_input_missing_after_stop", 5),
+        ],
+        None,
+        _text_is(a_input, {}),
+        rule="anthropic_messages.tool_input_missing_after_stop",
+    ),
+    Case(
         "anthropic a tool fragment after a delta typed message_stop, then message_stop: both raise",
         "anthropic",
         _A_S

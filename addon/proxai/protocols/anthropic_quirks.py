@@ -273,12 +273,13 @@ def late_fragment(g: AnthropicGrammar, idx: int, delta: object) -> None:
     """An ``input_json_delta`` after ``message_stop`` for the block at place ``idx``: anthropic-python
     appends it to that block's fragments (``json_bufs[index]``, in a ``tool_use`` or
     ``server_tool_use`` block) and parses them (``fragments.python_refuses``: the rule
-    ``tool_input_after_stop``); anthropic-node's final message is the one of ``message_stop``."""
+    ``tool_input_after_stop``); anthropic-node's final message is the one of ``message_stop``.
+    Without a string ``partial_json`` anthropic-python's ``bytes(partial_json, "utf-8")`` raises
+    TypeError (``tool_input_missing_after_stop``) and anthropic-node appends ``undefined`` /
+    ``null`` to the block's text, parsed at a later ``message_stop``."""
     if type(delta) is not dict or delta.get("type") != "input_json_delta":
         return
     part = delta.get("partial_json")
-    if type(part) is not str:
-        return
     n = len(g.blocks)
     if idx < n:
         blk = g.blocks[list(g.blocks)[idx]]
@@ -295,6 +296,15 @@ def late_fragment(g: AnthropicGrammar, idx: int, delta: object) -> None:
         return
     else:
         before = late
+    if type(part) is not str:  # anthropic-python's bytes(partial_json, "utf-8") raises TypeError
+        if part is None:  # missing or null: anthropic-node appends it as JavaScript writes it
+            tail = "null" if "partial_json" in delta else "undefined"
+            g.late_input[idx] = g.late_input.get(idx, before) + tail
+        g.conform(
+            "anthropic_messages.tool_input_missing_after_stop",
+            f"an input_json_delta for block {idx} after message_stop without a string partial_json",
+        )
+        return
     text = g.late_input[idx] = g.late_input.get(idx, before) + part
     if text and python_refuses(text):
         g.conform(

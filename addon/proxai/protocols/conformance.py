@@ -169,6 +169,15 @@ _RULES = (
         Reaction("tolerates"),
     ),
     Rule(
+        "anthropic_messages.tool_input_missing_after_stop",
+        A,
+        "every `input_json_delta` after `message_stop` in a `tool_use` or `server_tool_use` block "
+        "carries a string `partial_json` (anthropic-python reads on after `message_stop` and "
+        "encodes it; anthropic-node's final message is the one of `message_stop`)",
+        Reaction("raises", "TypeError", "encoding without a string argument"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "anthropic_messages.tool_input_after_stop",
         A,
         "no `input_json_delta` after `message_stop` leaves a tool block's fragments something "
