@@ -295,38 +295,32 @@ def _delta_without_text(etype: str) -> bytes:
     delta (event 3) has no ``delta``; the part's text comes in the done item."""
     from .test_sdk_reactions import R_CREATED, _added, _completed, _done, _r
 
-    if etype == "response.refusal.delta":
-        added, done, where = {**_REFUSED, "content": []}, _REFUSED, {"content_index": 0}
-        part = _r(
+    added, done, where, ptype, part = {
+        "response.refusal.delta": (
+            {**_REFUSED, "content": []},
+            _REFUSED,
+            {"content_index": 0},
             "response.content_part.added",
-            2,
-            item_id="msg_1",
-            output_index=0,
-            content_index=0,
-            part={"type": "refusal", "refusal": ""},
-        )
-    elif etype == "response.reasoning_text.delta":
-        added, done, where = _RS, _RS_DONE, {"content_index": 0}
-        part = _r(
+            {"type": "refusal", "refusal": ""},
+        ),
+        "response.reasoning_text.delta": (
+            _RS,
+            _RS_DONE,
+            {"content_index": 0},
             "response.content_part.added",
-            2,
-            item_id="rs_1",
-            output_index=0,
-            content_index=0,
-            part={"type": "reasoning_text", "text": ""},
-        )
-    else:
-        added, done, where = _RS, _RS_DONE, {"summary_index": 0}
-        part = _r(
+            {"type": "reasoning_text", "text": ""},
+        ),
+        "response.reasoning_summary_text.delta": (
+            _RS,
+            _RS_DONE,
+            {"summary_index": 0},
             "response.reasoning_summary_part.added",
-            2,
-            item_id="rs_1",
-            output_index=0,
-            summary_index=0,
-            part={"type": "summary_text", "text": ""},
-        )
+            {"type": "summary_text", "text": ""},
+        ),
+    }[etype]
+    added_part = _r(ptype, 2, item_id=added["id"], output_index=0, **where, part=part)
     delta = _r(etype, 3, item_id=added["id"], output_index=0, **where)
-    return R_CREATED + _added(1, 0, added) + part + delta + _done(4, 0, done) + _completed(done, seq=5)
+    return R_CREATED + _added(1, 0, added) + added_part + delta + _done(4, 0, done) + _completed(done, seq=5)
 
 
 @pytest.mark.parametrize(
