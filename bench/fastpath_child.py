@@ -110,15 +110,10 @@ def _no_fast(cls: Any) -> Callable[[], contextlib.AbstractContextManager[None]]:
 
 
 def _carrier_general() -> contextlib.AbstractContextManager[None]:
-    """Every read of a flow observed only through ``StreamCarrier._chunk``
-    (tests/mitm/test_carrier_hot_path.py's reference); a translated flow's reads have one path."""
+    """Every read through ``StreamCarrier._chunk`` (tests/mitm/test_carrier_hot_path.py's reference)."""
     from proxai.pipeline.carrier import StreamCarrier
 
-    hot = StreamCarrier.feed
-
     def feed(self: Any, chunk: bytes, now: float | None = None) -> list[bytes]:
-        if self.translator is not None:
-            return hot(self, chunk, now)
         if now is None:
             now = self.clock()
         out = self._end(now) if chunk == b"" else self._chunk(chunk, now)

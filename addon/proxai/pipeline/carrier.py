@@ -338,48 +338,11 @@ class StreamCarrier:
         if now is None:
             now = self.clock()
         try:
-            tr = self.translator
-            if tr is not None and chunk:
-                # A translated flow's read (every one but the end), in one path inline: one call
-                # less per read than a helper, three less than it was (``_chunk``, ``_translate``).
-                # Never aligned, so nothing is held: observed, the writer's bytes taken, the hooks.
-                self.upstream_bytes += len(chunk)
-                sent = -1  # (counted at the end, unless one piece of known size goes out)
-                state = self.state
-                if state is not CarrierState.STREAMING:
-                    # Dropped: the waiting error goes out instead, or the client stream is over.
-                    self._step(CarrierEvent.CHUNK)
-                    out = self._deliver_pending(now) if state is CarrierState.PENDING else []
-                else:
-                    decoded = chunk if self.decoder is None else self._decode(chunk)
-                    payloads: Payloads = []
-                    if self.observe_error is None and decoded:
-                        try:
-                            payloads = self.observer.observe_payloads(decoded, now)
-                        except Exception as exc:
-                            self._observer_broke(exc)
-                    if self.observe_error is None and self.observer.failed is None:
-                        try:  # (``_translate``'s common case, without its checks of a failure)
-                            data = tr.collect()
-                        except ProxaiError as exc:
-                            data = self._translation_failed(exc, now)
-                        out = [data] if data else []
-                        sent = len(data)
-                    else:
-                        out = self._translate(payloads, now)
-                    if (
-                        self.on_chunk
-                        and self.state is CarrierState.STREAMING
-                        and (now >= self.quiet.quiet_until or self.observe_error is not None)
-                    ):
-                        hooked = self._run_chunk_hooks(len(payloads), now)
-                        if hooked:
-                            out.extend(hooked)
-                            sent = -1
-            elif (
+            if (
                 not self._held  # first: a guarded read mostly holds a piece (no slice then)
                 and chunk[-2:] == b"\n\n"
                 and self.state is CarrierState.STREAMING
+                and self.translator is None
                 and self.decoder is None
                 and self.observe_error is None
             ):
@@ -536,8 +499,9 @@ class StreamCarrier:
     # -- internals ------------------------------------------------------------------------------
 
     def _chunk(self, chunk: bytes, now: float) -> list[bytes]:
-        """A read of a flow observed only that is not the hot read (``feed`` reads a translated
-        flow's reads itself)."""
+        """A read that is not the hot read nor the end: observed, then passed through or, on a
+        translated flow (never aligned, so nothing is held), the writer's bytes taken; then the
+        hooks."""
         self.upstream_bytes += len(chunk)
         state = self.state
         if state is not CarrierState.STREAMING:
@@ -549,23 +513,29 @@ class StreamCarrier:
         # test below does); ``_observe`` is inline (one call less per read: the paced reads of
         # 256 bytes nearly all come here, cut inside an event).
         decoded = chunk if self.decoder is None else self._decode(chunk)
-        payloads: Payloads
+        payloads: Payloads = []
         if self.observe_error is None and decoded:
             try:
                 payloads = self.observer.observe_payloads(decoded, now)
             except Exception as exc:
                 self._observer_broke(exc)
-                payloads = []
+        tr = self.translator
+        if tr is None:
+            out = self._pass_through(chunk)
+        elif self.observe_error is None and self.observer.failed is None:
+            try:  # (``_translate``'s common case, without its checks of a failure)
+                data = tr.collect()
+            except ProxaiError as exc:
+                data = self._translation_failed(exc, now)
+            out = [data] if data else []
         else:
-            payloads = []
-        n = len(payloads)
-        out = self._pass_through(chunk)
+            out = self._translate(payloads, now)
         if (
             self.on_chunk
             and self.state is CarrierState.STREAMING
             and (now >= self.quiet.quiet_until or self.observe_error is not None)
         ):
-            more = self._run_chunk_hooks(n, now)
+            more = self._run_chunk_hooks(len(payloads), now)
             if more:
                 out.extend(more)
         return out
