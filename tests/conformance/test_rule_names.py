@@ -106,14 +106,17 @@ def test_every_name_given_to_conform_is_a_rule() -> None:
     names, other = _conform_names()
     assert names, "no conform call found: the scan is broken"
     assert names - set(RULES) == set()
-    # the calls with a computed name: the data-less and tail rules (common.py), the SDK view's table and the
-    # structured answer's rule (json_answer.py: ``conformance.judge_answer``, ANSWER_RULES)
+    # the calls with a computed name: the data-less and tail rules (common.py), the SDK view's table,
+    # the rule of an event that sets a field after response.completed (``responses_after.sets``, in
+    # responses_sdk.RULES) and the structured answer's rule (json_answer.py: ``conformance.judge_answer``,
+    # ANSWER_RULES)
     assert sorted(other) == [
         "common.py: rules[0]",
         "common.py: rules[1]",
         "common.py: tail[0] if _NOT_JSON_TEXT in bad else tail[1]",
         "json_answer.py: *judged",
         "responses_sdk.py: rule",
+        "responses_sdk.py: setting",
     ]
 
 

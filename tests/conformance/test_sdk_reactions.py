@@ -361,6 +361,19 @@ def r_call(arguments: str) -> bytes:
 
 
 _R_FAILED = {**_resp("failed", []), "error": {"code": "server_error", "message": "boom"}}
+_CITE = {"type": "url_citation", "url": "u", "title": "t", "start_index": 0, "end_index": 2}
+_MSG_CITED = {**_MSG, "content": [{**R_PART, "text": "Hi", "annotations": [_CITE]}]}
+_WS = {
+    "id": "ws_1",
+    "type": "web_search_call",
+    "status": "completed",
+    "action": {"type": "search", "query": "q"},
+}
+
+
+def _r_after(etype: str, seq: int = 7, **body: Any) -> bytes:
+    """An event for part 0 of message 0 (``R_ITEM``'s), by default event 7, after ``R_COMPLETED``."""
+    return _r(etype, seq, item_id="msg_1", output_index=0, content_index=0, **body)
 
 
 def r_items(final: dict[str, Any]) -> list[Any]:
@@ -3047,6 +3060,133 @@ CASES = [
         [("openai_responses.lifecycle_after_completed", 7), ("openai_responses.lifecycle_output", 7)],
         _text_is(r_text, "Hi"),
         rule="openai_responses.lifecycle_output",
+    ),
+    Case(
+        "responses an output_text.done with another text after response.completed",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED + _r_after("response.output_text.done", text="Bye"),
+        [("openai_responses.done_after_completed", 7)],
+        _text_is(r_text, "Hi"),
+        _text_is(lambda f: (r_text(f), f["output_text"]), ("Bye", "Bye")),
+    ),
+    Case(
+        "responses an output_text.done without text after response.completed",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED + _r_after("response.output_text.done"),
+        [("openai_responses.done_after_completed", 7)],
+        _text_is(r_text, "Hi"),
+        _text_is(lambda f: ("text" in f["output"][0]["content"][0], f["output_text"]), (False, "")),
+    ),
+    Case(
+        "responses the same output_text.done, content_part.done, output_item.done after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + R_COMPLETED
+        + _r_after("response.output_text.done", text="Hi")
+        + _r_after("response.content_part.done", seq=8, part=_MSG["content"][0])
+        + _done(9, 0, dict(reversed(list(_MSG.items())))),
+        [],
+        _text_is(r_text, "Hi"),
+        _text_is(lambda f: (r_text(f), f["output_text"]), ("Hi", "Hi")),
+    ),
+    Case(
+        "responses a content_part.done with another part after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + R_COMPLETED
+        + _r_after("response.content_part.done", part={**R_PART, "text": "Bye"}),
+        [("openai_responses.done_after_completed", 7)],
+        _text_is(r_text, "Hi"),
+        _text_is(r_text, "Bye"),
+    ),
+    Case(
+        "responses an output_item.done with another item after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + R_COMPLETED
+        + _done(7, 0, {**_MSG, "content": [{**R_PART, "text": "Bye"}]}),
+        [("openai_responses.done_after_completed", 7)],
+        _text_is(r_text, "Hi"),
+        _text_is(lambda f: (r_text(f), f["output_text"]), ("Bye", "Bye")),
+    ),
+    Case(
+        "responses the same output_item.done after a response.completed with its own output_text",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + _r("response.completed", 6, response={**_resp("completed", [_MSG]), "output_text": "Hi!"})
+        + _done(7, 0, _MSG),
+        [("openai_responses.done_after_completed", 7)],
+        _text_is(lambda f: f["output_text"], "Hi!"),
+        _text_is(lambda f: (r_text(f), f["output_text"]), ("Hi", "Hi")),
+    ),
+    Case(
+        "responses a function_call_arguments.done with other arguments after response.completed",
+        "responses",
+        r_call("{}")
+        + _r("response.function_call_arguments.done", 5, item_id="fc_1", output_index=0, arguments='{"a":1}'),
+        [("openai_responses.done_after_completed", 5)],
+        _text_is(lambda f: f["output"][0]["arguments"], "{}"),
+        _text_is(lambda f: f["output"][0]["arguments"], '{"a":1}'),
+    ),
+    Case(
+        "responses a reasoning_summary_text.done with another text after response.completed",
+        "responses",
+        R_CREATED
+        + _added(1, 0, _RS_DONE)
+        + _done(2, 0, _RS_DONE)
+        + _completed(_RS_DONE, seq=3)
+        + _r(
+            "response.reasoning_summary_text.done",
+            4,
+            item_id="rs_1",
+            output_index=0,
+            summary_index=0,
+            text="u",
+        ),
+        [("openai_responses.done_after_completed", 4)],
+        _text_is(lambda f: f["output"][0]["summary"][0]["text"], "t"),
+        _text_is(lambda f: f["output"][0]["summary"][0]["text"], "u"),
+    ),
+    Case(
+        "responses the same annotation added after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:4])
+        + _done(5, 0, _MSG_CITED)
+        + _completed(_MSG_CITED, seq=6)
+        + _r_after("response.output_text.annotation.added", annotation_index=0, annotation=_CITE),
+        [],
+        _text_is(lambda f: f["output"][0]["content"][0]["annotations"], [_CITE]),
+        _text_is(lambda f: f["output"][0]["content"][0]["annotations"], [_CITE]),
+    ),
+    Case(
+        "responses a web_search_call.in_progress after response.completed",
+        "responses",
+        R_CREATED
+        + _added(1, 0, {**_WS, "status": "in_progress"})
+        + _done(2, 0, _WS)
+        + _completed(_WS, seq=3)
+        + _r("response.web_search_call.in_progress", 4, item_id="ws_1", output_index=0)
+        + _r("response.web_search_call.completed", 5, item_id="ws_1", output_index=0),
+        [("openai_responses.status_after_completed", 4)],
+        _text_is(lambda f: f["output"][0]["status"], "completed"),
+        _text_is(lambda f: f["output"][0]["status"], "completed"),
+    ),
+    Case(
+        "responses a web_search_call.searching at the end, after response.completed",
+        "responses",
+        R_CREATED
+        + _added(1, 0, {**_WS, "status": "in_progress"})
+        + _done(2, 0, _WS)
+        + _completed(_WS, seq=3)
+        + _r("response.web_search_call.searching", 4, item_id="ws_1", output_index=0),
+        [("openai_responses.status_after_completed", 4)],
+        _text_is(lambda f: f["output"][0]["status"], "completed"),
+        _text_is(lambda f: f["output"][0]["status"], "searching"),
     ),
 ]
 

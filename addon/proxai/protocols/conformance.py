@@ -1329,6 +1329,28 @@ _RULES = (
         Reaction("tolerates"),
         Reaction("loses", loses="response.completed's response as it came (the later events added to it)"),
     ),
+    Rule(
+        "openai_responses.done_after_completed",
+        R,
+        "no `.done` event after `response.completed` (`output_item.done`, `content_part.done`, "
+        "`output_text.done`, `function_call_arguments.done` ...) sets another value than "
+        "`response.completed`'s response has there (openai-node sets it in its final response, "
+        "response.completed's; openai-python's stays as it came)",
+        Reaction("tolerates"),
+        Reaction(
+            "loses",
+            loses="response.completed's response as it came (the later event's value replaced its own)",
+        ),
+    ),
+    Rule(
+        "openai_responses.status_after_completed",
+        R,
+        "no call's status event (`web_search_call.in_progress`, `mcp_call.failed` ...) after "
+        "`response.completed` sets another `status` than the call has in `response.completed`'s "
+        "response (openai-node sets it in its final response; openai-python's stays as it came)",
+        Reaction("tolerates"),
+        Reaction("loses", loses="response.completed's response as it came (the call's status replaced)"),
+    ),
 )
 
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}

@@ -25,6 +25,7 @@ import orjson
 from proxai.core.sse import Payloads
 from proxai.protocols.anthropic_index import lax_int, node_place
 from proxai.protocols.conformance import NODE_RESPONSES_EVENTS, UNTYPED
+from proxai.protocols.responses_after import DONE_RULE, STATUS_RULE, same_annotation, sets
 
 if TYPE_CHECKING:
     from .responses import ResponsesGrammar
@@ -49,6 +50,7 @@ _TERMINAL = frozenset({_COMPLETED, "response.failed", "response.incomplete"})
 _ADDED = "response.output_item.added"
 _DONE = "response.output_item.done"
 _PART_ADDED = "response.content_part.added"
+_ANNOTATION = "response.output_text.annotation.added"
 _FC_DELTA = "response.function_call_arguments.delta"
 # the events openai-python's accumulator finds an item for (``_get_output_item``)
 _PY_INDEXED = frozenset({_PART_ADDED, "response.output_text.delta", "response.output_text.done", _FC_DELTA})
@@ -166,6 +168,8 @@ RULES = (
         "openai_responses.lifecycle_output_null",
         "openai_responses.item_content_null",
         "openai_responses.lifecycle_after_completed",
+        DONE_RULE,  # (``after_terminal``, by ``responses_after.sets``)
+        STATUS_RULE,
     }
 )
 _NONE: Any = object()  # no entry found
@@ -323,6 +327,7 @@ class SdkView:
         "_after",
         "_conform",
         "_ended",
+        "_final",
         "_live",
         "_node",
         "_py",
@@ -343,6 +348,7 @@ class SdkView:
         self._started = False
         self._after = False  # the events after response.completed (``after_terminal``)
         self._ended = False  # response.completed came
+        self._final: dict[str, Any] | None = None  # its response, with an output (responses_after)
         self._live = True  # False once no SDK has a snapshot (the first event was not response.created)
         self._rid: object = None
         self._py: dict[object, Out] = {}  # openai-python: output_index -> item
@@ -373,6 +379,8 @@ class SdkView:
         rec = None if kind is None else self._node_at(oi if type(oi) is int else node_place(oi))
         if rec is None or (rec.type != kind and (etype, rec.type) != (_PART_ADDED, "reasoning")):
             return False
+        if etype == _ANNOTATION:  # it sets the annotation at its index: the same one changes nothing
+            return not same_annotation(self._final, obj)
         return not etype.endswith(".delta") or obj.get("delta") != ""
 
     def _node_at(self, oi: object) -> Out | None:
@@ -460,6 +468,7 @@ class SdkView:
             else:
                 self._listless(etype, self._node)
         if self._after and etype != _COMPLETED:  # openai-node's final response is this one's
+            self._final = None  # (what later events set is not judged against it)
             self._conform("openai_responses.lifecycle_after_completed", f"{etype} after response.completed")
         elif etype in _TERMINAL and etype != _COMPLETED:
             self._conform("openai_responses.not_completed", f"the stream ended with {etype}")
@@ -475,6 +484,7 @@ class SdkView:
             self._replaced(etype, output)
         if etype == _COMPLETED and py is None:
             self._ended = True
+            self._final = resp if type(output) is list else None
             if (
                 type(output) is list
                 and (bad := next((i for i in output if type(i) is not dict), _NONE)) is not _NONE
@@ -848,7 +858,9 @@ def after_terminal(g: ResponsesGrammar, payloads: Payloads, base: int) -> None:
     (``error_event_after_completed``). After ``response.completed`` every other event goes to the
     SDKs' view as they read it (``SdkView.see``: a lifecycle event replaces openai-node's final
     response, ``lifecycle_after_completed``; an item event that adds to it, ``SdkView.adds``,
-    changes it, ``item_after_completed``); the grammar does not interpret it."""
+    changes it, ``item_after_completed``; a ``.done`` or a call's status event that sets a field of
+    it to another value than ``response.completed``'s response has, ``responses_after.sets``:
+    ``done_after_completed``, ``status_after_completed``); the grammar does not interpret it."""
     view = g._sdk
     view._after = view._ended
     for k, (_name, data) in enumerate(payloads):
@@ -884,6 +896,13 @@ def after_terminal(g: ResponsesGrammar, payloads: Payloads, base: int) -> None:
             g.conform("openai_responses.error_event_after_completed", "an error event after the end")
         elif view._after:
             adds, found = view.adds(etype, obj), len(g.broken or ())
+            setting = None if adds else sets(view._final, etype, obj)
             view.see(etype, obj)
-            if adds and len(g.broken or ()) == found:  # (no SDK raised on it)
+            if len(g.broken or ()) != found:
+                continue  # (an SDK raised on it)
+            if adds:
                 g.conform("openai_responses.item_after_completed", f"{etype} after response.completed")
+            elif setting is not None:
+                g.conform(
+                    setting, f"{etype} after response.completed sets another value than its response has"
+                )
