@@ -1,6 +1,7 @@
-"""A routed request's URL set from the route's parsed upstream URL (``routed._parsed_url``, parsed
-once per URL) leaves the request as mitmproxy's ``Request.url`` setter leaves it: scheme, host,
-port, path, the Host header and the authority, in HTTP/1 and HTTP/2."""
+"""A routed request's URL set from the route's parsed upstream URL (``routed._retarget``: the URL
+parsed once, ``routed._parsed_url``, the Host header and authority written once) leaves the
+request as mitmproxy's ``Request.url`` setter leaves it: scheme, host, port, path, the Host
+header (none, one, or repeated) and the authority, in HTTP/1 and HTTP/2."""
 
 from __future__ import annotations
 
@@ -19,11 +20,21 @@ URLS = [
 ]
 
 
+HEADERS = [
+    ((b"Host", b"client.example:8443"), (b"x", b"1")),
+    ((b"x", b"1"),),
+    ((b"x", b"1"), (b"HOST", b"a.example"), (b"y", b"2"), (b"host", b"b.example")),
+]
+
+
 @pytest.mark.parametrize("url", URLS)
 @pytest.mark.parametrize("http2", [False, True])
-def test_the_request_is_as_the_url_setter_leaves_it(url: str, http2: bool) -> None:
+@pytest.mark.parametrize("headers", HEADERS)
+def test_the_request_is_as_the_url_setter_leaves_it(
+    url: str, http2: bool, headers: tuple[tuple[bytes, bytes], ...]
+) -> None:
     def request() -> object:
-        req = tutils.treq(headers=((b"Host", b"client.example:8443"), (b"x", b"1")))
+        req = tutils.treq(headers=headers)
         if http2:
             req.http_version = "HTTP/2.0"
             req.authority = "client.example:8443"
@@ -31,8 +42,9 @@ def test_the_request_is_as_the_url_setter_leaves_it(url: str, http2: bool) -> No
 
     want, got = request(), request()
     want.url = url  # type: ignore[attr-defined]
-    got.scheme, got.host, got.port, got.path = routed._parsed_url(url)  # type: ignore[attr-defined]
+    routed._retarget(got, url)  # type: ignore[arg-type]
     assert got.data == want.data  # type: ignore[attr-defined]
+    assert got.headers.fields == want.headers.fields  # type: ignore[attr-defined]
     assert got.url == want.url  # type: ignore[attr-defined]
     assert routed._parsed_url(url) is routed._parsed_url(url)  # parsed once
 
