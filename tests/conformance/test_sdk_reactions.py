@@ -2028,6 +2028,129 @@ CASES = [
         _text_is(r_items, [("reasoning", "rs_1")]),
     ),
     Case(
+        "responses a reasoning item with a null summary gets summary text",
+        "responses",
+        R_CREATED
+        + _added(1, 0, {**_RS, "summary": None})
+        + _r(
+            "response.reasoning_summary_text.delta",
+            2,
+            item_id="rs_1",
+            output_index=0,
+            summary_index=0,
+            delta="t",
+        )
+        + _r(
+            "response.reasoning_summary_text.done",
+            3,
+            item_id="rs_1",
+            output_index=0,
+            summary_index=0,
+            text="t",
+        )
+        + _done(4, 0, _RS_DONE)
+        + _completed(_RS_DONE),
+        [("openai_responses.reasoning_summary", 2)],
+        _text_is(r_items, [("reasoning", "rs_1")]),
+    ),
+    Case(
+        "responses a reasoning item without summary gets its summary part done",
+        "responses",
+        R_CREATED
+        + _added(1, 0, {"id": "rs_1", "type": "reasoning"})
+        + _r(
+            "response.reasoning_summary_part.done",
+            2,
+            item_id="rs_1",
+            output_index=0,
+            summary_index=0,
+            part=_RS_DONE["summary"][0],
+        )
+        + _done(3, 0, _RS_DONE)
+        + _completed(_RS_DONE),
+        [("openai_responses.reasoning_summary", 2)],
+        _text_is(r_items, [("reasoning", "rs_1")]),
+    ),
+    Case(
+        "responses an output_item.done without item",
+        "responses",
+        R_CREATED + b"".join(R_ITEM[:4]) + _r("response.output_item.done", 5, output_index=0) + R_COMPLETED,
+        [("openai_responses.done_item", 5)],
+    ),
+    Case(
+        "responses an output_item.done with a null item after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + R_COMPLETED
+        + _r("response.output_item.done", 7, output_index=0, item=None),
+        [("openai_responses.done_item", 7)],
+    ),
+    Case(
+        "responses an output_item.done whose item is a string",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:4])
+        + _r("response.output_item.done", 5, output_index=0, item="x")
+        + R_COMPLETED,
+        [("openai_responses.python_item_object", 5)],
+        None,
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses an output_item.added whose item is a number after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + R_COMPLETED
+        + _r("response.output_item.added", 7, output_index=1, item=5),
+        [("openai_responses.python_item_object", 7)],
+        None,
+        _text_is(lambda f: f["output"][1], 5),
+    ),
+    Case(
+        "responses an output_item.added with a null item",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM)
+        + _r("response.output_item.added", 6, output_index=1, item=None)
+        + _completed(_MSG, seq=7),
+        [("openai_responses.node_added_item", 6)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses an output_item.added without item after response.completed",
+        "responses",
+        R_CREATED + b"".join(R_ITEM) + R_COMPLETED + _r("response.output_item.added", 7, output_index=1),
+        [("openai_responses.node_added_item", 7)],
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses an annotation for a text part added without annotations",
+        "responses",
+        R_CREATED
+        + R_ITEM[0]
+        + _part(2, 0, 0, {"type": "output_text", "text": ""})
+        + R_ITEM[2]
+        + _r_after("response.output_text.annotation.added", seq=4, annotation_index=0, annotation=_CITE)
+        + _text_done(5, 0, 0)
+        + _done(6, 0, _MSG_CITED)
+        + _completed(_MSG_CITED, seq=7),
+        [("openai_responses.part_annotations", 4)],
+        _text_is(lambda f: f["output"][0]["content"][0]["annotations"], [_CITE]),
+    ),
+    Case(
+        "responses an annotation for a text part whose annotations are null, after response.completed",
+        "responses",
+        R_CREATED
+        + b"".join(R_ITEM[:4])
+        + _done(5, 0, {**_MSG, "content": [{**R_PART, "text": "Hi", "annotations": None}]})
+        + _completed({**_MSG, "content": [{**R_PART, "text": "Hi", "annotations": None}]}, seq=6)
+        + _r_after("response.output_text.annotation.added", annotation_index=0, annotation=_CITE),
+        [("openai_responses.part_annotations", 7)],
+        _text_is(lambda f: f["output"][0]["content"][0]["annotations"], None),
+    ),
+    Case(
         "responses a strict tool's arguments that are not JSON",
         "responses",
         R_CREATED

@@ -1144,9 +1144,42 @@ _RULES = (
     Rule(
         "openai_responses.reasoning_summary",
         R,
-        "a reasoning item that gets summary parts was added with its `summary` array",
+        "a reasoning item that gets summary events (`reasoning_summary_part.added` / `.done`, "
+        "`reasoning_summary_text.delta` / `.done`) was added with its `summary` array",
         Reaction("tolerates"),
-        Reaction("raises", "OpenAIError", "Cannot read properties of undefined (reading 'push')"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of"),
+    ),
+    Rule(
+        "openai_responses.done_item",
+        R,
+        "every `output_item.done` carries its `item` (both SDKs read its `type`)",
+        Reaction("raises", "AttributeError", "'NoneType' object has no attribute 'type'"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of"),
+    ),
+    Rule(
+        "openai_responses.python_item_object",
+        R,
+        "the `item` of every `output_item.added` and `output_item.done` is an object, or null in an "
+        "`output_item.added` (openai-python reads its `type`; openai-node reads a string's or a number's "
+        "as undefined)",
+        Reaction("raises", "AttributeError"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "openai_responses.node_added_item",
+        R,
+        "every `output_item.added` carries its `item` (openai-python skips one without it; openai-node "
+        "reads its `type`)",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "Cannot read properties of"),
+    ),
+    Rule(
+        "openai_responses.part_annotations",
+        R,
+        "an `output_text.annotation.added` goes to a part with an `annotations` array (openai-node sets "
+        "the annotation at its `annotation_index` there; openai-python does not read the event)",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "Cannot set properties of"),
     ),
     Rule(
         "openai_responses.message_content",

@@ -140,6 +140,10 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     ("lifecycle", None): "openai_responses.lifecycle_id",
     (None, "output"): "openai_responses.lifecycle_output",
     (None, "push"): "openai_responses.reasoning_summary",
+    ("item", "item"): "openai_responses.done_item",
+    ("item", None): "openai_responses.python_item_object",
+    (None, "item"): "openai_responses.node_added_item",
+    (None, "annotations"): "openai_responses.part_annotations",
     (None, "content_list"): "openai_responses.message_content",
     ("message_content", "message_content"): "openai_responses.message_content_part",
 }
@@ -173,6 +177,7 @@ RULES = (
     }
 )
 _NONE: Any = object()  # no entry found
+_WITHOUT_ITEM, _ITEM_NOT_OBJECT = "without an item", "with an item that is not an object"
 
 
 def _side_rules(py: str, node: str) -> list[tuple[str, tuple[str | None, str | None]]]:
@@ -193,8 +198,10 @@ def _text_ok(part: dict[str, Any]) -> bool:
 
 
 def _part(raw: object) -> list[Any]:
+    """A part as the models hold it: its type, whether its text is a string, whether openai-node can
+    set an annotation in its ``annotations`` (an array or an object: a primitive or none raises)."""
     part = raw if type(raw) is dict else {}
-    return [part.get("type"), _text_ok(part)]
+    return [part.get("type"), _text_ok(part), type(part.get("annotations")) in (list, dict)]
 
 
 class Out:
@@ -561,7 +568,13 @@ class SdkView:
 
     def _item_added(self, obj: dict[str, Any]) -> None:
         item, oi = obj.get("item"), obj.get("output_index")
-        if type(item) is not dict or not _key(oi):
+        if type(item) is not dict:  # openai-python skips a null one and reads another's type;
+            # openai-node pushes it and reads its type (a null one's raises)
+            what = _WITHOUT_ITEM if item is None else _ITEM_NOT_OBJECT
+            py, node = (None, "item") if item is None else ("item", None)
+            self._report(py, node, f"output_item.added at output_index {oi} {what}")
+            return
+        if not _key(oi):
             return
         if type(oi) is not int:
             oi = self._form(_ADDED, obj)
@@ -583,7 +596,13 @@ class SdkView:
 
     def _item_done(self, obj: dict[str, Any]) -> None:
         item, oi = obj.get("item"), obj.get("output_index")
-        if type(item) is not dict or not _key(oi):
+        if type(item) is not dict:  # openai-python reads its type; openai-node a null one's
+            what = _WITHOUT_ITEM if item is None else _ITEM_NOT_OBJECT
+            self._report(
+                "item", "item" if item is None else None, f"output_item.done at output_index {oi} {what}"
+            )
+            return
+        if not _key(oi):
             return
         place: object = oi
         if type(oi) is not int:
@@ -750,7 +769,7 @@ def _python(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
         return "content_type"  # content[None], content["0"]: a TypeError
     if not 0 <= ci < len(rec.parts):
         return "content"
-    ptype, ok = rec.parts[ci]
+    ptype, ok, _annotations = rec.parts[ci]
     if ptype != "output_text":
         return "text_type"
     if etype != "response.output_text.delta":
@@ -777,7 +796,9 @@ def _node(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
         found = _at(rec.parts, obj.get("content_index"))
         if found is None:
             return "content"
-        return None if found[0] == ptype_needed else "type"
+        if found[0] != ptype_needed:
+            return "type"
+        return "annotations" if etype == _ANNOTATION and not found[2] else None
     if etype == "response.content_part.done":
         if obj.get("part") is None and rec.type in ("message", "reasoning"):
             return "part"  # ``part.type`` is read for a message's and a reasoning item's part
@@ -809,7 +830,9 @@ def _node(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
         rec.summary += 1
         rec.si = rec.summary - 1
         return None
-    if rec.type == "reasoning" and etype in _SUMMARY and rec.summary is not None:
+    if rec.type == "reasoning" and etype in _SUMMARY:
+        if rec.summary is None:
+            return "push"  # ``getContent(output.summary, ...)``: it reads an index of no array
         si = obj.get("summary_index")
         return None if type(si) is int and 0 <= si < rec.summary else "content"
     return None
@@ -845,6 +868,8 @@ def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -
         return f"{etype} for output item {oi} without a part object"
     if py == "arguments":
         return f"{etype} for output item {oi}, a function_call added without arguments"
+    if node == "annotations":
+        return f"{etype} for content part {ci} of output item {oi}, a part without an annotations array"
     return f"{etype} for output item {oi}, a reasoning item without summary"
 
 
