@@ -2533,6 +2533,39 @@ CASES = [
         _text_is(c_cited, ["https://b"]),
     ),
     Case(
+        "chat annotations, then annotations: null beside the content (openai-node keeps null)",
+        "chat",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": [_CITE_A]})
+        + _c({"content": " there", "annotations": None})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.node_replaced_field", 2)],
+        _text_is(c_cited, ["https://a"]),
+        _text_is(lambda f: f["choices"][0]["message"]["annotations"], None),
+    ),
+    Case(
+        "chat a list of strings in a field no SDK models, then a string there (openai-node keeps it)",
+        "chat",
+        C_ROLE + _c({"content": "Hi", "x_parts": ["a", "b"]}) + _c({"x_parts": "c"}) + C_STOP + C_DONE,
+        [("openai_chat.node_replaced_field", 2)],
+        _text_is(lambda f: f["choices"][0]["message"]["x_parts"], ["a", "b"]),
+        _text_is(lambda f: f["choices"][0]["message"]["x_parts"], "c"),
+    ),
+    Case(
+        "chat annotations: null, then a list (nothing lost, nothing to say)",
+        "chat",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": None})
+        + _c({"content": " there", "annotations": [_CITE_A]})
+        + _c({"content": "!"})
+        + C_STOP
+        + C_DONE,
+        [],
+        _text_is(c_cited, ["https://a"]),
+        _text_is(c_cited, ["https://a"]),
+    ),
+    Case(
         "chat a choice that is a number",
         "chat",
         C_HI + _raw(_chunk([1])) + C_STOP + C_DONE,

@@ -135,6 +135,7 @@ class ChatGrammar(GrammarBase):
         "_calls",
         "_cur",
         "_cut",
+        "_listed",
         "_open",
         "_reasoned",
         "_redacted",
@@ -159,6 +160,7 @@ class ChatGrammar(GrammarBase):
         self._usage: dict[str, Any] | None = None  # the last usage the upstream reported
         self._redacted = 0  # redacted thinking blocks opened (their keys)
         self._reasoned: str | None = None  # choice 0's reasoning field (chat_delta.node_replaced)
+        self._listed: dict[int, set[str]] | None = None  # each choice's fields holding a list (chat_delta)
         # Choice 0's tool calls by ``tool_calls[].index`` (``acc.tools`` keys them by (choice,
         # index): a fragment finds its call without building and hashing that tuple)
         self._calls: dict[int, ToolBuffer] = {}

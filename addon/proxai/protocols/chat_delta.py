@@ -28,6 +28,11 @@ strings and numbers as its length, any other list as its entries' shapes. Only a
 at (a field that came as something else before its first list, which openai-python then leaves as
 it is, is read as holding nothing: no provider sends one). Only a delta off the fast paths can
 carry a list (the fast paths take no delta that holds one: ``chat_fields``).
+A field openai-node does not model whose list the message holds (not empty), given again in any
+form, is ``openai_chat.node_replaced_field`` (``_replaced``): a null or a value that is no list
+openai-python leaves out (the message keeps the list), openai-node assigns it; the grammar keeps
+those fields per choice (``ChatGrammar._listed``), and the fast path declines a delta of choice 0
+that carries one.
 A ``content`` list after a string content (``""`` included, as a delta off the fast paths or any
 text counted before) is left as it was by openai-python (note ``openai_chat.content_parts``), and
 a content list that comes again without indexes is ``openai_chat.content_list_index`` (openai-node
@@ -433,6 +438,8 @@ def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, An
     for field in _OBJECTS:  # (always off the fast paths: the lists in them merge as the others)
         if type(value := delta.get(field)) is dict:
             _merge(g, cidx, field, value)
+    if g._listed is not None:  # (None but in a stream whose deltas brought a list Node does not model)
+        _replaced(g, cidx, delta)
     for value in delta.values():  # (a list is rare: the fields are looked at only then)
         if type(value) is list:
             for field, entries in delta.items():
@@ -441,10 +448,41 @@ def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, An
             return
 
 
+_NODE_REPLACED = "openai_chat.node_replaced_field"
+
+
+def _replaced(g: ChatGrammar, cidx: int, delta: dict[str, Any]) -> None:
+    """A delta that carries again, as no list, a field openai-node does not model whose list the
+    choice's message holds (``g._listed``): openai-node assigns it (``Object.assign``), so a null, a
+    string, a number or an object replaces the list; openai-python leaves it out (the message keeps
+    the list): ``node_replaced_field`` (another list: ``_merge``). Then nothing more is looked at
+    (``g._listed`` None: the rule is named once)."""
+    assert g._listed is not None
+    held = g._listed.get(cidx)
+    for field in held.intersection(delta) if held else ():
+        value = delta[field]
+        if type(value) is not list:
+            shown = "null" if value is None else str(value)[:40]
+            kept = "(openai-node keeps it, openai-python the list)"
+            g.conform(_NODE_REPLACED, f"choice {cidx}: delta.{field} {shown} after its list {kept}")
+            g._listed = None
+            return
+
+
+def _list_held(g: ChatGrammar, cidx: int, field: str) -> None:
+    """The choice's message holds a list of ``field`` (not empty), which openai-node loses when the
+    field comes again (``_replaced``)."""
+    listed = g._listed
+    if listed is None:
+        listed = g._listed = {}
+    listed.setdefault(cidx, set()).add(field)
+
+
 def _merge(g: ChatGrammar, cidx: int, field: str, value: Any) -> None:
     """``delta[field]``, a list, as openai-python merges it into what the choice's message holds
-    (``_fold_list``): where it raises, the rule; where it merges a list that comes again into one it
-    holds, openai-node keeps the last list (``node_replaced_field``, for a field it does not model)."""
+    (``_fold_list``): where it raises, the rule; a field openai-node does not model whose list the
+    message holds is marked (``_list_held``: openai-node keeps its last value, ``_replaced``); one
+    that comes again as a list, which openai-python merges, is ``node_replaced_field``."""
     memo = g._typed
     key = ("list", cidx, field)
     held = memo.get(key)
@@ -475,10 +513,12 @@ def _merge(g: ChatGrammar, cidx: int, field: str, value: Any) -> None:
         g.conform(rule, detail)
         memo[key] = _SPENT_LIST
         return
-    if again and field not in _OWN and field != "content":
-        # openai-python appends the strings and numbers, merges the objects by index; openai-node
-        # assigns the field at every chunk: the last list replaces the earlier entries
+    if field in _KEPT or (g.broken is not None and _NODE_REPLACED in g.broken):
+        return
+    if again:  # openai-python appends the strings and numbers, merges the objects by index
         g.conform(
-            "openai_chat.node_replaced_field",
-            f"choice {cidx}: delta.{field} again a list (openai-node keeps the last one)",
+            _NODE_REPLACED, f"choice {cidx}: delta.{field} again a list (openai-node keeps the last one)"
         )
+        g._listed = None
+    elif memo[key]:  # openai-node assigns the field at every chunk: a later value replaces the list
+        _list_held(g, cidx, field)

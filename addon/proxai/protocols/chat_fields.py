@@ -31,8 +31,9 @@ def fast_fields(g: ChatGrammar, delta: dict[str, Any]) -> bool:
     as real providers send it mid-stream (``role`` repeated, ``reasoning_content`` or
     ``reasoning`` beside ``content``, nulls, fields no SDK reads, an empty delta): the text and
     reasoning ``ChatGrammar._delta`` reads, in its order. False (the general path) for a delta
-    with anything else, and for ``annotations`` / ``reasoning_details``, the lists whose repeats
-    ``chat_delta`` judges (a list in a field no provider is known to send is not looked at here)."""
+    with anything else, for a list (``annotations``, ``reasoning_details``: ``chat_delta`` judges
+    their repeats), and for a field whose list choice 0's message holds (``g._listed``: openai-node
+    replaces it, ``chat_delta._replaced``)."""
     out = g.out
     role = delta.get("role")
     if (
@@ -46,6 +47,8 @@ def fast_fields(g: ChatGrammar, delta: dict[str, Any]) -> bool:
     for value in delta.values():
         if type(value) is list:
             return False  # annotations, reasoning_details...: the SDKs merge lists (chat_delta)
+    if (listed := g._listed) is not None and (held := listed.get(0)) and not held.isdisjoint(delta):
+        return False  # a field whose list choice 0 holds, again: openai-node replaces it (chat_delta)
     field = "reasoning_content"
     if not (reasoning := delta.get(field)):
         reasoning = delta.get(field := "reasoning")

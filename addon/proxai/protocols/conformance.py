@@ -546,10 +546,13 @@ _RULES = (
         C,
         "a delta field openai-node does not model (`reasoning_content`, `reasoning`, a list such as "
         "`annotations`) comes in one chunk of a choice, not again after its value (openai-node "
-        "assigns it at every chunk that carries it, null included; openai-python joins the pieces)",
+        "assigns it at every chunk that carries it, null included; openai-python joins the pieces, "
+        "and keeps a list where a value that is no list comes after it)",
         Reaction("tolerates"),
         Reaction(
-            "loses", loses="the field's earlier values (a reasoning text keeps its last piece, or null)"
+            "loses",
+            loses="the field's earlier values (a reasoning text keeps its last piece, or null; a list "
+            "the value that came after it)",
         ),
     ),
     Rule(

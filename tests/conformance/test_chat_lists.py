@@ -1,0 +1,92 @@
+"""Chat: a field openai-node does not model whose list a choice's message holds, given again in any
+form (``proxai/protocols/chat_delta.py``, ``_replaced``; docs/design/conformance.md, "Lists in a Chat
+delta"). The findings with their events and details exactly, the summary's text, with the grammar's
+fast paths on and off (a delta that carries such a field with no list in it is one the fast path
+took before)."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxai.core.model import Protocol
+from proxai.pipeline.observe import StreamObserver
+from proxai.protocols.chat import ChatGrammar
+from proxai.protocols.common import GrammarBase
+
+from .test_sdk_reactions import _CITE_A, C_DONE, C_ROLE, C_STOP, _c
+
+
+def _read(data: bytes) -> tuple[str, str, list[tuple[str, int, str]]]:
+    obs = StreamObserver(Protocol.OPENAI_CHAT, start=0.0, capture=True)
+    obs.headers(200, 0.0)
+    for i in range(0, len(data), 5):
+        obs.observe(data[i : i + 5], 0.0)
+    s = obs.finish(0.0)
+    found = [(f["rule"], f["event_index"], f["detail"]) for f in s.extra.get("conformance", [])]
+    return str(s.outcome), s.text or "", found
+
+
+_REPLACED = "openai_chat.node_replaced_field"
+_KEPT = "(openai-node keeps it, openai-python the list)"
+
+CASES = [
+    (
+        "annotations, then null beside the content",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": [_CITE_A]})
+        + _c({"content": " there", "annotations": None})
+        + C_STOP
+        + C_DONE,
+        [(_REPLACED, 2, f"choice 0: delta.annotations null after its list {_KEPT}")],
+    ),
+    (
+        "a list of strings, then a string alone in the delta",
+        C_ROLE + _c({"content": "Hi there", "x_parts": ["a", "b"]}) + _c({"x_parts": "c"}) + C_STOP + C_DONE,
+        [
+            (
+                _REPLACED,
+                2,
+                f"choice 0: delta.x_parts c after its list {_KEPT}",
+            )
+        ],
+    ),
+    (
+        "annotations, then an empty list",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": [_CITE_A]})
+        + _c({"content": " there", "annotations": []})
+        + C_STOP
+        + C_DONE,
+        [(_REPLACED, 2, "choice 0: delta.annotations again a list (openai-node keeps the last one)")],
+    ),
+    (
+        "null, then a list, then no more (nothing lost)",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": None})
+        + _c({"content": " there", "annotations": [_CITE_A]})
+        + _c({"content": "", "reasoning": None})
+        + C_STOP
+        + C_DONE,
+        [],
+    ),
+    (
+        "an empty list, then null (nothing lost)",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": []})
+        + _c({"content": " there", "annotations": None})
+        + C_STOP
+        + C_DONE,
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast paths", "general path"])
+@pytest.mark.parametrize(("name", "data", "found"), CASES, ids=[c[0] for c in CASES])
+def test_a_field_whose_list_is_held_given_again(
+    name: str, data: bytes, found: list[tuple[str, int, str]], fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not fast:
+        monkeypatch.setattr(ChatGrammar, "_fast", GrammarBase._fast)
+    outcome, text, got = _read(data)
+    assert (outcome, text, got) == ("completed", "Hi there", found)
