@@ -20,6 +20,7 @@ import pytest
 from proxai.protocols.common import ToolBuffer, json_valid
 from proxai.protocols.conformance import too_deep
 from proxai.protocols.fragments import input_fault, python_refuses, torn
+from proxai.protocols.fragments import node_refuses as node_refuses_model
 
 from . import sdks
 
@@ -87,6 +88,17 @@ def _docs() -> list[str]:
 
 DOCS = _docs()
 PREFIXES = sorted({d[:i] for d in DOCS for i in range(1, len(d) + 1)})
+# what may follow a whole value, alone and in pairs: what anthropic-node's partial parser keeps
+# (it raises then) and what it drops (a separator, a number or literal at the end)
+_TAILS = [
+    "x", " x", ",", ":", "1", " 1", "1 ", "tr", "tru ", "true", "}", "]", "{", "[", '"a"', '"a', ",,",
+    ", ", "1.", "-", "[1]", "{}", "nul", " \n", ",1", ":1", "1e", '{"b":2}', "\u00e9", "+", ".", "1x",
+    "--1", "1e-", '"', "]]", "},", '{"a"', '{"a":', "[1,",
+]  # fmt: skip
+TRAILING = sorted(
+    {d.strip() + t for d in DOCS if d.strip()[:1] in "{[" for t in _TAILS}
+    | {d + t + u for d in DOCS[:40] if d.strip()[:1] in "{[" for t in _TAILS for u in _TAILS[::3]}
+)
 
 
 @cache
@@ -131,13 +143,13 @@ def node_refuses() -> dict[str, tuple[bool, bool]]:
     """Each prefix: (openai-node's partialParse raises, anthropic-node's raises)."""
     out = subprocess.run(
         [sdks._node(), "-e", _NODE, str(sdks.NODE_SDKS)],
-        input=json.dumps(PREFIXES),
+        input=json.dumps(PREFIXES + TRAILING),
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    return {p: (o, a) for p, (o, a) in zip(PREFIXES, json.loads(out.stdout), strict=True)}
+    return {p: (o, a) for p, (o, a) in zip(PREFIXES + TRAILING, json.loads(out.stdout), strict=True)}
 
 
 def test_the_prefixes_hold_every_kind_of_start() -> None:
@@ -174,6 +186,37 @@ def test_a_kept_start_is_judged_again_with_the_next_fragment() -> None:
 def test_input_fault_is_where_anthropic_node_raises(node_refuses: dict[str, tuple[bool, bool]]) -> None:
     wrong = [p for p in PREFIXES if (input_fault(p, json_valid(p)) is not None) != node_refuses[p][1]]
     assert wrong == []
+
+
+def test_node_refuses_is_anthropic_nodes_partial_parse(node_refuses: dict[str, tuple[bool, bool]]) -> None:
+    """``fragments.node_refuses`` raises exactly where anthropic-node's vendored ``partialParse``
+    does, on every prefix and on every whole object or array with text after it."""
+    assert len(TRAILING) > 4000
+    wrong = [p for p in PREFIXES + TRAILING if node_refuses_model(p) != node_refuses[p][1]]
+    assert wrong == []
+
+
+def test_text_after_a_whole_value_is_judged_as_each_sdk_reads_it(
+    node_refuses: dict[str, tuple[bool, bool]],
+) -> None:
+    """A whole object or array with more after it: jiter (anthropic-python) reads the value and
+    no further, so the fault is anthropic-node's alone (``trailing``) or none (``after``, a note),
+    unless the value is too deep for jiter too (``json``: both raise)."""
+    wrong = []
+    for t in TRAILING:
+        fault = input_fault(t, json_valid(t))
+        if json_valid(t):
+            continue  # (the tail made it JSON again: ``{}`` then ``]``)
+        want = "trailing" if node_refuses[t][1] else "after"
+        if fault != want or python_refuses(t):
+            wrong.append((t, fault))
+    assert wrong == []
+    assert [input_fault(t, False) for t in ('{"a":1}x', "[1],", '{"a":1}1', '[1] {"b":2}')] == [
+        "trailing",
+        "after",
+        "after",
+        "trailing",
+    ]
 
 
 def _deep_docs() -> list[str]:

@@ -758,10 +758,11 @@ class AnthropicGrammar(GrammarBase):
         text = sdk_join(buf.getvalue(), blk.skipped) if blk.skipped else buf.getvalue()
         if (fault := input_fault(text, json_valid(text))) is not None:
             how = "as the SDKs join it (without its unnamed fragments) " if blk.skipped else ""
-            what = FAULTS[fault]
-            self.conform(
-                f"anthropic_messages.tool_input_{fault}", f"tool_use block {idx}: the input {how}{what}"
-            )
+            detail = f"tool_use block {idx}: the input {how}{FAULTS[fault]}"
+            if fault == "after":  # both SDKs read the value alone: a note
+                self.acc.finding_once("anthropic.input_after_value", "quirk", detail)
+            else:
+                self.conform(f"anthropic_messages.tool_input_{fault}", detail)
 
     def _close_open(self, now: float) -> None:
         """The end of the message with blocks still open: a block whose content is complete is

@@ -108,7 +108,12 @@ def _same_input(got: str | None, buffer: str) -> bool:
         return False
     if not buffer.strip(" \t\r\n"):
         return True
-    return json_valid(buffer) and orjson.loads(buffer) == orjson.loads(got)
+    if not json_valid(buffer):
+        return False
+    try:
+        return bool(orjson.loads(buffer) == orjson.loads(got))
+    except orjson.JSONDecodeError:  # deeper than orjson reads: the same text, whitespace around it
+        return buffer.strip(" \t\r\n") == got.strip(" \t\r\n")
 
 
 def read_first(g: AnthropicGrammar, name: str, etype: str, obj: dict[str, Any], now: float) -> bool:
@@ -250,7 +255,7 @@ def after_stop(g: AnthropicGrammar, name: str, data: str | bytes) -> None:
         return
     if etype == "message_stop":
         for idx, text in g.late_input.items():
-            if (fault := input_fault(text, json_valid(text))) in ("json", "number"):
+            if (fault := input_fault(text, json_valid(text))) in ("json", "number", "trailing"):
                 g.conform(
                     f"anthropic_messages.tool_input_{fault}",
                     f"tool block {idx} after a second message_stop: the input {FAULTS[fault]}",

@@ -139,7 +139,8 @@ _RULES = (
         "anthropic_messages.tool_input_json",
         A,
         "a tool block's `input_json_delta` fragments join into JSON or a JSON object or array cut "
-        "short, not whitespace alone (the SDKs parse the input so far after each fragment)",
+        "short or with more text after it (`tool_input_trailing`), not whitespace alone (the SDKs "
+        "parse the input so far after each fragment)",
         Reaction("raises", "ValueError", "Unable to parse tool parameter JSON from model."),
         Reaction("raises", "AnthropicError"),
     ),
@@ -167,6 +168,15 @@ _RULES = (
         "parses it with `jiter`, whose recursion limit is 200)",
         Reaction("raises", "ValueError", "Unable to parse tool parameter JSON from model."),
         Reaction("tolerates"),
+    ),
+    Rule(
+        "anthropic_messages.tool_input_trailing",
+        A,
+        "a tool block's input that is a JSON object or array has nothing after it that "
+        "anthropic-node's partial parser keeps (it drops whitespace, separators and a number or "
+        "literal at the end; anthropic-python's partial parse reads the first value and no further)",
+        Reaction("loses", loses="the text after the input's first JSON value"),
+        Reaction("raises", "AnthropicError", "Unexpected non-whitespace character after JSON"),
     ),
     Rule(
         "anthropic_messages.tool_input_missing_after_stop",
@@ -388,6 +398,15 @@ _RULES = (
         "with a `json_schema` output format (`output_config.format`) in the request: a text block "
         "that stops holds JSON (anthropic-python parses it at `content_block_stop` when the client "
         "passes `output_format=Model`)",
+        Reaction("raises", "ValidationError", "1 validation error for"),
+        Reaction("tolerates"),
+    ),
+    Rule(
+        "anthropic_messages.json_text_depth",
+        A,
+        "with a `json_schema` output format in the request: a stopped text block's JSON nests no "
+        "value in more than 200 objects or arrays (anthropic-python's parser, pydantic's, stops "
+        "there; anthropic-node's reads it)",
         Reaction("raises", "ValidationError", "1 validation error for"),
         Reaction("tolerates"),
     ),
@@ -1525,6 +1544,7 @@ _JSON_CONTENT = {
     (True, True): "openai_chat.json_content_whole_strict",
 }
 _ANTHROPIC_JSON = "anthropic_messages.json_text"
+_ANTHROPIC_DEPTH = "anthropic_messages.json_text_depth"
 # the rule of JSON that does not fit the request's schema
 _JSON_SCHEMA = {
     A: "anthropic_messages.json_schema",
@@ -1536,6 +1556,7 @@ ANSWER_RULES = frozenset(_JSON_CONTENT.values()) | {
     *_JSON_TEXT,
     _JSON_DEPTH,
     _ANTHROPIC_JSON,
+    _ANTHROPIC_DEPTH,
     *_JSON_SCHEMA.values(),
     _CONTENT_DEPTH,
 }
@@ -1591,16 +1612,17 @@ def at_end(
     if not strict or (protocol is R and stop_reason != "completed"):
         return found
     for tb in tools:
-        if tb.kind == "function" and tb.name in strict and tb.finished and not tb.valid and not tb.overflow:
-            if protocol is C and tb.final is not None and too_deep(tb.final) and deep_json(tb.final):
-                continue  # whole JSON orjson refuses for its depth alone (openai-node parses it): below
-            rule = _STRICT_ARGS.get((protocol, tb.json_prefix))
-            if protocol is R and tb.final is not None and (deep := _json(tb.final)) is not _NOT_JSON:
-                # deeper than orjson reads: openai-python's ``json.loads`` reads it, or raises
-                # RecursionError (past its interpreter's C recursion limit: ``_DEEP``)
-                if deep is not _DEEP:
-                    continue
-                rule = _STRICT_DEPTH_R
+        if tb.kind == "function" and tb.name in strict and tb.finished and not tb.overflow:
+            # JSON at any depth is valid (``json_valid``; Chat's depth is judged below); deeper
+            # than orjson reads, openai-python's ``json.loads`` reads it or raises RecursionError
+            # (past its interpreter's C recursion limit: ``_DEEP``), JSON or not
+            deep = protocol is R and tb.final is not None and _brackets(tb.final) > _ORJSON_DEPTH
+            if deep and _json(tb.final or "") is _DEEP:
+                rule: str | None = _STRICT_DEPTH_R
+            elif tb.valid:
+                continue
+            else:
+                rule = _STRICT_ARGS.get((protocol, tb.json_prefix))
             if rule is not None:
                 found.append(
                     (rule, f"the arguments of strict tool {tb.name!r} (call {tb.id!r}) are not JSON")
@@ -1622,12 +1644,14 @@ def judge_answer(protocol: Protocol, asked: Asked, text: str) -> tuple[str, str]
     the content starts as JSON, which openai-python parses as it streams); JSON that does not fit
     the request's schema (``json_fit.misfit``): ``*.json_schema``. None: nothing to say. A Chat
     content with a value inside more than 200 containers: openai-python's ``jiter`` raises
-    (``openai_chat.json_content_depth``; its value is not read, nor is the schema judged)."""
+    (``openai_chat.json_content_depth``; its value is not read, nor is the schema judged); a
+    Responses answer's or an Anthropic text's JSON so deep: pydantic's parser (jiter) raises
+    (``openai_responses.json_text_depth``, ``anthropic_messages.json_text_depth``)."""
     if protocol is C and too_deep(text):
         where = f"a choice's content nests a value in more than {JITER_DEPTH} containers"
         return _CONTENT_DEPTH, where
     value = _json(text)
-    if value is _DEEP and protocol is R and not deep_json(text):
+    if value is _DEEP and protocol is not C and not deep_json(text):
         value = _NOT_JSON  # too deep for the standard parser, and not JSON either
     if value is _NOT_JSON:
         if protocol is C:
@@ -1639,12 +1663,22 @@ def judge_answer(protocol: Protocol, asked: Asked, text: str) -> tuple[str, str]
         return _ANTHROPIC_JSON, "a text block's text is not JSON"
     if protocol is R and (value is _DEEP or too_deep(text)):  # pydantic's parser is jiter
         return _JSON_DEPTH, f"a final answer's JSON nests a value in more than {JITER_DEPTH} containers"
+    if protocol is A and (value is _DEEP or too_deep(text)):
+        return _ANTHROPIC_DEPTH, f"a text block's JSON nests a value in more than {JITER_DEPTH} containers"
     if asked.schema is None or value is _DEEP:
         return None
     bad = misfit(value, asked.schema)
     if bad is None:
         return None
     return _JSON_SCHEMA[protocol], f"the answer's JSON does not fit the request's schema: {bad}"
+
+
+_ORJSON_DEPTH = 1024  # orjson refuses a document with more objects and arrays open at once
+
+
+def _brackets(text: str) -> int:
+    """How many objects and arrays ``text`` opens at most (two scans in C)."""
+    return text.count("[") + text.count("{")
 
 
 _NOT_JSON: Any = object()

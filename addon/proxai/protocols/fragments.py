@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from proxai.core.model import Protocol
 
-from .conformance import _NOT_JSON, JITER_DEPTH, Asked, _json, json_prefix, too_deep
+from .conformance import _DEEP, _NOT_JSON, JITER_DEPTH, Asked, _json, deep_json, json_prefix, too_deep
 
 if TYPE_CHECKING:
     from .common import ToolBuffer
@@ -133,6 +133,8 @@ FAULTS = {
     "json": "is not JSON",
     "number": "ends with a top-level number",
     "depth": f"nests a value in more than {JITER_DEPTH} objects or arrays",
+    "trailing": "has text after its JSON value that anthropic-node's parser keeps",
+    "after": "has text after its JSON value that both SDKs' parsers drop",
 }
 
 
@@ -141,11 +143,20 @@ def input_fault(text: str, valid: bool) -> str | None:
     what both Anthropic SDKs read: ``json`` (not JSON, nor a JSON object or array cut short: both
     raise), ``number`` (a top-level number with nothing after it: anthropic-node raises), ``depth``
     (a value deeper than ``jiter``'s recursion limit: anthropic-python's parse after the fragment
-    that brought it raises, and every later one; judged once, here), or None."""
+    that brought it raises, and every later one; judged once, here), ``trailing`` (a whole object
+    or array with more after it that anthropic-node's parser keeps: it raises, where
+    anthropic-python reads the value alone), ``after`` (more that both parsers drop: a note), or
+    None."""
     if valid:  # (JSON that ends with a digit is a number)
         return "number" if text[-1:] in _DIGITS else "depth" if too_deep(text) else None
-    if text.lstrip(_WS)[:1] in ("{", "[") and json_prefix(text):
-        return "depth" if too_deep(text) else None
+    rest = text.lstrip(_WS)
+    if rest[:1] in ("{", "["):
+        if json_prefix(rest):
+            return "depth" if too_deep(text) else None
+        if json_prefix(rest, trailing=True):  # a whole value, then more: jiter reads the value
+            if not node_refuses(text):
+                return "depth" if too_deep(text) else "after"
+            return "json" if too_deep(text) else "trailing"  # (both raise: each on its own count)
     return "json"
 
 
@@ -169,3 +180,129 @@ def python_refuses(text: str) -> bool:
     if rest[0] in "{[":
         return not json_prefix(rest, trailing=True) or too_deep(rest)
     return _SCALAR.match(rest) is None
+
+
+# anthropic-node's vendored ``partialParse`` (``_vendor/partial-json-parser/parser.js``), the parse of
+# a tool block's whole input it makes when the input is read (at ``content_block_stop``): its
+# tokens, the ones it strips from the end as unfinished, the brackets it closes, then ``JSON.parse``
+# of what it wrote (of the text itself where it found no tokens or a closer that matches nothing).
+_NODE_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_NODE_SCALARS = frozenset(("string", "number", "name"))
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_PUNCTUATION = {"{": "brace", "}": "brace", "[": "paren", "]": "paren", ":": "separator", ",": "delimiter"}
+
+
+def _node_tokens(text: str) -> list[tuple[str, str, bool]] | None:
+    """``tokenize``: (type, value, a number that runs to the end of the text), or None where it
+    meets a character no token starts with or a word that is no literal (nor one cut short at the
+    end)."""
+    out: list[tuple[str, str, bool]] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        kind = _PUNCTUATION.get(c)
+        if kind is not None:
+            out.append((kind, c, False))
+            i += 1
+        elif c == '"':  # closed by a quote after an even number of backslashes
+            end = i + 1
+            while (end := text.find('"', end)) != -1:
+                j = end - 1
+                while j > i and text[j] == "\\":
+                    j -= 1
+                if (end - 1 - j) % 2 == 0:
+                    break
+                end += 1
+            if end == -1:
+                i = n  # a string cut short: no token
+            else:
+                out.append(("string", text[i + 1 : end], False))
+                i = end + 1
+        elif c in _WS:
+            i += 1
+        elif c in _DIGITS or c in "-.":
+            j = i + 1 if c == "-" else i
+            while j < n and (
+                (d := text[j]) in _DIGITS or d in ".eE" or (d in "-+" and text[j - 1] in "eE" and j > i)
+            ):
+                j += 1
+            out.append(("number", text[i:j], j == n))
+            i = j
+        elif c in _ASCII_LETTERS:
+            j = i
+            while j < n and text[j] in _ASCII_LETTERS:
+                j += 1
+            word = text[i:j]
+            if word in _LITERALS:
+                out.append(("name", word, False))
+            elif not (
+                any(lit != word and lit.startswith(word) for lit in _LITERALS) and not text[j:].strip(_WS)
+            ):
+                return None
+            i = j
+        else:
+            return None
+    return out
+
+
+def _node_strip(tokens: list[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
+    """``strip``: the unfinished tokens at the end dropped (separators; a number that runs to the
+    end or is no JSON number; a key without its value; one comma)."""
+    opened: list[str] = []
+    for kind, value, _ in tokens:
+        if kind in ("brace", "paren"):
+            if value in "{[":
+                opened.append(value)
+            elif opened:
+                opened.pop()
+    innermost = opened[-1] if opened else None
+    n = len(tokens)
+    while n > 0:
+        kind, value, to_end = tokens[n - 1]
+        if kind == "separator" or (kind == "number" and (to_end or not _NODE_NUMBER.fullmatch(value))):
+            n -= 1
+            continue
+        if kind == "string" and innermost == "{" and n >= 2:
+            before = tokens[n - 2]
+            if before[0] == "delimiter" or before[:2] == ("brace", "{"):
+                n -= 1
+                continue
+        elif kind == "delimiter":
+            n -= 1
+        break
+    return tokens[:n]
+
+
+def _node_text(text: str) -> str:
+    """What anthropic-node's ``partialParse`` hands ``JSON.parse`` for ``text``."""
+    tokens = _node_tokens(text)
+    if tokens is None:
+        return text
+    tokens = _node_strip(tokens)
+    tail: list[str] = []
+    for kind, value, _ in tokens:
+        if kind in ("brace", "paren"):
+            if value in "{[":
+                tail.append("}" if value == "{" else "]")
+            elif (tail.pop() if tail else None) != value:
+                return text  # a closer that matches nothing
+    parts: list[str] = []
+    scalar = False
+    for kind, value, _ in tokens:
+        if scalar and kind in _NODE_SCALARS:
+            parts.append(" ")  # adjacent scalars kept apart
+        scalar = kind in _NODE_SCALARS
+        parts.append(f'"{value}"' if kind == "string" else value)
+    return "".join(parts) + "".join(reversed(tail))
+
+
+def node_refuses(text: str) -> bool:
+    """anthropic-node raises reading a tool block's whole input ``text`` (an empty one is ``{}``):
+    ``JSON.parse`` (any depth, any number) refuses what its ``partialParse`` makes of it."""
+    if not text:
+        return False
+    parsed = _node_text(text)
+    if not parsed:
+        return True
+    value = _json(parsed)  # orjson, then the standard parser (numbers past a double, depth)
+    return not deep_json(parsed) if value is _DEEP else value is _NOT_JSON
