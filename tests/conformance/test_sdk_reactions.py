@@ -3013,6 +3013,41 @@ CASES = [
         [("openai_responses.lifecycle_output_null", 1)],
     ),
     Case(
+        "responses a string entry in response.in_progress's output",
+        "responses",
+        R_CREATED + _r("response.in_progress", 1, response=_resp("in_progress", ["x"])) + R_COMPLETED,
+        [("openai_responses.lifecycle_output_object", 1)],
+        None,
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a number entry in response.created's output",
+        "responses",
+        _r("response.created", 0, response=_resp("in_progress", [5]))
+        + _r("response.completed", 1, response=_resp("completed", [_MSG])),
+        [("openai_responses.lifecycle_output_object", 0), ("openai_responses.unfinished_item", 1)],
+        None,
+        _text_is(r_text, "Hi"),
+    ),
+    Case(
+        "responses a reasoning_text part for a reasoning item whose content is a string",
+        "responses",
+        R_CREATED
+        + _added(1, 0, {**_RS, "content": "abc"})
+        + _r(
+            "response.content_part.added",
+            2,
+            item_id="rs_1",
+            output_index=0,
+            content_index=0,
+            part={"type": "reasoning_text", "text": ""},
+        )
+        + _done(3, 0, {**_RS, "content": [{"type": "reasoning_text", "text": "t"}]})
+        + _completed({**_RS, "content": [{"type": "reasoning_text", "text": "t"}]}, seq=4),
+        [("openai_responses.reasoning_content", 2)],
+        _text_is(r_items, [("reasoning", "rs_1")]),
+    ),
+    Case(
         "responses a null entry in response.created's output, no item",
         "responses",
         _r("response.created", 0, response=_resp("in_progress", [None]))

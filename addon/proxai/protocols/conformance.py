@@ -943,6 +943,15 @@ _RULES = (
         Reaction("raises", "OpenAIError", "Cannot read properties of null (reading 'type')"),
     ),
     Rule(
+        "openai_responses.lifecycle_output_object",
+        R,
+        "every entry of `response.created`'s, `queued`'s or `in_progress`'s `response.output` is an "
+        "object or null (openai-python reads each item's identity: at a later lifecycle event, and at "
+        "`response.completed` for `response.created`'s; openai-node skips an entry that is not a message)",
+        Reaction("raises", "AttributeError"),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "openai_responses.item_content_null",
         R,
         "no part of a message's `content` in `output_item.added` or `output_item.done` is null",
@@ -1202,6 +1211,14 @@ _RULES = (
         "the annotation at its `annotation_index` there; openai-python does not read the event)",
         Reaction("tolerates"),
         Reaction("raises", "OpenAIError", "Cannot set properties of"),
+    ),
+    Rule(
+        "openai_responses.reasoning_content",
+        R,
+        "a reasoning item that gets a `reasoning_text` part has a `content` array, or a falsy `content` "
+        "(openai-node makes an array of that one and pushes the part)",
+        Reaction("tolerates"),
+        Reaction("raises", "OpenAIError", "output.content.push is not a function"),
     ),
     Rule(
         "openai_responses.message_content",

@@ -144,6 +144,7 @@ _PAIRS: dict[tuple[str | None, str | None], str] = {
     ("item", None): "openai_responses.python_item_object",
     (None, "item"): "openai_responses.node_added_item",
     (None, "annotations"): "openai_responses.part_annotations",
+    (None, "reasoning_content"): "openai_responses.reasoning_content",
     (None, "content_list"): "openai_responses.message_content",
     ("message_content", "message_content"): "openai_responses.message_content_part",
 }
@@ -170,6 +171,7 @@ RULES = (
         "openai_responses.unfinished_item",
         "openai_responses.output_index_missing",
         "openai_responses.lifecycle_output_null",
+        "openai_responses.lifecycle_output_object",
         "openai_responses.item_content_null",
         "openai_responses.lifecycle_after_completed",
         DONE_RULE,  # (``after_terminal``, by ``responses_after.sets``)
@@ -225,6 +227,7 @@ class Out:
         "parts",
         "rci",
         "reasoning",
+        "rigid",
         "si",
         "summary",
         "type",
@@ -243,6 +246,8 @@ class Out:
         self.null_part = self.listed and self.type == "message" and None in content  # type: ignore[operator]
         self.iterable = self.listed or type(content) is str
         self.reasoning: list[Any] | None = self.parts if type(content) is list else None
+        # a content openai-node cannot push a reasoning_text part to (truthy: it makes no array)
+        self.rigid = self.reasoning is None and (type(content) is dict or bool(content))  # ({}: truthy)
         summary = item.get("summary")
         self.summary: int | None = len(summary) if type(summary) is list else None
         self.args = type(item.get("arguments")) is str
@@ -508,9 +513,16 @@ class SdkView:
 
     def _null_entry(self, etype: str, output: list[Any]) -> None:
         """A null entry of a lifecycle event's output before the end: openai-node's
-        ``addOutputText`` reads each entry's type, openai-python's snapshot each item's."""
+        ``addOutputText`` reads each entry's type, openai-python's snapshot each item's; another
+        entry that is not an object: openai-python reads its identity (``_output_identity``, at a
+        later lifecycle event, at ``response.completed`` for ``response.created``'s)."""
         if None in output:
             self._conform("openai_responses.lifecycle_output_null", f"{etype}'s output has a null entry")
+        elif any(type(i) is not dict for i in output):
+            self._conform(
+                "openai_responses.lifecycle_output_object",
+                f"{etype}'s output has an entry that is not an object",
+            )
 
     def _listless(self, etype: str, recs: list[Out]) -> None:
         """A lifecycle event's output with a message whose content openai-node cannot iterate (its
@@ -784,6 +796,8 @@ def _node(etype: str, obj: dict[str, Any], rec: Out) -> str | None:
         if rec.type in ("message", "reasoning") and part is None:
             return "part"
         kind = part.get("type") if type(part) is dict else None  # (a string's type is undefined)
+        if rec.type == "reasoning" and kind == "reasoning_text" and rec.rigid:
+            return "reasoning_content"  # ``output.content.push``
         return (
             "message_content"
             if rec.type == "message" and not rec.listed and kind != "reasoning_text"
@@ -868,6 +882,8 @@ def _detail(etype: str, obj: dict[str, Any], py: str | None, node: str | None) -
         return f"{etype} for output item {oi} without a part object"
     if py == "arguments":
         return f"{etype} for output item {oi}, a function_call added without arguments"
+    if node == "reasoning_content":
+        return f"{etype} for output item {oi}, a reasoning item whose content is no array"
     if node == "annotations":
         return f"{etype} for content part {ci} of output item {oi}, a part without an annotations array"
     return f"{etype} for output item {oi}, a reasoning item without summary"
