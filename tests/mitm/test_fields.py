@@ -38,6 +38,22 @@ def test_lookups_give_what_headers_give(raw: tuple[tuple[bytes, bytes], ...]) ->
     assert list(got) == list(want)  # the same order
 
 
+@pytest.mark.parametrize("raw", FIELDS)
+@pytest.mark.parametrize("name", [*NAMES, "Host", "Content-Length", "X-New"])
+def test_put_and_drop_change_what_headers_change(raw: tuple[tuple[bytes, bytes], ...], name: str) -> None:
+    want, got = http.Headers(raw), http.Headers(raw)
+    want[name] = "v\xe9 \udcff"
+    fields.put(got, name.encode("utf-8", "surrogateescape"), "v\xe9 \udcff")
+    assert got.fields == want.fields
+    want, got = http.Headers(raw), http.Headers(raw)
+    gone = [name, "x-other"]
+    for n in gone:
+        if n in want:
+            del want[n]
+    fields.drop(got, frozenset(n.encode("utf-8", "surrogateescape").lower() for n in gone))
+    assert got.fields == want.fields
+
+
 @pytest.mark.parametrize(
     ("encoding", "raw"),
     [

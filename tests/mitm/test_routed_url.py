@@ -59,3 +59,20 @@ def test_a_bad_url_raises_as_the_setter_does(url: str, error: str) -> None:
         req.url = url
     with pytest.raises(ValueError, match=error):
         routed._parsed_url(url)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        ((b"Content-Length", b"2"), (b"x", b"1")),
+        ((b"x", b"1"),),
+        ((b"content-length", b"2"), (b"Transfer-Encoding", b"chunked")),
+        ((b"CONTENT-LENGTH", b"2"), (b"x", b"1"), (b"content-length", b"3")),
+    ],
+)
+def test_a_new_body_is_set_as_the_content_setter_sets_it(headers: tuple[tuple[bytes, bytes], ...]) -> None:
+    want, got = tutils.treq(headers=headers, content=b"{}"), tutils.treq(headers=headers, content=b"{}")
+    want.content = b'{"model":"m\xc3\xa9"}'
+    routed._set_body(got, b'{"model":"m\xc3\xa9"}')
+    assert got.data == want.data
+    assert got.headers.fields == want.headers.fields

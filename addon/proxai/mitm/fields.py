@@ -7,7 +7,8 @@ hook's step. These functions give what ``headers.get(name)``, ``name in headers`
 ``message.get_content(strict=False)`` and ``{name: headers[name] for name in headers}`` give (the
 values of a repeated header folded with ``", "`` in their order, as ``Headers`` folds them; names
 and values decoded as ``Headers`` decodes them), with one loop over the fields. Names are passed as
-lowercase bytes.
+lowercase bytes. ``put`` and ``drop`` change the fields as ``headers[name] = value`` and
+``del headers[name]`` change them, for a routed request's rewrite (tests/mitm/test_fields.py).
 """
 
 from __future__ import annotations
@@ -59,3 +60,29 @@ def as_dict(headers: http.Headers) -> dict[str, str]:
             names[low] = key.decode("utf-8", "surrogateescape")
             values[low] = [text]
     return {names[low]: ", ".join(vs) for low, vs in values.items()}
+
+
+def put(headers: http.Headers, name: bytes, value: str) -> None:
+    """``headers[name] = value``: the first field of that name (any case) takes the value and keeps
+    its spelling and place, the others go; without one, ``name`` as given is added last."""
+    low = name.lower()
+    raw = value.encode("utf-8", "surrogateescape")
+    out: list[tuple[bytes, bytes]] = []
+    found = False
+    for field in headers.fields:
+        if field[0].lower() != low:
+            out.append(field)
+        elif not found:
+            out.append((field[0], raw))
+            found = True
+    if not found:
+        out.append((name, raw))
+    headers.fields = tuple(out)
+
+
+def drop(headers: http.Headers, names: frozenset[bytes]) -> None:
+    """``del headers[name]`` for each of ``names`` (lowercase) that it holds: every field of those
+    names, in any case, removed."""
+    kept = tuple(field for field in headers.fields if field[0].lower() not in names)
+    if len(kept) != len(headers.fields):
+        headers.fields = kept

@@ -72,9 +72,23 @@ def _retarget(req: http.Request, url: str) -> None:
     d = req.data
     d.scheme, d.host, d.port, d.path = scheme, host, port, path
     if fields.has(d.headers, b"host"):
-        d.headers["Host"] = hostport
+        fields.put(d.headers, b"Host", hostport)
     if d.authority:
         req.authority = hostport
+
+
+def _set_body(req: http.Request, body: bytes) -> None:
+    """``req.content = body`` for a request without a content-encoding (the caller removed it):
+    mitmproxy's setter stores the body (its identity encoding is the body itself) and sets
+    ``content-length`` unless a ``transfer-encoding`` is named."""
+    req.data.content = body
+    if not fields.has(req.data.headers, b"transfer-encoding"):
+        fields.put(req.data.headers, b"content-length", str(len(body)))
+
+
+def _raw(name: str) -> bytes:
+    """A header name as mitmproxy's ``Headers`` takes a ``str`` one."""
+    return name.encode("utf-8", "surrogateescape")
 
 
 def _parse(req: http.Request) -> dict[str, Any] | None:
@@ -186,9 +200,9 @@ class RoutedFlows:
             # metadata never holds one)
             client_body = orjson.dumps(redact_json_value(body)).decode()
             meta["client_request"] = {"url": info["original_url"], "body": client_body}
-            req.content = orjson.dumps(translated.body)
+            _set_body(req, orjson.dumps(translated.body))
         if not fields.has(req.headers, b"content-type"):
-            req.headers["content-type"] = JSON
+            fields.put(req.headers, b"content-type", JSON)
 
         state.client_protocol = client
         state.protocol = route.protocol
@@ -211,14 +225,13 @@ class RoutedFlows:
             key=key,
             anthropic_version=route.anthropic_version,
         )
-        for name in plan.remove:
-            if name in req.headers:
-                del req.headers[name]
+        if plan.remove:
+            fields.drop(req.headers, frozenset(_raw(name).lower() for name in plan.remove))
         for name, value in plan.set:
-            req.headers[name] = value
+            fields.put(req.headers, _raw(name), value)
         if key is not None:
             # an uncompressed reply: the operator's key is scrubbed from its bytes as they stream
-            req.headers["accept-encoding"] = "identity"
+            fields.put(req.headers, b"accept-encoding", "identity")
 
     def _resume(self, flow: http.HTTPFlow, state: RoutedState, route: Route, info: dict[str, Any]) -> None:
         """``GET .../responses/{id}?stream=true`` (docs/design/protocol-grammars.md, "Background

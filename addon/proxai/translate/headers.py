@@ -18,6 +18,7 @@ the query string.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
@@ -49,8 +50,12 @@ _CREDENTIAL_SUFFIXES = ("apikey", "token", "secret", "password", "authorization"
 _OPENAI_FAMILY = (Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES)
 
 
+@functools.lru_cache(maxsize=1024)
 def is_client_credential(name: str) -> bool:
-    """True for a request header that carries a client credential (removed on every route)."""
+    """True for a request header that carries a client credential (removed on every route). A
+    pure function of the name, remembered: a routed request asks it of each of its header names,
+    the same few dozen on every flow (its normalization is a regular expression's substitution;
+    bounded: the least recently asked names are forgotten first)."""
     low = name.lower()
     if low in CLIENT_CREDENTIALS or low.startswith("x-amz-"):
         return True
