@@ -145,6 +145,11 @@ _WRITER_KINDS = {
 }
 _NO_ITEM = _Item("", "")  # (never read: only with ``_NO_PART`` as its id)
 _TEXT_DELTA = "response.output_text.delta"
+# the fast path's keys: orjson's own (its key cache), which a parsed event's lookups find by identity
+_K_TYPE, _K_ITEM_ID, _K_SEQUENCE_NUMBER, _K_DELTA, _K_OUTPUT_INDEX, _K_CONTENT_INDEX, _K_ERROR = orjson.loads(
+    b'{"type":0,"item_id":0,"sequence_number":0,"delta":0,"output_index":0,"content_index":0,"error":0}'
+)
+_TEXT, _REFUSAL = "text", "refusal"  # the fast path's kinds of content delta, compared by identity
 _FC_DELTA = "response.function_call_arguments.delta"
 _FC_DONE = "response.function_call_arguments.done"
 
@@ -266,25 +271,19 @@ class ResponsesGrammar(GrammarBase):
         if self.state is not _ACTIVE:
             return False
         try:
-            etype = obj["type"]
-            if etype == _TEXT_DELTA:
-                kind = "text"
-            else:
-                other = _FAST_DELTAS.get(etype)
-                if other is None:
-                    return False
-                kind = other
-            iid = obj["item_id"]
+            etype = obj[_K_TYPE]
+            kind = _TEXT if etype == _TEXT_DELTA else _FAST_DELTAS[etype]  # (KeyError: no delta)
+            iid = obj[_K_ITEM_ID]
             if iid == self._last_iid:
                 item = self._last_item
             else:
                 item = self._last_item = self.items[iid]
                 self._last_iid = iid
-            seq = obj["sequence_number"]
-            s, oi = obj["delta"], obj["output_index"]  # (no tuple: two stores)
+            seq = obj[_K_SEQUENCE_NUMBER]
+            s, oi = obj[_K_DELTA], obj[_K_OUTPUT_INDEX]  # (no tuple: two stores)
         except (KeyError, TypeError):
             return False
-        if type(seq) is not int or seq != self.next_seq or type(s) is not str or "error" in obj:
+        if type(seq) is not int or seq != self.next_seq or type(s) is not str or _K_ERROR in obj:
             return False
         sdk = item.sdk  # the indexes both SDKs read it with (responses_sdk), else the slow way
         if oi is not sdk.oi:
@@ -292,9 +291,12 @@ class ResponsesGrammar(GrammarBase):
         acc = self.acc
         out = self.out
         # one branch per kind, most frequent first, each with its own end (fewer tests per event)
-        if kind in {"text", "refusal"}:
-            ci = obj.get("content_index")
-            if ci is not sdk.ci or kind != sdk.ckind:
+        if kind is _TEXT or kind is _REFUSAL:
+            try:
+                ci = obj[_K_CONTENT_INDEX]
+            except KeyError:
+                return False
+            if ci is not (sdk.tci if kind is _TEXT else sdk.fci):
                 return False
             if out is not None:
                 if ci is item.part_ci:  # its open part: so a message item, and not done
@@ -320,7 +322,7 @@ class ResponsesGrammar(GrammarBase):
                 n = len(s) if s.isascii() else nbytes(s)
             if s:
                 acc.content_seen = True
-                if kind == "text":
+                if kind is _TEXT:
                     acc.text_bytes += n
                 else:
                     acc.refusal_bytes += n
@@ -351,7 +353,7 @@ class ResponsesGrammar(GrammarBase):
         if tb is None or not tb.has_args or tb.finished or etype != sdk.argd:
             return False
         if out is not None:
-            if obj["type"] != _FC_DELTA or item.kind != "function_call" or item.done:
+            if obj[_K_TYPE] != _FC_DELTA or item.kind != "function_call" or item.done:
                 return False
             if s:
                 self._keep(item.acc, s)
@@ -985,10 +987,10 @@ class ResponsesGrammar(GrammarBase):
 
 
 _FAST_DELTAS: dict[str, str] = {
-    "response.output_text.delta": "text",
+    "response.output_text.delta": _TEXT,
     "response.reasoning_summary_text.delta": "reasoning",
     "response.reasoning_text.delta": "reasoning",
-    "response.refusal.delta": "refusal",
+    "response.refusal.delta": _REFUSAL,
     "response.function_call_arguments.delta": "args",
     "response.custom_tool_call_input.delta": "args",
     "response.mcp_call_arguments.delta": "args",
