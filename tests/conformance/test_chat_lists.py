@@ -2,7 +2,8 @@
 form (``proxai/protocols/chat_delta.py``, ``_replaced``; docs/design/conformance.md, "Lists in a Chat
 delta"). The findings with their events and details exactly, the summary's text, with the grammar's
 fast paths on and off (a delta that carries such a field with no list in it is one the fast path
-took before)."""
+took before). A choice's reasoning field given again, in a stream of two choices (``_reasoned_again``:
+each choice its own field)."""
 
 from __future__ import annotations
 
@@ -90,3 +91,55 @@ def test_a_field_whose_list_is_held_given_again(
         monkeypatch.setattr(ChatGrammar, "_fast", GrammarBase._fast)
     outcome, text, got = _read(data)
     assert (outcome, text, got) == ("completed", "Hi there", found)
+
+
+def _two(first: dict[str, object], second: dict[str, object]) -> bytes:
+    """Choice 0 and choice 1 (n = 2): each its role and ``first``, then ``second`` with its text."""
+    return (
+        _c({"role": "assistant", **first})
+        + _c({"role": "assistant", **first}, index=1)
+        + _c({"content": "Hi", **second})
+        + _c({"content": " there", **second}, index=1)
+        + C_STOP
+        + _c({}, "stop", index=1)
+        + C_DONE
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "found"),
+    [
+        ({"reasoning_content": "Let me"}, {}, []),  # each choice's reasoning in one chunk
+        ({"reasoning": "Let me"}, {"reasoning_content": None}, []),  # another field
+        (
+            {"reasoning": "Let me"},
+            {"reasoning": None},  # DeepSeek's shape, in both choices: named at choice 0's
+            [
+                (
+                    _REPLACED,
+                    2,
+                    "choice 0: delta.reasoning again after its text (openai-node keeps the last value)",
+                )
+            ],
+        ),
+    ],
+)
+def test_each_choice_has_its_own_reasoning_field(
+    first: dict[str, object], second: dict[str, object], found: list[tuple[str, int, str]]
+) -> None:
+    outcome, text, got = _read(_two(first, second))
+    assert (outcome, text, got) == ("completed", "Hi there", found)  # (the text of both)
+
+
+def test_another_choice_s_reasoning_again() -> None:
+    data = (
+        C_ROLE
+        + _c({"role": "assistant", "reasoning_content": "Let"}, index=1)
+        + _c({"content": "Hi there"})
+        + _c({"content": "Yo", "reasoning_content": None}, index=1)
+        + C_STOP
+        + _c({}, "stop", index=1)
+        + C_DONE
+    )
+    detail = "choice 1: delta.reasoning_content again after its text (openai-node keeps the last value)"
+    assert _read(data) == ("completed", "Hi thereYo", [(_REPLACED, 3, detail)])

@@ -2618,6 +2618,35 @@ CASES = [
         _text_is(c_cited, ["https://b"]),
     ),
     Case(
+        "chat choice 1's reasoning_content in two chunks (openai-node keeps the last piece)",
+        "chat",
+        C_ROLE
+        + _c({"role": "assistant", "reasoning_content": "Let"}, index=1)
+        + _c({"reasoning_content": " me"}, index=1)
+        + _c({"content": "Hi"})
+        + _c({"content": "Yo"}, index=1)
+        + C_STOP
+        + _c({}, "stop", index=1)
+        + C_DONE,
+        [("openai_chat.node_replaced_field", 2)],
+        _text_is(lambda f: f["choices"][1]["message"]["reasoning_content"], "Let me"),
+        _text_is(lambda f: f["choices"][1]["message"]["reasoning_content"], " me"),
+    ),
+    Case(
+        "chat choice 1's function_call beside its reasoning_content (openai-node leaves it out)",
+        "chat",
+        C_ROLE
+        + _c({"role": "assistant", "reasoning_content": "Let me"}, index=1)
+        + _c({"content": "Hi"})
+        + _c({"function_call": {"name": "f", "arguments": "{}"}}, index=1)
+        + C_STOP
+        + _c({}, "stop", index=1)
+        + C_DONE,
+        [("openai_chat.function_call_beside", 6)],
+        _text_is(lambda f: f["choices"][1]["message"]["reasoning_content"], "Let me"),
+        _text_is(lambda f: "reasoning_content" in f["choices"][1]["message"], False),
+    ),
+    Case(
         "chat annotations, then annotations: null beside the content (openai-node keeps null)",
         "chat",
         C_ROLE

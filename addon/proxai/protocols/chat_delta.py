@@ -136,7 +136,8 @@ def _function_calls_end(g: ChatGrammar) -> None:
             )
             return
         lists = any(type(k) is tuple and k[:2] == ("list", cidx) and k[2] not in _KEPT for k in g._typed)
-        if any(k[0] == cidx for k in g.acc.tools) or lists or (cidx == 0 and g._reasoned is not None):
+        reasoned = g._reasoned is not None if cidx == 0 else ("reasoned", cidx) in g._typed
+        if any(k[0] == cidx for k in g.acc.tools) or lists or reasoned:
             g.conform(
                 "openai_chat.function_call_beside",
                 f"choice {cidx}: a function_call beside tool calls or other fields",
@@ -317,12 +318,12 @@ SPENT = "\0"
 
 
 def node_replaced(g: ChatGrammar, field: str | None, delta: dict[str, Any]) -> None:
-    """Choice 0's delta, where its reasoning text came in a field openai-node does not model
-    (``g._reasoned``) or comes now (``field``): openai-node assigns such a field's value to the
-    message at every chunk that carries it (``Object.assign``), so a later chunk with that field,
-    null or another piece, replaces the text so far, where openai-python joins the pieces:
-    ``openai_chat.node_replaced_field`` (DeepSeek's content chunks carry ``reasoning_content:
-    null``). Then nothing more is looked at (``SPENT``)."""
+    """Choice 0's delta (another choice's: ``_reasoned_again``), where its reasoning text came in a
+    field openai-node does not model (``g._reasoned``) or comes now (``field``): openai-node assigns
+    such a field's value to the message at every chunk that carries it (``Object.assign``), so a
+    later chunk with that field, null or another piece, replaces the text so far, where
+    openai-python joins the pieces: ``openai_chat.node_replaced_field`` (DeepSeek's content chunks
+    carry ``reasoning_content: null``). Then nothing more is looked at (``SPENT``)."""
     held = g._reasoned
     if held is None:
         g._reasoned = field
@@ -334,6 +335,22 @@ def node_replaced(g: ChatGrammar, field: str | None, delta: dict[str, Any]) -> N
         )
     elif field is not None:
         g._reasoned = field
+
+
+def _reasoned_again(g: ChatGrammar, cidx: int, delta: dict[str, Any]) -> None:
+    """``node_replaced`` for a choice other than 0 (n > 1: always off the fast paths), its reasoning
+    field kept as ``_typed[("reasoned", cidx)]``."""
+    if g.broken is not None and _NODE_REPLACED in g.broken:
+        return
+    key = ("reasoned", cidx)
+    held = g._typed.get(key)
+    if held is not None and held in delta:
+        g.conform(
+            _NODE_REPLACED,
+            f"choice {cidx}: delta.{held} again after its text (openai-node keeps the last value)",
+        )
+    elif delta.get(field := "reasoning_content") or delta.get(field := "reasoning"):
+        g._typed[key] = field
 
 
 def _indexed(entries: list[Any]) -> bool:
@@ -438,6 +455,8 @@ def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, An
     for field in _OBJECTS:  # (always off the fast paths: the lists in them merge as the others)
         if type(value := delta.get(field)) is dict:
             _merge(g, cidx, field, value)
+    if cidx:  # (choice 0's reasoning field: ``node_replaced``, from the fast path too)
+        _reasoned_again(g, cidx, delta)
     if g._listed is not None:  # (None but in a stream whose deltas brought a list Node does not model)
         _replaced(g, cidx, delta)
     for value in delta.values():  # (a list is rare: the fields are looked at only then)
