@@ -1,21 +1,29 @@
 """JSON nested deeper than orjson reads (1,024 levels) is JSON to ProxAI (docs/design/conformance.md,
 "Tool arguments fragment by fragment"): ``common.json_valid`` reads what orjson refuses for its depth
 again without recursion (``conformance.deep_json``), so a call's ``arguments_valid_json``, the guard
-and the findings say what the JSON is; the SDKs' own limits stay the findings they were."""
+and the findings say what the JSON is; the SDKs' own limits stay the findings they were. And what
+ProxAI writes for an Anthropic client: no tool input fragment that leaves a value inside more than
+200 containers (anthropic-python's parse after each fragment raises there), checked on the client's
+bytes with both real SDKs."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import orjson
 import pytest
+from bench import golden
 
 from proxai.core.model import Outcome, Protocol
 from proxai.pipeline.flow import request_asks
 from proxai.pipeline.observe import StreamObserver
 from proxai.protocols.common import json_valid
+from proxai.protocols.conformance import too_deep
+from proxai.protocols.fragments import DepthWatch
 
-from .test_sdk_reactions import a_tool, c_args
+from . import sdks
+from .test_sdk_reactions import a_tool, c_args, r_call
 
 
 def _nested(depth: int, inner: str = "1") -> str:
@@ -76,3 +84,107 @@ def test_anthropic_tool_input_deeper_than_orjson_reads_is_json() -> None:
     assert [(f["rule"], f["event_index"]) for f in summary.extra["conformance"]] == [
         ("anthropic_messages.tool_input_depth", 4)
     ]
+
+
+# -- what a translation writes for an Anthropic client ---------------------------------------------
+
+
+def _args(depth: int) -> str:
+    """Arguments with a number inside ``depth`` containers (an object around arrays)."""
+    return '{"a":' + "[" * (depth - 1) + "1" + "]" * (depth - 1) + "}"
+
+
+def _carried(up: Protocol, data: bytes) -> tuple[bytes, Any]:
+    """The Anthropic client's bytes of ``data`` (translated from Chat, or normalized), whole, and
+    the flow's summary."""
+    carrier = golden.build(up, Protocol.ANTHROPIC_MESSAGES, up is Protocol.ANTHROPIC_MESSAGES)
+    out = b"".join(carrier.feed(data, 0.001)) + b"".join(carrier.feed(b"", 0.002))
+    return out, carrier.summary
+
+
+UPSTREAMS = [Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES, Protocol.ANTHROPIC_MESSAGES]
+
+
+def _upstream(up: Protocol, arguments: str) -> bytes:
+    half = len(arguments) // 2
+    if up is Protocol.OPENAI_CHAT:
+        return c_args(arguments[:half], arguments[half:])
+    if up is Protocol.OPENAI_RESPONSES:
+        return r_call(arguments)  # (one delta: the writer gets it whole)
+    return a_tool(arguments[:half], arguments[half:])
+
+
+@pytest.mark.parametrize("up", UPSTREAMS, ids=["chat", "responses", "normalize"])
+@pytest.mark.parametrize("depth", [201, 1100])
+def test_an_anthropic_client_never_gets_a_tool_input_anthropic_python_cannot_parse(
+    up: Protocol, depth: int
+) -> None:
+    """Arguments with a value inside more than 200 containers, for an Anthropic client: the
+    fragment that would bring that value is not written (anthropic-python's parse after it, jiter,
+    would raise ValueError); the translation ends there with an error event, which both SDKs raise
+    as the API error it is. The flow's outcome is not ``completed``."""
+    out, summary = _carried(up, _upstream(up, _args(depth)))
+    # the first half (199 containers open) went out; at 1,100 levels it is too deep itself
+    assert out.count(b"input_json_delta") == (
+        1 if depth == 201 and up is not Protocol.OPENAI_RESPONSES else 0
+    )
+    assert b"1]" not in out
+    assert summary.outcome is Outcome.UNFINISHED_TOOL
+    assert summary.error is not None and summary.error.message == (
+        "content[0].input: the tool input nests a value in more than 200 objects or arrays, "
+        "which anthropic-python cannot parse"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        py = sdks.python("anthropic", out)
+    (nd,) = sdks.node([("anthropic", out)])
+    assert (py.ok, py.error, nd.ok, nd.error) == (False, "APIStatusError", False, "APIError")
+    assert "anthropic-python cannot parse" in py.message and "anthropic-python cannot parse" in nd.message
+
+
+@pytest.mark.parametrize("up", UPSTREAMS, ids=["chat", "responses", "normalize"])
+def test_a_tool_input_200_containers_deep_reaches_an_anthropic_client(up: Protocol) -> None:
+    out, summary = _carried(up, _upstream(up, _args(200)))
+    assert summary.outcome is Outcome.COMPLETED
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        py = sdks.python("anthropic", out)
+    (nd,) = sdks.node([("anthropic", out)])
+    want = {"a": orjson.loads("[" * 199 + "1" + "]" * 199)}
+    assert py.ok and nd.ok
+    assert py.final["content"][0]["input"] == want == nd.final["content"][0]["input"]
+
+
+def _cut_docs() -> list[str]:
+    """Arguments around jiter's limit with strings full of brackets, escapes and keys, and texts
+    that are no JSON (a closer that matches nothing, a string a backslash cuts)."""
+    texts = [
+        '{"k": "' + "[{" * 150 + '\\"]", "d": ' + "[" * 199 + '{"e": "x\\\\"}' + "]" * 199 + "}",
+        '[{"a": ' * 101 + "1" + "}]" * 101,
+        "[" * 199 + '"' + "\\\\" * 3 + '"' + "]" * 198 + "," + "[" * 201 + "1",
+        "]" + "[" * 300 + "1",
+        '"ab\\' + "[" * 250,
+        "[" * 200 + "[]" + "]" * 200,
+        '{"a":' * 200 + '{"b": 1}',
+    ]
+    return texts
+
+
+def test_depth_watch_is_too_deep_of_the_text_so_far() -> None:
+    """``fragments.DepthWatch``, fed a text in pieces (every cut into two, and into pieces of 1 to
+    9 characters), says after each piece what ``conformance.too_deep`` says of the text so far."""
+    wrong = []
+    for text in _cut_docs():
+        cuts = [[text[:i], text[i:]] for i in range(1, len(text))]
+        cuts += [[text[i : i + n] for i in range(0, len(text), n)] for n in range(1, 10)]
+        for pieces in cuts:
+            watch, so_far = DepthWatch(), ""
+            for piece in pieces:
+                so_far += piece
+                if watch.deep(piece) != too_deep(so_far):
+                    wrong.append((text[:20], len(so_far)))
+                    break
+                if too_deep(so_far):
+                    break
+    assert wrong == []
+    assert [too_deep(t) for t in _cut_docs()] == [True, True, True, False, False, False, True]

@@ -20,6 +20,13 @@ anthropic-node's parser drops a number that ends the text as unfinished, so a wh
 top-level number with nothing after it makes it raise (``anthropic_messages.tool_input_number``),
 and an input that is whitespace alone or a top-level value cut short is no more JSON to it than to
 anthropic-python (``anthropic_messages.tool_input_json``): ``input_fault`` judges the whole input.
+A whole object or array with more after it jiter reads as the value alone; anthropic-node raises
+where its vendored ``partialParse`` keeps what follows (``node_refuses``, a model of that parser:
+``anthropic_messages.tool_input_trailing``).
+
+``DepthWatch`` reads a call's arguments fragment by fragment as ``conformance.too_deep`` reads the
+text so far, for a writer that must not send an Anthropic client a fragment jiter's parse after it
+would refuse for its depth (``proxai.translate.stream.to_anthropic.writer``).
 """
 
 from __future__ import annotations
@@ -306,3 +313,83 @@ def node_refuses(text: str) -> bool:
         return True
     value = _json(parsed)  # orjson, then the standard parser (numbers past a double, depth)
     return not deep_json(parsed) if value is _DEEP else value is _NOT_JSON
+
+
+# a piece of the depth count in a fragment, as ``conformance.too_deep`` reads the whole text: a
+# string (group 1: its closing quote, empty where the fragment cuts it), a bracket or separator, a
+# scalar; and the rest of a string a fragment cut (group 1 likewise)
+_PIECE = re.compile(r'"(?:[^"\\]|\\.)*("?)|[\[\]{}:,]|[^\s\[\]{}:,"]+')
+_STRING_REST = re.compile(r'(?:[^"\\]|\\.)*("?)')
+
+
+class DepthWatch:
+    """A tool call's arguments written fragment by fragment, and whether the text so far nests a
+    value in more than ``JITER_DEPTH`` objects or arrays (``conformance.too_deep`` of it: where the
+    parse after each fragment, ``jiter``'s, raises). Until the fragments hold more than that many
+    brackets none can (two counts in C a fragment; the fragments are kept, not copied); then the
+    text is read once whole, and after that each fragment alone, the reading's state carried over
+    (the open containers, a string cut by the fragment, a backslash that ends it)."""
+
+    __slots__ = ("arrays", "depth", "escape", "opens", "parts", "string", "value")
+
+    def __init__(self) -> None:
+        self.opens = 0
+        self.parts: list[str] | None = []  # None: past the count, read fragment by fragment
+        self.depth = 0
+        self.value = True  # a value may start here (not a key, not after a value)
+        self.arrays: list[bool] | None = []  # each open container: an array (None: a closer matched nothing)
+        self.string = False  # inside a string the last fragment cut
+        self.escape = False  # and that fragment ended with its backslash
+
+    def deep(self, s: str) -> bool:
+        """``s`` is the next fragment: the text so far is too deep."""
+        parts = self.parts
+        if parts is not None:
+            self.opens += s.count("[") + s.count("{")
+            parts.append(s)
+            if self.opens <= JITER_DEPTH:
+                return False
+            self.parts = None
+            s = "".join(parts)
+        return self._read(s)
+
+    def _read(self, s: str) -> bool:
+        arrays = self.arrays
+        if arrays is None or not s:
+            return False
+        i, n = 0, len(s)
+        if self.string:
+            if self.escape:
+                i, self.escape = 1, False
+            rest = _STRING_REST.match(s, i)
+            assert rest is not None  # (it matches the empty text too)
+            i = rest.end()
+            if not rest.group(1):
+                self.escape = i < n
+                return False
+            self.string = False
+        for m in _PIECE.finditer(s, i):
+            c = m.group()[0]
+            if c in "]}":
+                if not arrays:
+                    self.arrays = None  # (``too_deep`` says False there, and so at every later text)
+                    return False
+                arrays.pop()
+                self.depth -= 1
+                self.value = False
+            elif c == ",":
+                self.value = bool(arrays) and arrays[-1]
+            elif c == ":":
+                self.value = True
+            elif self.value:
+                if self.depth > JITER_DEPTH:
+                    return True
+                self.value = c == "["
+                if c in "[{":
+                    arrays.append(c == "[")
+                    self.depth += 1
+            if c == '"' and not m.group(1):  # the fragment cuts the string
+                self.string = True
+                self.escape = m.end() < n
+                break
+        return False

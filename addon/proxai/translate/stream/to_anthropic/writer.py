@@ -10,12 +10,16 @@ opaque content of another protocol is left out and counted (``foreign``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
+from proxai.core.errors import TranslationError
 from proxai.core.errors.shapes import error_event
 from proxai.core.model import ErrorKind, Protocol
+from proxai.protocols.conformance import JITER_DEPTH
+from proxai.protocols.fragments import DepthWatch
 from proxai.stream import stop_reasons
 from proxai.stream.sink import (
     NO_BLOCK,
@@ -36,6 +40,31 @@ from .state import AnthropicState
 _dumps = orjson.dumps
 
 
+class _ToolInput:
+    """A tool block's ``input_json_delta`` format (``output.delta_frames``) that follows the input's
+    depth: anthropic-python parses a tool input after every fragment with ``jiter``, whose recursion
+    limit is 200, so the fragment that would leave a value inside more than 200 objects or arrays is
+    not written (``fragments.DepthWatch``) and the translation ends there (``TranslationError``).
+    ``delta`` formats every fragment with ``frames[key][kind] % encoded``: only a tool block's
+    ``args`` entry is this object, so a text delta pays nothing for it."""
+
+    __slots__ = ("format", "index", "watch")
+
+    def __init__(self, format: bytes, index: int) -> None:
+        self.format = format
+        self.index = index
+        self.watch = DepthWatch()
+
+    def __mod__(self, encoded: bytes) -> bytes:
+        if self.watch.deep(orjson.loads(encoded)):
+            raise TranslationError(
+                f"the tool input nests a value in more than {JITER_DEPTH} objects or arrays, "
+                "which anthropic-python cannot parse",
+                f"content[{self.index}].input",
+            )
+        return self.format % encoded
+
+
 class AnthropicWriter:
     protocol = Protocol.ANTHROPIC_MESSAGES
 
@@ -47,7 +76,7 @@ class AnthropicWriter:
         self.comments = Comments()  # comment lines that wait for the end (``.comments``)
         self.st = AnthropicState()
         # Open blocks' pre-serialized delta heads (``output.delta_frames``), by source key.
-        self.frames: dict[BlockKey, dict[str, bytes]] = {}
+        self.frames: dict[BlockKey, Mapping[str, bytes | _ToolInput]] = {}
 
     def take(self) -> bytes:
         out = b"".join(self.out)
@@ -67,7 +96,8 @@ class AnthropicWriter:
         data: str | None = None,
     ) -> None:
         idx = self.st.open_block(key)
-        self.frames[key] = output.delta_frames(idx)
+        frames = output.delta_frames(idx)
+        self.frames[key] = frames if kind != "tool" else {**frames, "args": _ToolInput(frames["args"], idx)}
         self.out.append(output.block_start(idx, kind, id, name, data))
 
     def delta(self, key: BlockKey, kind: DeltaKind, text: str) -> None:
