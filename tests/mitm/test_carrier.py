@@ -11,7 +11,7 @@ import pytest
 from proxai.core.decode import make_decoder
 from proxai.core.model import ErrorKind, Outcome, Protocol
 from proxai.core.sse import SseEvent
-from proxai.mitm.carrier import Carrier
+from proxai.mitm.carrier import Carrier, strip_translated_headers
 from proxai.pipeline.carrier import CarrierState, GuardAction
 from tests.splits import random_pieces
 
@@ -396,3 +396,30 @@ def test_a_small_held_event_goes_out_in_one_write() -> None:
     for b in b"data: 1":
         assert c(bytes([b])) == []
     assert c(b"\n\n") == [b"data: 1\n\n"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        ((b"Content-Type", b"text/event-stream"), (b"Content-Length", b"12"), (b"X-Id", b"1")),
+        ((b"content-encoding", b"gzip"), (b"ETag", b'"a"'), (b"etag", b'"b"'), (b"Content-MD5", b"x")),
+        ((b"x", b"1"),),
+        (
+            (b"CONTENT-TYPE", b"text/event-stream"),
+            (b"content-type", b"text/plain"),
+            (b"content-length", b"1"),
+        ),
+    ],
+)
+def test_a_translated_response_loses_its_framing_headers_as_headers_deletes_them(
+    raw: tuple[tuple[bytes, bytes], ...],
+) -> None:
+    from mitmproxy.test import tutils
+
+    want, got = tutils.tresp(headers=raw), tutils.tresp(headers=raw)
+    for name in ("content-encoding", "content-length", "content-md5", "etag"):
+        if name in want.headers:
+            del want.headers[name]
+    want.headers["content-type"] = "text/event-stream; charset=utf-8"
+    strip_translated_headers(got)
+    assert got.headers.fields == want.headers.fields

@@ -29,13 +29,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_FRAMING = frozenset({b"content-encoding", b"content-length", b"content-md5", b"etag"})
+
 
 def strip_translated_headers(response: http.Response) -> None:
     """A translated body is new bytes: the upstream's framing headers no longer describe it."""
-    for name in (b"content-encoding", b"content-length", b"content-md5", b"etag"):
-        if fields.has(response.headers, name):
-            del response.headers[name]
-    response.headers["content-type"] = "text/event-stream; charset=utf-8"
+    fields.drop(response.headers, _FRAMING)
+    fields.put(response.headers, b"content-type", "text/event-stream; charset=utf-8")
 
 
 class Carrier(StreamCarrier):

@@ -107,7 +107,9 @@ def build_flow(
     from proxai.translate.stream import StreamTranslatorImpl, make_writer  # once per translated flow
 
     normalize = client.protocol is upstream
-    if not normalize:  # the client's custom tools, read from its request (the translation's)
+    if not normalize and asked.custom_tools != client.custom_tools:
+        # the client's custom tools, read from its request (the translation's); an equal set
+        # (most often none on either side) needs no copy of ``asked``
         asked = replace(asked, custom_tools=client.custom_tools)
     writer = make_writer(
         client.protocol,
