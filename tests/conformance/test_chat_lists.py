@@ -71,6 +71,76 @@ CASES = [
         [],
     ),
     (
+        "an object, again with the list nested in it without indexes",
+        C_ROLE
+        + _c({"content": "Hi", "x_meta": {"items": [{"a": 1}]}})
+        + _c({"content": " there", "x_meta": {"items": [{"a": 2}]}})
+        + C_STOP
+        + C_DONE,
+        [
+            (
+                "openai_chat.delta_list_index",
+                2,
+                "choice 0: delta.x_meta again an object with a list whose objects have no index",
+            )
+        ],
+    ),
+    (
+        "an object with a list, again without it",
+        C_ROLE
+        + _c({"content": "Hi", "x_meta": {"items": [{"index": 0}], "n": 1}})
+        + _c({"content": " there", "x_meta": {"n": 2}})
+        + C_STOP
+        + C_DONE,
+        [
+            (
+                _REPLACED,
+                2,
+                "choice 0: delta.x_meta again an object with a list (openai-node keeps the last one)",
+            )
+        ],
+    ),
+    (
+        "an object with a list, then a number alone in the delta",
+        C_ROLE
+        + _c({"content": "Hi there", "x_meta": {"items": ["a"]}})
+        + _c({"x_meta": 0})
+        + C_STOP
+        + C_DONE,
+        [(_REPLACED, 2, f"choice 0: delta.x_meta 0 after its list {_KEPT}")],
+    ),
+    (
+        "an object without a list, twice (its strings: not judged)",
+        C_ROLE
+        + _c({"content": "Hi", "x_meta": {"t": "a", "items": []}})
+        + _c({"content": " there", "x_meta": {"t": "b", "items": []}})
+        + C_STOP
+        + C_DONE,
+        [],
+    ),
+    (
+        "a first object whose list has an index on one entry only (taken as it came)",
+        C_ROLE + _c({"content": "Hi there", "x_meta": {"items": [{"index": 0}, {}]}}) + C_STOP + C_DONE,
+        [],
+    ),
+    (
+        "annotations without indexes again, then again and null: the raise alone",
+        C_ROLE
+        + _c({"content": "Hi", "annotations": [_CITE_A]})
+        + _c({"content": " there", "annotations": [_CITE_A]})
+        + _c({"annotations": [_CITE_A]})
+        + _c({"annotations": None})
+        + C_STOP
+        + C_DONE,
+        [
+            (
+                "openai_chat.delta_list_index",
+                2,
+                "choice 0: delta.annotations again a list whose objects have no index",
+            )
+        ],
+    ),
+    (
         "an empty list, then null (nothing lost)",
         C_ROLE
         + _c({"content": "Hi", "annotations": []})

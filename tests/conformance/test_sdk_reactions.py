@@ -2618,6 +2618,54 @@ CASES = [
         _text_is(c_cited, ["https://b"]),
     ),
     Case(
+        "chat an object in a field no SDK models, again with the list nested in it without indexes",
+        "chat",
+        C_ROLE
+        + _c({"content": "Hi", "x_meta": {"items": [{"a": 1}]}})
+        + _c({"content": " there", "x_meta": {"items": [{"a": 2}]}})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.delta_list_index", 2)],
+        None,
+        _text_is(lambda f: f["choices"][0]["message"]["x_meta"], {"items": [{"a": 2}]}),
+    ),
+    Case(
+        "chat an object with a list with indexes, again (openai-node keeps the last object)",
+        "chat",
+        C_ROLE
+        + _c({"content": "Hi", "x_meta": {"items": [{"index": 0, "a": "x"}]}})
+        + _c({"content": " there", "x_meta": {"items": [{"index": 1, "a": "y"}]}})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.node_replaced_field", 2)],
+        _text_is(lambda f: [e["a"] for e in f["choices"][0]["message"]["x_meta"]["items"]], ["x", "y"]),
+        _text_is(lambda f: [e["a"] for e in f["choices"][0]["message"]["x_meta"]["items"]], ["y"]),
+    ),
+    Case(
+        "chat an object with a list, then null there (openai-node keeps null)",
+        "chat",
+        C_ROLE
+        + _c({"content": "Hi", "x_meta": {"items": ["a"]}})
+        + _c({"content": " there", "x_meta": None})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.node_replaced_field", 2)],
+        _text_is(lambda f: f["choices"][0]["message"]["x_meta"], {"items": ["a"]}),
+        _text_is(lambda f: f["choices"][0]["message"]["x_meta"], None),
+    ),
+    Case(
+        "chat a list in a field no SDK models, then an object there (openai-python keeps the list)",
+        "chat",
+        C_ROLE
+        + _c({"content": "Hi", "x_meta": ["a"]})
+        + _c({"content": " there", "x_meta": {"b": 1}})
+        + C_STOP
+        + C_DONE,
+        [("openai_chat.node_replaced_field", 2)],
+        _text_is(lambda f: f["choices"][0]["message"]["x_meta"], ["a"]),
+        _text_is(lambda f: f["choices"][0]["message"]["x_meta"], {"b": 1}),
+    ),
+    Case(
         "chat choice 1's reasoning_content in two chunks (openai-node keeps the last piece)",
         "chat",
         C_ROLE

@@ -24,15 +24,16 @@ way, openai-node in its own (``refusal_type``, ``audio_object``, ``function_call
 
 What the message holds of each other field is kept per choice as its shape (``_typed``, the
 grammar's conformance memo, under ``("list", choice, field)``; ``_fold_list``): nothing, a list of
-strings and numbers as its length, any other list as its entries' shapes. Only a delta's lists are looked
-at (a field that came as something else before its first list, which openai-python then leaves as
-it is, is read as holding nothing: no provider sends one). Only a delta off the fast paths can
-carry a list (the fast paths take no delta that holds one: ``chat_fields``).
-A field openai-node does not model whose list the message holds (not empty), given again in any
-form, is ``openai_chat.node_replaced_field`` (``_replaced``): a null or a value that is no list
-openai-python leaves out (the message keeps the list), openai-node assigns it; the grammar keeps
-those fields per choice (``ChatGrammar._listed``), and the fast path declines a delta of choice 0
-that carries one.
+strings and numbers as its length, any other list as its entries' shapes, an object as the
+shapes of its keys (merged key by key). Only a delta's lists and objects are looked at (a field
+that came as something else before its first list, which openai-python then leaves as it is, is
+read as holding nothing: no provider sends one). Only a delta off the fast paths can carry a list
+or an object (the fast paths take no delta that holds one: ``chat_fields``).
+A field openai-node does not model whose list the message holds (not empty, or nested in an
+object), given again in any form, is ``openai_chat.node_replaced_field`` (``_replaced``): a null
+or a value that is no list openai-python leaves out (the message keeps the list), openai-node
+assigns it; the grammar keeps those fields per choice (``ChatGrammar._listed``), and the fast path
+declines a delta of choice 0 that carries one.
 A ``content`` list after a string content (``""`` included, as a delta off the fast paths or any
 text counted before) is left as it was by openai-python (note ``openai_chat.content_parts``), and
 a content list that comes again without indexes is ``openai_chat.content_list_index`` (openai-node
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 _OWN = frozenset({"refusal", "role", "audio", "function_call", "tool_calls"})
 _TEXT = "text"  # the content openai-python's message holds is a string
 _KEPT = _OWN | {"content"}  # the fields openai-node's final message with a function_call keeps
-_OBJECTS = ("audio", "function_call")  # the objects openai-python merges that take the general path
+NESTED = frozenset({list, dict})  # the values ``accumulate_delta`` merges into what it holds (chat_fields)
 _SPENT_LIST = _TEXT  # a list openai-python raised on: nothing more is judged of it
 _REFUSED = frozenset({"length", "content_filter"})  # the finish reasons the parse helpers refuse
 _CALL_TYPES = frozenset({"function", "custom"})  # (a call of another type is no function call)
@@ -433,9 +434,9 @@ def _fold_dict(held: dict[Any, Any], delta: dict[Any, Any]) -> None:
 
 def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, Any]) -> None:
     """A choice's delta, not empty, read off the fast paths (``indexed``: the choice has an integer
-    index): its role, each list field as openai-python merges it. A choice openai-node keeps under
-    no place (``indexed`` false) is marked for its tool calls (``NODE_LOST``, until the delta is
-    read)."""
+    index): its role, each list or object field as openai-python merges it. A choice openai-node
+    keeps under no place (``indexed`` false) is marked for its tool calls (``NODE_LOST``, until the
+    delta is read)."""
     if not indexed:
         g._typed[NODE_LOST] = True
     if indexed and (role := delta.get("role")):
@@ -452,17 +453,14 @@ def delta_conforms(g: ChatGrammar, cidx: int, indexed: bool, delta: dict[str, An
         g.conform("openai_chat.audio_object", f"choice {cidx}: an audio that is {str(audio)[:40]}")
     if delta.get("function_call"):
         _function_call(g, cidx, delta["function_call"])
-    for field in _OBJECTS:  # (always off the fast paths: the lists in them merge as the others)
-        if type(value := delta.get(field)) is dict:
-            _merge(g, cidx, field, value)
     if cidx:  # (choice 0's reasoning field: ``node_replaced``, from the fast path too)
         _reasoned_again(g, cidx, delta)
     if g._listed is not None:  # (None but in a stream whose deltas brought a list Node does not model)
         _replaced(g, cidx, delta)
-    for value in delta.values():  # (a list is rare: the fields are looked at only then)
-        if type(value) is list:
+    for value in delta.values():  # (a list or an object is rare: the fields are looked at only then)
+        if type(value) in NESTED:
             for field, entries in delta.items():
-                if type(entries) is list and field != "tool_calls":  # (tool_calls: rules of their own)
+                if type(entries) in NESTED and field != "tool_calls":  # (tool_calls: rules of their own)
                     _merge(g, cidx, field, entries)
             return
 
@@ -471,21 +469,39 @@ _NODE_REPLACED = "openai_chat.node_replaced_field"
 
 
 def _replaced(g: ChatGrammar, cidx: int, delta: dict[str, Any]) -> None:
-    """A delta that carries again, as no list, a field openai-node does not model whose list the
-    choice's message holds (``g._listed``): openai-node assigns it (``Object.assign``), so a null, a
-    string, a number or an object replaces the list; openai-python leaves it out (the message keeps
-    the list): ``node_replaced_field`` (another list: ``_merge``). Then nothing more is looked at
+    """A delta that carries again a field openai-node does not model whose list the choice's message
+    holds (``g._listed``; or an object with a list), as a value openai-python does not merge into
+    it: openai-node assigns it (``Object.assign``), so a null, a string, a number or an object
+    replaces the list; openai-python leaves it out (the message keeps the list):
+    ``node_replaced_field`` (a value merged into it: ``_merge``). Then nothing more is looked at
     (``g._listed`` None: the rule is named once)."""
     assert g._listed is not None
     held = g._listed.get(cidx)
     for field in held.intersection(delta) if held else ():
         value = delta[field]
-        if type(value) is not list:
+        was = g._typed.get(("list", cidx, field))
+        if was is not _SPENT_LIST and not _merged(was, value):  # (spent: openai-python raised on it)
             shown = "null" if value is None else str(value)[:40]
             kept = "(openai-node keeps it, openai-python the list)"
             g.conform(_NODE_REPLACED, f"choice {cidx}: delta.{field} {shown} after its list {kept}")
             g._listed = None
             return
+
+
+def _merged(held: Any, value: Any) -> bool:
+    """``accumulate_delta`` merges ``value`` into what the message holds (``held``, a shape): a list
+    into a list, an object into an object; any other pair leaves what it holds."""
+    if type(value) is list:
+        return type(held) is int or type(held) is list
+    return type(value) is dict and type(held) is dict
+
+
+def _holds_list(shape: Any) -> bool:
+    """The shape holds a list that is not empty, at its top or in an object (openai-node's last
+    value of the field replaces it)."""
+    if type(shape) is dict:
+        return any(_holds_list(v) for v in shape.values())
+    return bool(shape) and (type(shape) is int or type(shape) is list)
 
 
 def _list_held(g: ChatGrammar, cidx: int, field: str) -> None:
@@ -498,24 +514,29 @@ def _list_held(g: ChatGrammar, cidx: int, field: str) -> None:
 
 
 def _merge(g: ChatGrammar, cidx: int, field: str, value: Any) -> None:
-    """``delta[field]``, a list, as openai-python merges it into what the choice's message holds
-    (``_fold_list``): where it raises, the rule; a field openai-node does not model whose list the
-    message holds is marked (``_list_held``: openai-node keeps its last value, ``_replaced``); one
-    that comes again as a list, which openai-python merges, is ``node_replaced_field``."""
+    """``delta[field]``, a list or an object, as openai-python merges it into what the choice's
+    message holds (``_fold_list``, ``_fold_dict``; a list and an object do not merge: it leaves what
+    it holds, ``_replaced``): where it raises, the rule; a field openai-node does not model whose
+    list the message holds (or an object with a list) is marked (``_list_held``: openai-node keeps
+    its last value, ``_replaced``); one that comes again as a value openai-python merges into it is
+    ``node_replaced_field``."""
     memo = g._typed
     key = ("list", cidx, field)
     held = memo.get(key)
     if held is _TEXT or (field == "content" and held is None and g.acc.text_bytes):
         return  # a list is no string: openai-python leaves its content as it was
+    if held is not None and not _merged(held, value):
+        return
     again = bool(held)  # (a list of no entries loses none to openai-node)
+    obj = type(value) is dict
+    lost = _holds_list(held) if obj else again  # (before ``_fold_dict`` changes it)
     try:
-        if type(value) is dict:  # (``audio``, ``function_call``: objects merged key by key)
-            if type(held) is dict:
-                _fold_dict(held, value)
-            else:
-                memo[key] = _shape(value)
-            return
-        memo[key] = _fold_list(held, value)
+        if not obj:
+            memo[key] = _fold_list(held, value)
+        elif held is None:
+            memo[key] = _shape(value)  # a first object is taken as it came
+        else:
+            _fold_dict(held, value)  # merged key by key
     except _Raises as exc:
         if exc.name == "RuntimeError":  # (``content``: openai-node appends its parts as text)
             rule = (
@@ -526,7 +547,8 @@ def _merge(g: ChatGrammar, cidx: int, field: str, value: Any) -> None:
         else:
             rule = "openai_chat.delta_list_entry" if again else "openai_chat.delta_list_entry_first"
         if again and exc.name == "RuntimeError":
-            detail = f"choice {cidx}: delta.{field} again a list whose objects have no index"
+            what = "an object with a list" if obj else "a list"
+            detail = f"choice {cidx}: delta.{field} again {what} whose objects have no index"
         else:
             detail = f"choice {cidx}: delta.{field}: {exc} (openai-python's {exc.name})"
         g.conform(rule, detail)
@@ -534,10 +556,11 @@ def _merge(g: ChatGrammar, cidx: int, field: str, value: Any) -> None:
         return
     if field in _KEPT or (g.broken is not None and _NODE_REPLACED in g.broken):
         return
-    if again:  # openai-python appends the strings and numbers, merges the objects by index
+    if lost:  # openai-python appends the strings and numbers, merges the objects by index
+        what = "an object with a list" if obj else "a list"
         g.conform(
-            _NODE_REPLACED, f"choice {cidx}: delta.{field} again a list (openai-node keeps the last one)"
+            _NODE_REPLACED, f"choice {cidx}: delta.{field} again {what} (openai-node keeps the last one)"
         )
         g._listed = None
-    elif memo[key]:  # openai-node assigns the field at every chunk: a later value replaces the list
+    elif _holds_list(memo[key]):  # openai-node assigns the field at every chunk: a later value replaces it
         _list_held(g, cidx, field)

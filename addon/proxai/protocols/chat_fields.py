@@ -7,8 +7,9 @@ Mid-stream, providers send more than one ``content`` field per delta: ``role`` r
 chunk, ``reasoning_content`` or ``reasoning`` (with ``content: null`` or ``""``), fields no SDK
 reads (``token_id``, ``channel``, ``name``), or an empty delta. ``ChatGrammar._delta`` reads the
 same effect from them; ``fast_fields`` reads it without the general path's checks of the chunk,
-which ``ChatGrammar._fast`` has already made; a delta holding a list (``annotations``,
-``reasoning_details``: what the SDKs merge, ``chat_delta``) goes to the general path.
+which ``ChatGrammar._fast`` has already made; a delta holding a list or an object
+(``annotations``, ``reasoning_details``: what the SDKs merge, ``chat_delta``) goes to the general
+path.
 Equivalence: tests/observe/test_payload_reuse.py (fast paths off, every fixture and every 3rd real
 recording).
 """
@@ -16,6 +17,8 @@ recording).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from .chat_delta import NESTED
 
 if TYPE_CHECKING:
     from .chat import ChatGrammar
@@ -31,8 +34,9 @@ def fast_fields(g: ChatGrammar, delta: dict[str, Any]) -> bool:
     as real providers send it mid-stream (``role`` repeated, ``reasoning_content`` or
     ``reasoning`` beside ``content``, nulls, fields no SDK reads, an empty delta): the text and
     reasoning ``ChatGrammar._delta`` reads, in its order. False (the general path) for a delta
-    with anything else, for a list (``annotations``, ``reasoning_details``: ``chat_delta`` judges
-    their repeats), and for a field whose list choice 0's message holds (``g._listed``: openai-node
+    with anything else, for a list or an object (``annotations``, ``reasoning_details``: what
+    openai-python merges into what it holds, ``chat_delta`` judges their repeats and the lists nested
+    in them), and for a field whose list choice 0's message holds (``g._listed``: openai-node
     replaces it, ``chat_delta._replaced``)."""
     out = g.out
     role = delta.get("role")
@@ -45,8 +49,8 @@ def fast_fields(g: ChatGrammar, delta: dict[str, Any]) -> bool:
     ):
         return False
     for value in delta.values():
-        if type(value) is list:
-            return False  # annotations, reasoning_details...: the SDKs merge lists (chat_delta)
+        if type(value) in NESTED:
+            return False  # annotations, reasoning_details, an object: the SDKs merge them (chat_delta)
     if (listed := g._listed) is not None and (held := listed.get(0)) and not held.isdisjoint(delta):
         return False  # a field whose list choice 0 holds, again: openai-node replaces it (chat_delta)
     field = "reasoning_content"
