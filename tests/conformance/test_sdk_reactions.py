@@ -361,6 +361,7 @@ def r_call(arguments: str) -> bytes:
 
 
 _R_FAILED = {**_resp("failed", []), "error": {"code": "server_error", "message": "boom"}}
+_R_J = json.dumps('{"a": 1}').encode()  # a JSON answer that fits sdks.Answer, as a JSON string
 _CITE = {"type": "url_citation", "url": "u", "title": "t", "start_index": 0, "end_index": 2}
 _MSG_CITED = {**_MSG, "content": [{**R_PART, "text": "Hi", "annotations": [_CITE]}]}
 _WS = {
@@ -2241,6 +2242,45 @@ CASES = [
         [("openai_responses.json_text", 7)],
         None,
         _text_is(r_text, "Hi"),
+        request=R_JSON,
+    ),
+    Case(
+        "responses a json_schema text format, the answer JSON, its output_text.done with an empty text",
+        "responses",
+        R_CREATED
+        + b"".join(e.replace(b'"Hi"', _R_J) for e in R_ITEM[:3])
+        + _r("response.output_text.done", 4, item_id="msg_1", output_index=0, content_index=0, text="")
+        + R_ITEM[4].replace(b'"Hi"', _R_J)
+        + R_COMPLETED.replace(b'"Hi"', _R_J),
+        [("openai_responses.json_text", 7)],
+        None,
+        _text_is(r_text, '{"a": 1}'),
+        request=R_JSON,
+    ),
+    Case(
+        "responses a json_schema text format, the answer JSON, an output_text.done not JSON after the end",
+        "responses",
+        R_CREATED
+        + b"".join(e.replace(b'"Hi"', _R_J) for e in R_ITEM)
+        + R_COMPLETED.replace(b'"Hi"', _R_J)
+        + _r_after("response.output_text.done", text="Hi"),
+        [("openai_responses.done_after_completed", 7), ("openai_responses.json_text", 8)],
+        None,
+        _text_is(r_text, "Hi"),
+        rule="openai_responses.json_text",
+        request=R_JSON,
+    ),
+    Case(
+        "responses a json_schema text format, its output_text.done the answer's JSON written otherwise",
+        "responses",
+        R_CREATED
+        + b"".join(e.replace(b'"Hi"', _R_J) for e in R_ITEM[:3])
+        + _r("response.output_text.done", 4, item_id="msg_1", output_index=0, content_index=0, text='{"a":1}')
+        + R_ITEM[4].replace(b'"Hi"', _R_J)
+        + R_COMPLETED.replace(b'"Hi"', _R_J),
+        [],
+        _text_is(r_text, '{"a": 1}'),
+        _text_is(r_text, '{"a": 1}'),
         request=R_JSON,
     ),
     Case(

@@ -42,6 +42,7 @@ from proxai.protocols.fragments import per_fragment
 from proxai.protocols.json_answer import AnthropicJsonGrammar, ChatJsonGrammar
 from proxai.protocols.machine import Finding
 from proxai.protocols.responses import ResponsesGrammar
+from proxai.protocols.responses_sdk import keep_parsed
 from proxai.stream.sink import Output, Phase
 
 _NO_COMMENTS: list[tuple[int, list[bytes]]] = []  # (never appended to: ``comments`` is None)
@@ -92,7 +93,10 @@ def make_grammar(
     acc = Accum(max_tool_args=limits.max_tool_args, max_capture=limits.max_capture, capture=capture)
     acc.per_fragment = per_fragment(protocol, asked)  # the SDKs' parses after every tool fragment
     if protocol is Protocol.OPENAI_RESPONSES:
-        return ResponsesGrammar(acc, output, asked.custom_tools)
+        grammar = ResponsesGrammar(acc, output, asked.custom_tools)
+        if asked.json_format and not asked.strict_tools:  # output_text.done's text openai-python parses
+            keep_parsed(grammar, limits.max_tool_args)
+        return grammar
     if asked.json_format:  # the answer a parse helper parses is kept (protocols/json_answer.py)
         if protocol is Protocol.OPENAI_CHAT:
             return ChatJsonGrammar(acc, output, limits.max_tool_args)

@@ -1288,8 +1288,9 @@ _RULES = (
     Rule(
         "openai_responses.json_text",
         R,
-        "with a `json_schema` `text.format` in the request: the final answer's text is JSON "
-        "(openai-python parses it when the client passes `text_format=Model`)",
+        "with a `json_schema` `text.format` in the request: the final answer's text is JSON, and so "
+        "is each final-answer `output_text.done`'s (openai-python parses both when the client passes "
+        "`text_format=Model`)",
         Reaction("raises", "ValidationError", "1 validation error for"),
         Reaction("tolerates"),
     ),

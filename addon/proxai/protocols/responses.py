@@ -241,7 +241,7 @@ class ResponsesGrammar(GrammarBase):
     @property
     def final_texts(self) -> list[str]:
         """The output text of ``response.completed``'s messages, as the SDKs' parse helpers read it."""
-        return self._sdk.texts
+        return self._sdk.answers()
 
     @property
     def next_sequence_number(self) -> int:

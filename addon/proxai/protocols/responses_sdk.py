@@ -50,6 +50,7 @@ _TERMINAL = frozenset({_COMPLETED, "response.failed", "response.incomplete"})
 _ADDED = "response.output_item.added"
 _DONE = "response.output_item.done"
 _PART_ADDED = "response.content_part.added"
+_TEXT_DONE = "response.output_text.done"
 _ANNOTATION = "response.output_text.annotation.added"
 _FC_DELTA = "response.function_call_arguments.delta"
 # the events openai-python's accumulator finds an item for (``_get_output_item``)
@@ -224,6 +225,7 @@ class Out:
         "null_part",
         "oi",
         "parts",
+        "phase",
         "rci",
         "reasoning",
         "rigid",
@@ -236,6 +238,7 @@ class Out:
     def __init__(self, item: dict[str, Any]) -> None:
         self.type = item.get("type")
         self.id = item.get("id")
+        self.phase = item.get("phase")  # (openai-python parses a message's text done without one)
         self.call_id = item.get("call_id")
         content = item.get("content")
         self.parts = [_part(p) for p in content] if type(content) is list else []
@@ -349,6 +352,8 @@ class SdkView:
         "_rid",
         "_started",
         "added",
+        "parsed",
+        "room",
         "texts",
     )
 
@@ -370,6 +375,10 @@ class SdkView:
         self.added = NO_OUT
         # the output_text of response.completed's final-answer messages (what the parse helpers parse)
         self.texts: list[str] = []
+        # the texts of the output_text.done events openai-python parses (``handle_event``:
+        # ``parse_text``), kept on a flow whose request asks for a json_schema format (``keep_parsed``)
+        self.parsed: list[str] | None = None
+        self.room = 0  # the characters they may still take (past it: None, not judged)
 
     def _report(
         self, py: str | None, node: str | None, detail: str | Callable[[str | None, str | None], str]
@@ -695,10 +704,34 @@ class SdkView:
             node = _node(etype, obj, rec_n)
         if etype == _PART_ADDED:
             self._part_added(obj, rec_p, rec_n)
+        elif py is None and self.parsed is not None and etype == _TEXT_DONE:
+            self._parsed(obj, rec_p)
         if (py, node) == (None, "index") and "output_index" not in obj:
             self._conform("openai_responses.output_index_missing", f"{etype} has no output_index")
         elif py or node:
             self._report(py, node, lambda p, n: _detail(etype, obj, p, n))
+
+    def _parsed(self, obj: dict[str, Any], rec: Out | None) -> None:
+        """An ``output_text.done`` openai-python reads: its text, which it parses with the client's
+        ``text_format`` for a message without a ``phase`` or a final answer (an absent text raises
+        as one that is not JSON)."""
+        if rec is None or rec.phase not in (None, "final_answer") or self.parsed is None:
+            return
+        text = obj.get("text")
+        text = text if type(text) is str else ""
+        self.room -= len(text)
+        if self.room < 0:
+            self.parsed = None  # more than the limit kept: not judged
+        elif text not in self.parsed:
+            self.parsed.append(text)
+
+    def answers(self) -> list[str]:
+        """The texts a parse helper parses: response.completed's final answers, then each other
+        text an ``output_text.done`` gave (``keep_parsed``)."""
+        parsed = self.parsed
+        if not parsed:
+            return self.texts
+        return self.texts + [t for t in parsed if t not in self.texts]
 
     def _part_added(self, obj: dict[str, Any], rec_p: Out | None, rec_n: Out | None) -> None:
         part = _part(obj.get("part"))
@@ -950,3 +983,12 @@ def after_terminal(g: ResponsesGrammar, payloads: Payloads, base: int) -> None:
                 g.conform(
                     setting, f"{etype} after response.completed sets another value than its response has"
                 )
+
+
+def keep_parsed(g: ResponsesGrammar, limit: int) -> None:
+    """On a flow whose request asks for a ``json_schema`` format and declares no strict tool: keep
+    the text of each ``output_text.done`` openai-python parses (``parse_text`` in ``handle_event``,
+    before ``response.completed`` and after it), at most ``limit`` characters in all, for
+    ``conformance.at_end`` to judge beside the final answers (``SdkView.answers``). With a strict
+    tool openai-node parses the final response alone, and the rules name both SDKs: not judged."""
+    g._sdk.parsed, g._sdk.room = [], limit
