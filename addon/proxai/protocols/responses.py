@@ -79,7 +79,7 @@ from .responses_items import (
     unanswered_hosted,
     web_search_call,
 )
-from .responses_sdk import NO_OUT, SdkView, after_terminal
+from .responses_sdk import FAST_KEYS, NO_OUT, SdkView, after_terminal
 from .responses_usage import USAGE_FIELDS, usage_in
 
 
@@ -145,10 +145,7 @@ _WRITER_KINDS = {
 }
 _NO_ITEM = _Item("", "")  # (never read: only with ``_NO_PART`` as its id)
 _TEXT_DELTA = "response.output_text.delta"
-# the fast path's keys: orjson's own (its key cache), which a parsed event's lookups find by identity
-_K_TYPE, _K_ITEM_ID, _K_SEQUENCE_NUMBER, _K_DELTA, _K_OUTPUT_INDEX, _K_CONTENT_INDEX, _K_ERROR = orjson.loads(
-    b'{"type":0,"item_id":0,"sequence_number":0,"delta":0,"output_index":0,"content_index":0,"error":0}'
-)
+_K_TYPE, _K_ITEM_ID, _K_SEQUENCE_NUMBER, _K_DELTA, _K_OUTPUT_INDEX, _K_CONTENT_INDEX, _K_ERROR = FAST_KEYS
 _TEXT, _REFUSAL = "text", "refusal"  # the fast path's kinds of content delta, compared by identity
 _FC_DELTA = "response.function_call_arguments.delta"
 _FC_DONE = "response.function_call_arguments.done"
@@ -272,7 +269,9 @@ class ResponsesGrammar(GrammarBase):
             return False
         try:
             etype = obj[_K_TYPE]
-            kind = _TEXT if etype == _TEXT_DELTA else _FAST_DELTAS[etype]  # (KeyError: no delta)
+            kind = _TEXT if etype == _TEXT_DELTA else _FAST_DELTAS.get(etype)
+            if kind is None:
+                return False
             iid = obj[_K_ITEM_ID]
             if iid == self._last_iid:
                 item = self._last_item

@@ -80,6 +80,14 @@ _PART_OF = {
     "response.refusal.delta": "refusal",
     "response.refusal.done": "refusal",
 }
+# The keys the grammar's fast path reads, as orjson's own key objects: its key cache hands out one str
+# per key, so a parsed event's lookups find them by identity at the first probe (when the cache has
+# replaced one, the lookup compares the strings, as for any other key).
+FAST_KEYS: tuple[str, ...] = tuple(
+    orjson.loads(
+        b'{"type":0,"item_id":0,"sequence_number":0,"delta":0,"output_index":0,"content_index":0,"error":0}'
+    )
+)
 _FAST_KIND = frozenset({"output_text", "refusal"})  # the content parts whose deltas may go fast
 _REASONING_TEXT = frozenset({"response.reasoning_text.delta", "response.reasoning_text.done"})
 _SUMMARY = frozenset(
