@@ -1,6 +1,7 @@
 """JSON nested deeper than orjson reads (1,024 levels) is JSON to ProxAI (docs/design/conformance.md,
 "Tool arguments fragment by fragment"): ``common.json_valid`` reads what orjson refuses for its depth
-again without recursion (``conformance.deep_json``), so a call's ``arguments_valid_json``, the guard
+again without recursion (``conformance.deep_json``), and a number past a double's range with the
+standard parser, so a call's ``arguments_valid_json``, the guard
 and the findings say what the JSON is; the SDKs' own limits stay the findings they were. And what
 ProxAI writes for an Anthropic client: no tool input fragment that leaves a value inside more than
 200 containers (anthropic-python's parse after each fragment raises there), checked on the client's
@@ -49,8 +50,25 @@ def _nested(depth: int, inner: str = "1") -> str:
         ("[" * 3000 + "NaN" + "]" * 3000, False),  # no JSON literal
         ('[{"a" 1}' + "[" * 2000 + "]" * 2000 + "]", False),
         ("{" * 1100 + "}" * 1100, False),  # an object needs a key
+        ('{"a": 1e400, "b": [-1E400]}', True),  # past a double's range: orjson refuses it
+        ("[1e400", False),
+        ("[1e400]]", False),
     ],
-    ids=["1024", "1025", "3000", "3000-empty", "open", "after", "comma", "nan", "colon", "keyless"],
+    ids=[
+        "1024",
+        "1025",
+        "3000",
+        "3000-empty",
+        "open",
+        "after",
+        "comma",
+        "nan",
+        "colon",
+        "keyless",
+        "infinity",
+        "infinity-cut",
+        "infinity-after",
+    ],
 )
 def test_json_valid_reads_any_depth(text: str, valid: bool) -> None:
     assert json_valid(text) is valid

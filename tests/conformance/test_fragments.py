@@ -272,3 +272,32 @@ def test_python_refuses_is_jiters_partial_parse(text: str) -> None:
     except ValueError:
         refused = True
     assert python_refuses(text) is refused
+
+
+SURROGATES = [
+    '["\\ud83d\\ude00", "\\ud800", "x\\udc00y"]',
+    '{"k": "\\ud800 \\ud83d\\ude00"}',
+    '["\\\\ud800", "\\\\\\ud83d\\ude00"]',
+    '["a\\uD83D\\uDE00b"]',
+    '{"a": ["\\udbff\\udfff", "\\ud800\\u0041"]}',
+]
+
+
+def test_a_lone_surrogate_is_judged_where_jiter_refuses_it() -> None:
+    """On every prefix of inputs with escaped surrogates (pairs, lone halves, escaped backslashes
+    before a ``u``): ``input_fault`` says ``surrogate`` exactly where jiter's partial parse raises
+    (a string cut short is dropped, its escapes unread: a high half at the end is no fault)."""
+    wrong = []
+    for doc in SURROGATES:
+        for i in range(1, len(doc) + 1):
+            p = doc[:i]
+            if (input_fault(p, json_valid(p)) == "surrogate") != jiter_refuses(p):
+                wrong.append(p)
+    assert wrong == []
+    assert [input_fault(d, json_valid(d)) for d in SURROGATES] == [
+        "surrogate",
+        "surrogate",
+        None,
+        None,
+        "surrogate",
+    ]

@@ -516,6 +516,38 @@ CASES = [
         _text_is(a_input, {"a": 1}),
     ),
     Case(
+        "anthropic tool input with a number past a double's range (both SDKs read infinity)",
+        "anthropic",
+        a_tool('{"a":1e4', "00}"),
+        [],
+        _text_is(a_input, {"a": None}),  # (float("inf"), dumped as JSON: null)
+        _text_is(a_input, {"a": None}),  # (Infinity, through JSON.stringify: null)
+    ),
+    Case(
+        "anthropic tool input escaping a lone high surrogate",
+        "anthropic",
+        a_tool('{"a":"x\\ud8', '00y"}'),
+        [("anthropic_messages.tool_input_surrogate", 4)],
+        None,
+        _text_is(a_input, {"a": "x\ud800y"}),
+    ),
+    Case(
+        "anthropic tool input escaping a lone low surrogate",
+        "anthropic",
+        a_tool('{"a":["\\udc00"]}'),
+        [("anthropic_messages.tool_input_surrogate", 3)],
+        None,
+        _text_is(a_input, {"a": ["\udc00"]}),
+    ),
+    Case(
+        "anthropic tool input escaping a surrogate pair, and a backslash before u (nothing to say)",
+        "anthropic",
+        a_tool('{"a":"\\ud83d\\ude00 \\\\ud800"}'),
+        [],
+        _text_is(a_input, {"a": "\U0001f600 \\ud800"}),
+        _text_is(a_input, {"a": "\U0001f600 \\ud800"}),
+    ),
+    Case(
         "anthropic tool input with a comma after its array (both parsers drop it: a note)",
         "anthropic",
         a_tool("[1]", ","),

@@ -101,16 +101,23 @@ def openai_usage(u: dict[str, Any], inp_key: str, out_key: str) -> Usage:
 ORJSON_DEPTH = 1024
 
 
+#: how orjson refuses a number past a double's range (``1e400``), which the SDKs' parsers read
+_INFINITY = "number is infinity when parsed as double"
+
+
 def json_valid(text: str) -> bool:
     """``text`` is one JSON document, however deep it nests: orjson reads nearly every text, and
     only where it refuses one with more than ``ORJSON_DEPTH`` brackets (counted in C) is it read
-    again without recursion (``conformance.deep_json``), so the common case costs one parse."""
+    again without recursion (``conformance.deep_json``), so the common case costs one parse. A
+    number past a double's range orjson refuses too: that text is read by the standard parser."""
     if not text:
         return False
     try:
         orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text.count("[") + text.count("{") > ORJSON_DEPTH and conformance.deep_json(text)
+    except orjson.JSONDecodeError as exc:
+        if text.count("[") + text.count("{") > ORJSON_DEPTH:
+            return conformance.deep_json(text)
+        return exc.msg == _INFINITY and conformance._json(text) is not conformance._NOT_JSON
     return True
 
 

@@ -179,6 +179,15 @@ _RULES = (
         Reaction("raises", "AnthropicError", "Unexpected non-whitespace character after JSON"),
     ),
     Rule(
+        "anthropic_messages.tool_input_surrogate",
+        A,
+        "a tool block's input escapes no lone surrogate in a string (`\\ud800` without its low "
+        "half: anthropic-python's partial parse, jiter's, refuses it; anthropic-node's `JSON.parse` "
+        "reads it)",
+        Reaction("raises", "ValueError", "Unable to parse tool parameter JSON from model."),
+        Reaction("tolerates"),
+    ),
+    Rule(
         "anthropic_messages.tool_input_missing_after_stop",
         A,
         "every `input_json_delta` after `message_stop` in a `tool_use` or `server_tool_use` block "

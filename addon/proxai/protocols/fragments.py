@@ -142,7 +142,16 @@ FAULTS = {
     "depth": f"nests a value in more than {JITER_DEPTH} objects or arrays",
     "trailing": "has text after its JSON value that anthropic-node's parser keeps",
     "after": "has text after its JSON value that both SDKs' parsers drop",
+    "surrogate": "escapes a lone surrogate in a string",
 }
+# a ``\uXXXX`` escape of a high surrogate without its low half after it (nor the end of the text
+# or an escape cut there: jiter drops a string cut short), or of a low one without its high half
+# before it (an even number of backslashes before the escape: not itself escaped)
+_LONE = re.compile(
+    r"(?:^|[^\\])(?:\\\\)*(?:\\u[dD][89abAB][0-9a-fA-F]{2}"
+    r"(?!\\u[dD][c-fC-F][0-9a-fA-F]{2}|(?:\\(?:u[0-9a-fA-F]{0,3})?)?\Z)"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
 
 
 def input_fault(text: str, valid: bool) -> str | None:
@@ -152,19 +161,26 @@ def input_fault(text: str, valid: bool) -> str | None:
     (a value deeper than ``jiter``'s recursion limit: anthropic-python's parse after the fragment
     that brought it raises, and every later one; judged once, here), ``trailing`` (a whole object
     or array with more after it that anthropic-node's parser keeps: it raises, where
-    anthropic-python reads the value alone), ``after`` (more that both parsers drop: a note), or
-    None."""
+    anthropic-python reads the value alone), ``after`` (more that both parsers drop: a note),
+    ``surrogate`` (a ``\\ud800`` escape without its other half, which jiter refuses and
+    ``JSON.parse`` reads; orjson refuses it too, so valid JSON holds none), or None."""
     if valid:  # (JSON that ends with a digit is a number)
         return "number" if text[-1:] in _DIGITS else "depth" if too_deep(text) else None
     rest = text.lstrip(_WS)
     if rest[:1] in ("{", "["):
+        python = "depth" if too_deep(text) else "surrogate" if _lone(text) else None  # jiter raises
         if json_prefix(rest):
-            return "depth" if too_deep(text) else None
+            return python
         if json_prefix(rest, trailing=True):  # a whole value, then more: jiter reads the value
             if not node_refuses(text):
-                return "depth" if too_deep(text) else "after"
-            return "json" if too_deep(text) else "trailing"  # (both raise: each on its own count)
+                return python or "after"
+            return "json" if python else "trailing"  # (both raise: each on its own count)
     return "json"
+
+
+def _lone(text: str) -> bool:
+    """``text`` escapes a lone surrogate (a ``\\u`` found first, in C)."""
+    return "\\u" in text and _LONE.search(text) is not None
 
 
 # a whole JSON string, number or literal at the start of a text (what ``jiter`` reads before it
