@@ -206,3 +206,32 @@ def test_depth_watch_is_too_deep_of_the_text_so_far() -> None:
                     break
     assert wrong == []
     assert [too_deep(t) for t in _cut_docs()] == [True, True, True, False, False, False, True]
+
+
+def test_the_anthropic_writers_tool_input_refuses_the_fragment_the_watch_refuses() -> None:
+    """The writer's tool input format (``to_anthropic.writer._ToolInput``: the first count on the
+    encoded fragments), fed the same pieces JSON-encoded, refuses exactly the first piece after
+    which ``conformance.too_deep`` says the text so far is too deep, and formats every piece before
+    it as it came."""
+    from proxai.core.errors import TranslationError
+    from proxai.translate.stream.to_anthropic.writer import _ToolInput
+
+    wrong = []
+    for text in [*_cut_docs(), "é[" * 150 + '"\\u005b\\"' + "{" * 60]:
+        cuts = [[text[:i], text[i:]] for i in range(1, len(text), 7)]
+        cuts += [[text[i : i + n] for i in range(0, len(text), n)] for n in (1, 4, 9)]
+        for pieces in cuts:
+            fmt, so_far = _ToolInput(b"<%b>", 0), ""
+            for piece in pieces:
+                so_far += piece
+                encoded = orjson.dumps(piece)
+                try:
+                    got = fmt % encoded
+                except TranslationError:
+                    got = None
+                if (got is None) != too_deep(so_far) or (got is not None and got != b"<" + encoded + b">"):
+                    wrong.append((text[:20], len(so_far)))
+                    break
+                if got is None:
+                    break
+    assert wrong == []

@@ -46,17 +46,35 @@ class _ToolInput:
     limit is 200, so the fragment that would leave a value inside more than 200 objects or arrays is
     not written (``fragments.DepthWatch``) and the translation ends there (``TranslationError``).
     ``delta`` formats every fragment with ``frames[key][kind] % encoded``: only a tool block's
-    ``args`` entry is this object, so a text delta pays nothing for it."""
+    ``args`` entry is this object, so a text delta pays nothing for it.
 
-    __slots__ = ("format", "index", "watch")
+    Until the fragments hold more than ``JITER_DEPTH`` brackets none can be too deep (the watch's
+    own first count): they are counted in their JSON encoding, which has the text's brackets (a
+    JSON string escapes none, and no UTF-8 sequence holds one), and kept encoded; past the count
+    the watch reads their text once, joined, and each later fragment's (tests/conformance/
+    test_deep_json.py: the same decision at the same fragment as the watch fed the text)."""
+
+    __slots__ = ("format", "held", "index", "opens", "watch")
 
     def __init__(self, format: bytes, index: int) -> None:
         self.format = format
         self.index = index
         self.watch = DepthWatch()
+        self.opens = 0
+        self.held: list[bytes] | None = []  # the encoded fragments so far (None: past the count)
 
     def __mod__(self, encoded: bytes) -> bytes:
-        if self.watch.deep(orjson.loads(encoded)):
+        held = self.held
+        if held is not None:
+            self.opens += encoded.count(b"[") + encoded.count(b"{")
+            held.append(encoded)
+            if self.opens <= JITER_DEPTH:
+                return self.format % encoded
+            self.held = None
+            text = "".join([orjson.loads(e) for e in held])
+        else:
+            text = orjson.loads(encoded)
+        if self.watch.deep(text):
             raise TranslationError(
                 f"the tool input nests a value in more than {JITER_DEPTH} objects or arrays, "
                 "which anthropic-python cannot parse",
