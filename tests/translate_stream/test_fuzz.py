@@ -215,3 +215,33 @@ def test_the_validator_still_refuses_what_the_writer_never_writes(event: bytes, 
     body = b"".join([*_WITH_UNKNOWN[:at], event, *_WITH_UNKNOWN[at + (at == 1) :]])
     with pytest.raises(AssertionError, match=rule):
         VALIDATORS["anthropic_messages"](body)
+
+
+def test_a_block_without_a_type_is_carried_and_its_text_deltas_left_out() -> None:
+    """A ``content_block_start`` whose block has no ``type`` (the mutation ``content_block: {}``):
+    both Anthropic SDKs append the block as it came and read none of its text deltas, so normalize
+    mode writes the block as it came and leaves the deltas out (the observer names
+    ``anthropic_messages.delta_type``); the validators take the stream (before, the validator broke
+    on the missing key) and both real SDKs read it with the block as sent."""
+    body = b"".join(
+        [
+            _WITH_UNKNOWN[0],
+            _a("content_block_start", index=0, content_block={}),
+            _a("content_block_delta", index=0, delta={"type": "text_delta", "text": "Hi"}),
+            _a("content_block_stop", index=0),
+            *_WITH_UNKNOWN[-2:],
+        ]
+    )
+    out, _ = translate(A, A, body)
+    assert [orjson.loads(ev.data) for ev in scan(out)][1:3] == [
+        {"type": "content_block_start", "index": 0, "content_block": {}},
+        {"type": "content_block_stop", "index": 0},
+    ]
+    fin = VALIDATORS["anthropic_messages"](out)
+    validate_typed("anthropic_messages", out)
+    assert (fin.text, fin.tools, fin.stop) == ("", [], "end_turn")
+    node = sdks.node([("anthropic", out)])[0]
+    for got in (sdks.python("anthropic", out), node):
+        assert got.ok, got
+        assert len(got.final["content"]) == 1
+        assert got.final["content"][0].get("text") is None

@@ -150,21 +150,25 @@ def validate_anthropic(body: bytes) -> Final:
                 idx == len(blocks), n, f"block index {idx} not dense in start order (expected {len(blocks)})"
             )
             cb = obj["content_block"]
-            if cb["type"] == "tool_use":
+            # A block without a type is carried as it came (both SDKs append it and read none of
+            # its deltas): it is kept like a block no SDK models.
+            ctype = cb.get("type")
+            if ctype == "tool_use":
                 _check(
                     cb.get("input") == {} and cb.get("id") and cb.get("name"),
                     n,
                     "tool_use start needs id, name, input {}",
                 )
             _check(
-                cb["type"] in ("text", "thinking", "redacted_thinking", "tool_use")
-                or (isinstance(cb["type"], str) and cb["type"] not in _anthropic_sdk_types("content_block")),
+                ctype in ("text", "thinking", "redacted_thinking", "tool_use")
+                or (isinstance(ctype, str) and ctype not in _anthropic_sdk_types("content_block"))
+                or "type" not in cb,
                 n,
-                f"block type {cb['type']}",
+                f"block type {ctype}",
             )
             blocks.append(
                 {
-                    "type": cb["type"],
+                    "type": ctype,
                     "text": cb.get("text", "") + cb.get("thinking", ""),
                     "sig": "",
                     "args": "",
@@ -177,6 +181,7 @@ def validate_anthropic(body: bytes) -> Final:
             _check(idx in open_, n, f"delta for block {idx} that is not open")
             d = obj["delta"]
             b = blocks[idx]
+            _check("type" in d, n, "a delta without a type")
             if isinstance(d["type"], str) and d["type"] not in _A_DELTA.keys() | _anthropic_sdk_types(
                 "delta"
             ):
@@ -666,7 +671,8 @@ def validate_typed(protocol: str, body: bytes) -> None:
 def _sdk_modelled(obj: dict[str, Any]) -> dict[str, Any]:
     """An Anthropic block or delta of a type anthropic-python does not model: the SDK reads the event
     unchecked (``construct_type``) and keeps the block or passes over the delta, so only its envelope
-    is the SDK's model (checked with an empty text block or delta in its place)."""
+    is the SDK's model (checked with an empty text block or delta in its place). A block without a
+    ``type`` is read so too (it is carried as it came)."""
     for etype, slot, stand_in in (
         ("content_block_start", "content_block", {"type": "text", "text": ""}),
         ("content_block_delta", "delta", {"type": "text_delta", "text": ""}),
@@ -675,8 +681,10 @@ def _sdk_modelled(obj: dict[str, Any]) -> dict[str, Any]:
         if (
             obj.get("type") == etype
             and isinstance(inner, dict)
-            and isinstance(inner.get("type"), str)
-            and inner["type"] not in _anthropic_sdk_types(slot)
+            and (
+                (isinstance(inner.get("type"), str) and inner["type"] not in _anthropic_sdk_types(slot))
+                or (slot == "content_block" and "type" not in inner)
+            )
         ):
             return {**obj, slot: stand_in}
     return obj
