@@ -243,10 +243,11 @@ class Out:
         "type",
     )
 
+    phase: object  # a message's, set only where its output_text.done texts are kept (keep_parsed)
+
     def __init__(self, item: dict[str, Any]) -> None:
         self.type = item.get("type")
         self.id = item.get("id")
-        self.phase = item.get("phase")  # (openai-python parses a message's text done without one)
         self.call_id = item.get("call_id")
         content = item.get("content")
         self.parts = [_part(p) for p in content] if type(content) is list else []
@@ -538,11 +539,12 @@ class SdkView:
         later lifecycle event, at ``response.completed`` for ``response.created``'s)."""
         if None in output:
             self._conform("openai_responses.lifecycle_output_null", f"{etype}'s output has a null entry")
-        elif any(type(i) is not dict for i in output):
-            self._conform(
-                "openai_responses.lifecycle_output_object",
-                f"{etype}'s output has an entry that is not an object",
-            )
+        else:
+            for i in output:
+                if type(i) is not dict:
+                    what = f"{etype}'s output has an entry that is not an object"
+                    self._conform("openai_responses.lifecycle_output_object", what)
+                    return
 
     def _listless(self, etype: str, recs: list[Out]) -> None:
         """A lifecycle event's output with a message whose content openai-node cannot iterate (its
@@ -611,6 +613,8 @@ class SdkView:
         if type(oi) is not int:
             oi = self._form(_ADDED, obj)
         rec = self.added = Out(item)
+        if self.parsed is not None:  # (openai-python parses a message's text done without a phase)
+            rec.phase = item.get("phase")
         if oi in self._py:
             self._report("duplicate", None, f"a second output item with output_index {oi}")
         else:
@@ -723,7 +727,7 @@ class SdkView:
         """An ``output_text.done`` openai-python reads: its text, which it parses with the client's
         ``text_format`` for a message without a ``phase`` or a final answer (an absent text raises
         as one that is not JSON)."""
-        if rec is None or rec.phase not in (None, "final_answer") or self.parsed is None:
+        if rec is None or getattr(rec, "phase", None) not in (None, "final_answer") or self.parsed is None:
             return
         text = obj.get("text")
         text = text if type(text) is str else ""
