@@ -235,3 +235,21 @@ def test_the_anthropic_writers_tool_input_refuses_the_fragment_the_watch_refuses
                 if got is None:
                     break
     assert wrong == []
+
+
+def test_responses_arguments_deeper_than_orjson_reads_reach_a_chat_client() -> None:
+    """A Responses call whose arguments nest 1,100 levels, for a Chat client: the arguments are
+    JSON, so the call is delivered whole (before, the Responses grammar's writer end read them with
+    orjson alone and refused the stream as "not valid JSON"); neither OpenAI SDK parses a
+    non-strict call's arguments, and both give them as sent."""
+    arguments = _nested(1100)
+    carrier = golden.build(Protocol.OPENAI_RESPONSES, Protocol.OPENAI_CHAT, False)
+    out = b"".join(carrier.feed(r_call(arguments), 0.001)) + b"".join(carrier.feed(b"", 0.002))
+    assert carrier.summary.outcome is Outcome.COMPLETED
+    assert carrier.summary.error is None
+    py = sdks.python("chat", out)
+    (nd,) = sdks.node([("chat", out)])
+    for got in (py, nd):
+        assert got.ok, got
+        (call,) = got.final["choices"][0]["message"]["tool_calls"]
+        assert call["function"]["arguments"] == arguments
