@@ -561,7 +561,11 @@ class ResponsesGrammar(GrammarBase):
 
     def _item_added(self, obj: dict[str, Any], etype: str, now: float) -> None:
         out = self.out
-        item = as_dict(obj["item"] if out is None else obj.get("item"))
+        if obj.get("item") is None:  # openai-python skips it; openai-node raises (node_added_item)
+            msg = f"{etype} without an item (absent or null): skipped"
+            self.acc.finding_once("openai_responses.added_without_item", "quirk", msg)
+            return
+        item = as_dict(obj["item"])
         given = as_str(item.get("id"))
         itype = as_str(item.get("type")) or ""
         if out is not None and not given:
