@@ -237,6 +237,29 @@ def test_the_anthropic_writers_tool_input_refuses_the_fragment_the_watch_refuses
     assert wrong == []
 
 
+def test_the_writers_tool_input_holds_a_bounded_count_of_bytes() -> None:
+    """Past ``HELD_MAX`` encoded bytes the writer's tool input holds nothing more (its watch reads
+    the text so far, then each fragment alone), and still refuses exactly where
+    ``conformance.too_deep`` does: a long string with brackets in it, then nesting past 200."""
+    from proxai.core.errors import TranslationError
+    from proxai.translate.stream.to_anthropic.writer import HELD_MAX, _ToolInput
+
+    head = '{"k": "' + "[{ab" * (HELD_MAX // 3) + '", "d": '
+    pieces = [head[i : i + 1000] for i in range(0, len(head), 1000)] + ["[" * 50] * 5 + ["1"]
+    fmt, so_far, refused = _ToolInput(b"%b", 0), "", None
+    for n, piece in enumerate(pieces):
+        so_far += piece
+        try:
+            fmt % orjson.dumps(piece)
+        except TranslationError:
+            refused = n
+            break
+        assert not too_deep(so_far)
+        if len(so_far) > HELD_MAX + 1000:
+            assert fmt.held is None  # nothing held past the bound
+    assert refused == len(pieces) - 2 and too_deep(so_far)  # the fifth fragment of 50 opens
+
+
 def test_responses_arguments_deeper_than_orjson_reads_reach_a_chat_client() -> None:
     """A Responses call whose arguments nest 1,100 levels, for a Chat client: the arguments are
     JSON, so the call is delivered whole (before, the Responses grammar's writer end read them with

@@ -369,6 +369,12 @@ class DepthWatch:
             s = "".join(parts)
         return self._read(s)
 
+    def start(self, s: str) -> bool:
+        """``s`` is the text so far, read whole now (not counted first: its holder bounds what it
+        keeps) and each later fragment alone: the text is too deep."""
+        self.parts = None
+        return self._read(s)
+
     def _read(self, s: str) -> bool:
         arrays = self.arrays
         if arrays is None or not s:

@@ -39,6 +39,9 @@ from .state import AnthropicState
 
 _dumps = orjson.dumps
 
+#: the encoded bytes of a tool input ``_ToolInput`` holds before its watch reads them
+HELD_MAX = 1 << 16
+
 
 class _ToolInput:
     """A tool block's ``input_json_delta`` format (``output.delta_frames``) that follows the input's
@@ -52,29 +55,34 @@ class _ToolInput:
     own first count): they are counted in their JSON encoding, which has the text's brackets (a
     JSON string escapes none, and no UTF-8 sequence holds one), and kept encoded; past the count
     the watch reads their text once, joined, and each later fragment's (tests/conformance/
-    test_deep_json.py: the same decision at the same fragment as the watch fed the text)."""
+    test_deep_json.py: the same decision at the same fragment as the watch fed the text). What is
+    held is bounded: past ``HELD_MAX`` bytes the watch reads the fragments so far too, and each
+    later one alone (a long input with few brackets costs the watch's reading, never its bytes
+    twice over in memory)."""
 
-    __slots__ = ("format", "held", "index", "opens", "watch")
+    __slots__ = ("format", "held", "index", "opens", "size", "watch")
 
     def __init__(self, format: bytes, index: int) -> None:
         self.format = format
         self.index = index
         self.watch = DepthWatch()
         self.opens = 0
+        self.size = 0
         self.held: list[bytes] | None = []  # the encoded fragments so far (None: past the count)
 
     def __mod__(self, encoded: bytes) -> bytes:
         held = self.held
         if held is not None:
             self.opens += encoded.count(b"[") + encoded.count(b"{")
+            self.size += len(encoded)
             held.append(encoded)
-            if self.opens <= JITER_DEPTH:
+            if self.opens <= JITER_DEPTH and self.size <= HELD_MAX:
                 return self.format % encoded
             self.held = None
-            text = "".join([orjson.loads(e) for e in held])
+            deep = self.watch.start("".join([orjson.loads(e) for e in held]))
         else:
-            text = orjson.loads(encoded)
-        if self.watch.deep(text):
+            deep = self.watch.deep(orjson.loads(encoded))
+        if deep:
             raise TranslationError(
                 f"the tool input nests a value in more than {JITER_DEPTH} objects or arrays, "
                 "which anthropic-python cannot parse",
