@@ -8,64 +8,33 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import pytest
 from bench import golden
 
 from proxai.core.model import Outcome, Protocol
+from tests.translate_stream.test_unmodelled_events import DONE_MSG, MSG, PART, R0, _ev
 
 from . import sdks
 
 R, C, A = Protocol.OPENAI_RESPONSES, Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES
 
 
-def _ev(etype: str, **fields: Any) -> bytes:
-    return b"event: %s\ndata: %s\n\n" % (etype.encode(), orjson.dumps({"type": etype, **fields}))
-
-
-_RESP = {
-    "id": "resp_1",
-    "object": "response",
-    "created_at": 1,
-    "status": "in_progress",
-    "model": "m",
-    "output": [],
-}
-_MSG = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
-_PART = {"type": "output_text", "text": "", "annotations": []}
-_DONE = {
-    **_RESP,
-    "status": "completed",
-    "output": [{**_MSG, "status": "completed", "content": [{**_PART, "text": "Hi"}]}],
-}
+_DONE = {**R0, "status": "completed", "output": [DONE_MSG]}
 
 
 def _stream(item: str) -> bytes:
-    added: dict[str, Any] = {"output_index": 1, "sequence_number": 1}
+    added: dict[str, Any] = {"output_index": 1}
     if item == "null":
         added["item"] = None
+    at = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
     return b"".join(
         [
-            _ev("response.created", response=_RESP, sequence_number=0),
-            _ev("response.output_item.added", **added),
-            _ev("response.output_item.added", output_index=0, item=_MSG, sequence_number=2),
-            _ev(
-                "response.content_part.added",
-                item_id="msg_1",
-                output_index=0,
-                content_index=0,
-                part=_PART,
-                sequence_number=3,
-            ),
-            _ev(
-                "response.output_text.delta",
-                item_id="msg_1",
-                output_index=0,
-                content_index=0,
-                delta="Hi",
-                sequence_number=4,
-            ),
-            _ev("response.completed", response=_DONE, sequence_number=5),
+            _ev("response.created", 0, response=R0),
+            _ev("response.output_item.added", 1, **added),
+            _ev("response.output_item.added", 2, output_index=0, item=MSG),
+            _ev("response.content_part.added", 3, **at, part=PART),
+            _ev("response.output_text.delta", 4, **at, delta="Hi"),
+            _ev("response.completed", 5, response=_DONE),
         ]
     )
 
