@@ -339,18 +339,16 @@ _STRING_REST = re.compile(r'(?:[^"\\]|\\.)*("?)')
 
 
 class DepthWatch:
-    """A tool call's arguments written fragment by fragment, and whether the text so far nests a
-    value in more than ``JITER_DEPTH`` objects or arrays (``conformance.too_deep`` of it: where the
-    parse after each fragment, ``jiter``'s, raises). Until the fragments hold more than that many
-    brackets none can (two counts in C a fragment; the fragments are kept, not copied); then the
-    text is read once whole, and after that each fragment alone, the reading's state carried over
-    (the open containers, a string cut by the fragment, a backslash that ends it)."""
+    """A tool call's arguments read fragment by fragment, and whether the text so far nests a value
+    in more than ``JITER_DEPTH`` objects or arrays (``conformance.too_deep`` of it: where the parse
+    after each fragment, ``jiter``'s, raises): each fragment is read alone, the reading's state
+    carried over (the open containers, a string cut by the fragment, a backslash that ends it). Its
+    holder skips the reading while too few brackets came for any value to be so deep (the writer's
+    ``_ToolInput``) and then gives it the text so far once, joined."""
 
-    __slots__ = ("arrays", "depth", "escape", "opens", "parts", "string", "value")
+    __slots__ = ("arrays", "depth", "escape", "string", "value")
 
     def __init__(self) -> None:
-        self.opens = 0
-        self.parts: list[str] | None = []  # None: past the count, read fragment by fragment
         self.depth = 0
         self.value = True  # a value may start here (not a key, not after a value)
         self.arrays: list[bool] | None = []  # each open container: an array (None: a closer matched nothing)
@@ -359,23 +357,6 @@ class DepthWatch:
 
     def deep(self, s: str) -> bool:
         """``s`` is the next fragment: the text so far is too deep."""
-        parts = self.parts
-        if parts is not None:
-            self.opens += s.count("[") + s.count("{")
-            parts.append(s)
-            if self.opens <= JITER_DEPTH:
-                return False
-            self.parts = None
-            s = "".join(parts)
-        return self._read(s)
-
-    def start(self, s: str) -> bool:
-        """``s`` is the text so far, read whole now (not counted first: its holder bounds what it
-        keeps) and each later fragment alone: the text is too deep."""
-        self.parts = None
-        return self._read(s)
-
-    def _read(self, s: str) -> bool:
         arrays = self.arrays
         if arrays is None or not s:
             return False

@@ -51,8 +51,8 @@ class _ToolInput:
     ``delta`` formats every fragment with ``frames[key][kind] % encoded``: only a tool block's
     ``args`` entry is this object, so a text delta pays nothing for it.
 
-    Until the fragments hold more than ``JITER_DEPTH`` brackets none can be too deep (the watch's
-    own first count): they are counted in their JSON encoding, which has the text's brackets (a
+    Until the fragments hold more than ``JITER_DEPTH`` brackets none can be too deep: they are
+    counted in their JSON encoding, which has the text's brackets (a
     JSON string escapes none, and no UTF-8 sequence holds one), and kept encoded; past the count
     the watch reads their text once, joined, and each later fragment's (tests/conformance/
     test_deep_json.py: the same decision at the same fragment as the watch fed the text). What is
@@ -79,7 +79,7 @@ class _ToolInput:
             if self.opens <= JITER_DEPTH and self.size <= HELD_MAX:
                 return self.format % encoded
             self.held = None
-            deep = self.watch.start("".join([orjson.loads(e) for e in held]))
+            deep = self.watch.deep("".join([orjson.loads(e) for e in held]))
         else:
             deep = self.watch.deep(orjson.loads(encoded))
         if deep:
