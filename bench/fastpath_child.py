@@ -121,7 +121,7 @@ def _carrier_general() -> contextlib.AbstractContextManager[None]:
         sent = sum(len(b) for b in out)
         self.client_bytes += sent
         if sent and self.kept is not None:
-            self._keep(out, sent, self.client_bytes, now)
+            self.kept.add_read(out, sent, now)
         return out
 
     return _patched(StreamCarrier, "feed", feed)

@@ -684,23 +684,42 @@ def test_body_past_the_per_flow_cap_is_dropped_with_a_note(tctx: Any) -> None:
     assert a.keep_budget.used == 0
 
 
-def test_a_flow_file_holds_the_read_marks_as_a_list(tctx: Any) -> None:
-    """A saved flow (mitmproxy's ``get_state`` and tnetstring, as ``-w`` and the save command write
-    it) holds the metadata's ``reads`` as the same plain list: one [offset, seconds] per read."""
+def test_a_flow_file_holds_the_read_marks_as_plain_lists(tctx: Any) -> None:
+    """The metadata's ``reads``: each read's end in the body and its seconds since the request,
+    unrounded, in two plain lists; a saved flow (mitmproxy's ``get_state`` and tnetstring, as ``-w``
+    and the save command write it) holds them the same, ``json.dumps`` takes them, and a replay
+    reads them back as the pairs."""
     from mitmproxy.io import tnetstring
 
+    from proxai.mitm.replay_load import _reads
+
     a: ProxAI = tctx.addon
+    a.clock = lambda: 100.0  # the request's time (every other hook's too)
     f = _flow()
     a.request(f)
     f.response = _sse_response()
-    _stream(a, f, CHAT_TEXT, sizes=40)
+    a.responseheaders(f)
+    assert f.response is not None and callable(f.response.stream)
+    feed = f.response.stream
+    ends, seconds, size = [], [], 0
+    for i in range(0, len(CHAT_TEXT), 40):
+        at = 0.125 * (i // 40 + 1)  # exact in binary: the seconds below are these
+        out = feed(CHAT_TEXT[i : i + 40], 100.0 + at)  # type: ignore[call-arg]
+        n = sum(map(len, out))
+        if n:
+            size += n
+            ends.append(size)
+            seconds.append(at)
+    feed(b"", 200.0)  # type: ignore[call-arg]
+    a.response(f)
+    assert f.response.raw_content == CHAT_TEXT and size == len(CHAT_TEXT) and len(ends) > 1
     reads = f.metadata["proxai"]["reads"]
+    assert reads == {"offsets": ends, "seconds": seconds}
+    assert all(type(o) is int for o in reads["offsets"]) and all(type(t) is float for t in reads["seconds"])
     saved = tnetstring.loads(tnetstring.dumps(f.get_state()))
-    got = saved["metadata"]["proxai"]["reads"]
-    assert type(got) is list and got == reads and len(got) > 1
-    offsets = [o for o, _ in got]
-    assert offsets == sorted(set(offsets)) and offsets[-1] == len(CHAT_TEXT)
-    assert all(type(m) is list and type(m[0]) is int and type(m[1]) is float for m in got)
+    assert saved["metadata"]["proxai"]["reads"] == reads
+    assert json.loads(json.dumps(f.metadata))["proxai"]["reads"] == reads
+    assert _reads(saved["metadata"]["proxai"]["reads"]) == tuple(zip(ends, seconds, strict=True))
 
 
 def test_total_cap_counts_live_bodies_and_frees_them_with_their_flows(tctx: Any) -> None:

@@ -13,6 +13,7 @@ import random
 import sys
 import tracemalloc
 
+import orjson
 import pytest
 
 from proxai.pipeline import keep
@@ -134,15 +135,16 @@ class ReferenceMarks:
             self.marks.append(mark)
         self.reads += 1
 
-    def to_metadata(self) -> list[list[float]]:
+    def to_metadata(self) -> dict[str, list[int] | list[float]]:
+        """The marks as the metadata holds them: the offsets and the seconds, unrounded."""
         marks = list(self.marks)
         if self.last is not None and (not marks or marks[-1] != self.last):
             marks.append(self.last)
-        return [[offset, round(at * 10_000) / 10_000] for offset, at in marks]
+        return {"offsets": [o for o, _ in marks], "seconds": [at for _, at in marks]}
 
 
 @pytest.mark.parametrize("most", [2, 3, 8, 1024])
-@pytest.mark.parametrize("reads", [0, 1, 2, 7, 8, 9, 16, 17, 100, 2049, 5000])
+@pytest.mark.parametrize("reads", [0, 1, 2, 7, 8, 9, 16, 17, 100, 255, 256, 257, 2049, 5000])
 def test_the_marks_follow_the_per_read_rule(most: int, reads: int) -> None:
     rng = random.Random(reads * 31 + most)
     ref, kept = ReferenceMarks(10.0, most), KeptBody(KeepBudget(), 10.0, most=most)
@@ -154,12 +156,16 @@ def test_the_marks_follow_the_per_read_rule(most: int, reads: int) -> None:
         kept.add_read(b"x" * n, n, now)
         if rng.random() < 0.05:
             assert kept.marks() == ref.to_metadata()  # drawn mid-stream, the stream goes on
+        # bounded: at most ``most`` marks and the reads since the last check
+        assert len(kept.offsets) == len(kept.seconds) <= kept.most + keep.COUNT
     assert kept.reads == ref.reads
     marks = kept.marks()
     assert marks == ref.to_metadata()
-    # the same types as the rule's: an int offset and float seconds in a list per read
-    assert all(type(m) is list and type(m[0]) is int and type(m[1]) is float for m in marks)
-    assert len(kept.log) <= 2 * kept.most and len(kept._marks) <= kept.most  # bounded
+    assert len(marks["offsets"]) <= max(2, most) + 1  # the marks and the last read
+    # plain JSON types: an int offset and float seconds per read, in two lists
+    assert type(marks) is dict and list(marks) == ["offsets", "seconds"]
+    assert all(type(o) is int for o in marks["offsets"]) and all(type(t) is float for t in marks["seconds"])
+    assert orjson.loads(orjson.dumps(marks)) == marks
 
 
 def test_the_keeping_stream_keeps_what_the_wrapped_stream_returns() -> None:
@@ -176,49 +182,26 @@ def test_the_keeping_stream_keeps_what_the_wrapped_stream_returns() -> None:
     kept = KeptBody(KeepBudget(), 0.0)
     stream = KeepingStream(inner, kept, clock)
     assert [stream(b"x") for _ in range(4)] == [b"ab", [b"c", b"de"], [], b""]
-    assert kept.reads == 2 and kept.marks() == [[2, 1.0], [5, 2.0]]
+    assert kept.reads == 2 and kept.marks() == {"offsets": [2, 5], "seconds": [1.0, 2.0]}
     assert kept.take_bytes() == b"abcde"
 
 
-def _marks_as_before(kept: KeptBody) -> list[list[float]]:
-    """``KeptBody.marks`` as it was written before it drew the log's pairs straight from the log:
-    compacted into pairs, unzipped, the seconds through ``operator`` maps and ``round``."""
-    from itertools import repeat
-    from operator import mul, sub, truediv
-
-    kept._compact()
-    marks = list(kept._marks)
-    if kept._last is not None and (not marks or marks[-1] != kept._last):
-        marks.append(kept._last)
-    if not marks:
-        return []
-    offsets, times = zip(*marks, strict=True)
-    seconds = map(
-        truediv,
-        map(round, map(mul, map(sub, times, repeat(kept.start)), repeat(10_000.0))),
-        repeat(10_000.0),
-    )
-    return list(map(list, zip(offsets, seconds, strict=True)))
-
-
-@pytest.mark.parametrize("most", [2, 5, 1024])
-@pytest.mark.parametrize("reads", [0, 1, 4, 5, 6, 70, 1023, 1024, 1025, 3000])
-@pytest.mark.parametrize("clock", ["float", "int", "far"])
-def test_the_marks_as_before(most: int, reads: int, clock: str) -> None:
-    rng = random.Random(reads * 7 + most)
-    start: float = {"float": 10.0, "int": 10, "far": 1.0e6 + 0.123456}[clock]
-    kept, old = KeptBody(KeepBudget(), start, most=most), KeptBody(KeepBudget(), start, most=most)
-    now: float = start
-    for i in range(reads):
+def test_the_marks_are_the_ones_before_unrounded() -> None:
+    """The form before (``[[offset, seconds rounded to 0.1 ms], ...]``) and this one hold the same
+    reads: each offset the same, each time the same once rounded as it was."""
+    rng = random.Random(5)
+    start = 1.0e6 + 0.123456
+    kept, ref = KeptBody(KeepBudget(), start), ReferenceMarks(start, keep.MAX_READS)
+    now = start
+    for _ in range(3000):
         n = rng.choice([1, 256, 4000])
-        now = now + rng.randrange(0, 50) if clock == "int" else now + rng.random() / rng.choice([7, 50, 3000])
+        now += rng.random() / rng.choice([7, 50, 3000])
         kept.add_read(b"x" * n, n, now)
-        old.add_read(b"x" * n, n, now)
-        if i % 97 == 5:
-            assert kept.marks() == _marks_as_before(old)  # drawn mid-stream
-    got, want = kept.marks(), _marks_as_before(old)
-    assert got == want
-    assert [[type(o), type(s)] for o, s in got] == [[type(o), type(s)] for o, s in want]
+        ref.read(n, now)
+    marks = kept.marks()
+    # the last read was thinned out of the marks: it comes last
+    before = [[o, round(at * 10_000) / 10_000] for o, at in [*ref.marks, ref.last]]
+    assert [[o, round(at * 10_000) / 10_000] for o, at in zip(*marks.values(), strict=True)] == before
 
 
 def test_held_bytes_go_back_when_their_owner_is_freed() -> None:

@@ -39,7 +39,14 @@ def llm_flow(
     return f
 
 
-def test_an_entry_holds_the_client_side_and_the_recorded_reads(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "reads",
+    [
+        {"offsets": [10, len(SSE)], "seconds": [0.4, 1.2]},
+        [[10, 0.4], [len(SSE), 1.2]],  # the form flow files saved before hold
+    ],
+)
+def test_an_entry_holds_the_client_side_and_the_recorded_reads(tmp_path: Path, reads: object) -> None:
     chat_ask = {"model": "gpt", "messages": [{"role": "user", "content": "hi"}], "stream": True}
     translated = llm_flow(
         meta={
@@ -50,7 +57,7 @@ def test_an_entry_holds_the_client_side_and_the_recorded_reads(tmp_path: Path) -
                 "body": orjson.dumps(chat_ask).decode(),
             },
             "timing": {"headers_s": 0.1, "first_token_s": 0.4, "total_s": 1.2},
-            "reads": [[10, 0.4], [len(SSE), 1.2]],
+            "reads": reads,
             "outcome": "completed",
         }
     )
@@ -145,3 +152,21 @@ def test_speed() -> None:
     for bad in ("-1", "nan", "inf", "fast"):
         with pytest.raises(ValueError):
             parse_speed(bad)
+
+
+def test_recorded_reads_in_either_form_and_nothing_from_anything_else() -> None:
+    from proxai.mitm.replay_load import _reads
+
+    pairs = ((3, 0.25), (9, 1.0))
+    assert _reads({"offsets": [3, 9], "seconds": [0.25, 1]}) == pairs  # seconds as a replay reads them
+    assert _reads([[3, 0.25], [9, 1.0]]) == pairs
+    for bad in (
+        None,
+        {"offsets": [3, 9], "seconds": [0.25]},
+        {"offsets": [3, "9"], "seconds": [0.25, 1.0]},
+        {"offsets": [3, 9], "seconds": [0.25, float("nan")]},
+        {"seconds": [0.25]},
+        [[3, 0.25], [9]],
+        [[3, 0.25], "x"],
+    ):
+        assert _reads(bad) == ()

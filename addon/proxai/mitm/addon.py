@@ -678,8 +678,8 @@ class ProxAI:
                 meta["diagnostics"] = path
         meta = red.metadata(meta)  # never a secret in the metadata (docs/security.md)
         if marks is not None:
-            # [offset, seconds] pairs the keeper made from byte counts and the clock, one per read:
-            # the redaction returns numbers as they are, so its walk over them is left out
+            # {"offsets": [...], "seconds": [...]}, the keeper's lists of byte counts and clock
+            # differences: the redaction returns numbers as they are, so its walk over them is left out
             meta["reads"] = marks
         flow.metadata["proxai"] = meta
         flow.comment = verdict.comment_line(meta)

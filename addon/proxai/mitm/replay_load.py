@@ -154,13 +154,19 @@ def _answer(f: http.HTTPFlow, resp: http.Response, data: bytes, meta: Mapping[st
 
 
 def _reads(raw: object) -> tuple[tuple[int, float], ...]:
-    if not isinstance(raw, list):
+    """The recorded reads' (offset, seconds): ``{"offsets": [...], "seconds": [...]}``, or the form
+    before it, ``[[offset, seconds], ...]`` (docs/metadata.md); nothing from anything else."""
+    if isinstance(raw, Mapping):
+        offsets, seconds = raw.get("offsets"), raw.get("seconds")
+        if not (isinstance(offsets, list) and isinstance(seconds, list) and len(offsets) == len(seconds)):
+            return ()
+        pairs: list[Any] = list(zip(offsets, seconds, strict=True))
+    elif isinstance(raw, list) and all(isinstance(item, list) and len(item) == 2 for item in raw):
+        pairs = raw
+    else:
         return ()
     out: list[tuple[int, float]] = []
-    for item in raw:
-        if not (isinstance(item, list) and len(item) == 2):
-            return ()
-        offset, at = item
+    for offset, at in pairs:
         if not isinstance(offset, int) or not isinstance(at, int | float) or not math.isfinite(at):
             return ()
         out.append((offset, float(at)))

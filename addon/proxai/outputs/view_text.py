@@ -130,7 +130,7 @@ _SHOWN_KEYS = frozenset(
         "body_not_kept",
         "last_events",
         "extra",
-        "reads",  # when each read left (up to 1,024 pairs): what a replay plays, not for reading
+        "reads",  # when each read left (up to 1,024 offsets and seconds): what a replay plays, not to read
     }
 )
 

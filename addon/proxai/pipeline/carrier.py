@@ -366,6 +366,7 @@ class StreamCarrier:
                 if not more:
                     out = [chunk]
                     sent = size
+                    piece = chunk
                 else:
                     out = [chunk, *more]
                     sent = -1
@@ -391,29 +392,31 @@ class StreamCarrier:
         if sent < 0:  # not the hot read's one chunk
             if b"" in out:
                 out = [b for b in out if b]  # never b"" mid-stream
-            sent = len(out[0]) if len(out) == 1 else sum(map(len, out))
+            piece = out[0] if len(out) == 1 else b"".join(out)  # the read's bytes in one piece
+            sent = len(piece)
         self.client_bytes = end = self.client_bytes + sent
         kept = self.kept
         if kept is not None and sent:
-            # ``KeptBody.add_read`` inline for a read of one piece that ends within what the flow
-            # took and does not fill the read log (docs/performance.md, "Why the hot code looks
-            # so"): the client's byte count is the body's offset (``_keep`` checks it).
+            # ``KeptBody.add_read`` inline for a read that ends within what the flow took and is
+            # not the one that checks the marks' bound (docs/performance.md, "Why the hot code
+            # looks so"): the client's byte count is the body's offset (``_keep`` checks it).
             left = kept.left - 1
-            if end <= kept.limit and left and len(out) == 1:
+            if left and end <= kept.limit:
                 kept.left = left
-                kept.write(out[0])
-                kept.push((end, now))
+                kept.write(piece)
+                kept.offsets.append(end)
+                kept.seconds.append(now - kept.start)
             else:
-                self._keep(out, sent, end, now)
+                self._keep(piece, end, now)
         return out
 
-    def _keep(self, out: bytes | list[bytes], n: int, end: int, now: float) -> None:
-        """Keep a read of ``n`` bytes that brought the client's count to ``end``
-        (``KeptBody.add_read``); a dropped body is not kept further. Later reads are kept inline only
-        while the client's count is the kept body's size (the body kept from the stream's first byte)."""
+    def _keep(self, piece: bytes, end: int, now: float) -> None:
+        """Keep a read that brought the client's count to ``end`` (``KeptBody.add_read``); a
+        dropped body is not kept further. Later reads are kept inline only while the client's
+        count is the kept body's size (the body kept from the stream's first byte)."""
         kept = self.kept
         assert kept is not None
-        kept.add_read(out, n, now)
+        kept.add_read(piece, len(piece), now)
         if kept.dropped is not None:
             self.kept = None
         elif kept.size != end:

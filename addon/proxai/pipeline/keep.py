@@ -14,11 +14,12 @@ flow has taken costs one comparison, and at the end the flow gives back what it 
 so the total then counts exactly the kept bytes.
 
 With the bytes, the moments they left: for each read the client got, the body offset it ended at and
-its time since the request (what a replay plays back, docs/replay.md), at most ``MAX_READS`` of them
-(past it every other one is dropped and only every second read is marked from then on, so the marks
-stay even over the whole body); the last read is always kept (docs/design/replay.md, 8). Each read
-is logged as it comes (where it ended in the body and its time, one append of a pair); the marks
-are derived from the log when it fills and when they are drawn (``reads``).
+its seconds since the request (what a replay plays back, docs/replay.md), kept in the form the
+metadata holds them (``reads``: ``{"offsets": [...], "seconds": [...]}``, docs/metadata.md), so the
+end draws nothing per read. At most ``MAX_READS`` marks (past it every other one is dropped and only
+every second read is marked from then on, so the marks stay even over the whole body); the last read
+is always kept (docs/design/replay.md, 8). Each read is appended as it comes; every ``COUNT`` reads
+(and when the marks are drawn) the reads since the last check are thinned by that rule.
 
 Pure: no mitmproxy, and no clock of its own. The carrier keeps what it returns itself (the flow's
 usual stream callable, ``StreamCarrier.kept``: the hot read keeps its chunk inline, every other read
@@ -31,11 +32,12 @@ from __future__ import annotations
 
 import io
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 DEFAULT_MAX_PER_FLOW = 8 * 1024 * 1024
 DEFAULT_MAX_TOTAL = 256 * 1024 * 1024
 MAX_READS = 1024
+COUNT = 256  # reads between two checks of the marks' bound (a small int: ``left`` allocates nothing)
 STEP = 64 * 1024  # bytes a flow takes from the total at a time
 
 StreamFn = Callable[[bytes], bytes | list[bytes]]
@@ -78,26 +80,27 @@ class KeepBudget:
 class KeptBody:
     """The body of one flow as it is kept, and when its reads left; or why it was dropped.
 
-    Per read (``add_read``, or the carrier's hot read inline, which does the same): the read's end
-    (its body offset) is compared with ``limit`` (the bytes the flow has taken from the budget:
-    a read that ends past it takes more, ``_take``, or drops the body), ``left`` (reads until the
-    log is compacted into marks) goes down, the bytes are written and the read's end and time are
-    logged. ``limit`` is -1 while only ``add_read`` may keep a read (nothing taken yet, handed
-    over, dropped, or a carrier whose count of client bytes is not the body's offset)."""
+    Per read (``add_read``, or the carrier's hot read inline, which does the same): ``left`` (reads
+    until the next check of the marks' bound) goes down, the read's end (its body offset) is
+    compared with ``limit`` (the bytes the flow has taken from the budget: a read that ends past it
+    takes more, ``_take``, or drops the body), the bytes are written and the read's end and seconds
+    since ``start`` appended to ``offsets`` and ``seconds``. ``limit`` is -1 while only ``add_read``
+    may keep a read (nothing taken yet, handed over, dropped, or a carrier whose count of client
+    bytes is not the body's offset)."""
 
     __slots__ = (
         "_buf",
         "_last",
-        "_marks",
+        "_marked",
         "_reads",
         "_stride",
         "budget",
         "dropped",
         "left",
         "limit",
-        "log",
         "most",
-        "push",
+        "offsets",
+        "seconds",
         "start",
         "taken",
         "write",
@@ -112,16 +115,15 @@ class KeptBody:
         self.taken = 0  # bytes reserved from the budget: the kept bytes plus ``room``
         self.limit = -1
         self.dropped: str | None = None
-        # The read log: (end, time) of each read since the last compaction (a read's end: the body
-        # offset after it); ``push`` appends to it (one call per read).
-        self.log: list[tuple[int, float]] = []
-        self.push: Callable[[tuple[int, float]], object] = self.log.append
-        self.left = self.most  # reads the log takes before it is compacted
-        # The marks so far, from the reads before the log: every ``_stride``-th read's
-        # (offset, time); ``_reads`` reads, ``_last`` the latest read.
-        self._marks: list[tuple[int, float]] = []
-        self._stride = 1
+        # The marks, as the metadata holds them: the first ``_marked`` entries are thinned (every
+        # ``_stride``-th of the first ``_reads`` reads), the rest every read since, each appended
+        # as it came; ``_last`` the latest read once a thinning may have left it out.
+        self.offsets: list[int] = []
+        self.seconds: list[float] = []
+        self.left = COUNT  # reads until the entries since the last check are thinned
+        self._marked = 0
         self._reads = 0
+        self._stride = 1
         self._last: tuple[int, float] | None = None
 
     @property
@@ -138,7 +140,7 @@ class KeptBody:
     @property
     def reads(self) -> int:
         """How many reads the client got (each with bytes)."""
-        return self._reads + len(self.log)
+        return self._reads + len(self.offsets) - self._marked
 
     def add(self, out: list[bytes], now: float) -> None:
         """Keep one read the client got at ``now``: the pieces one call of the stream returned
@@ -165,10 +167,12 @@ class KeptBody:
         else:
             for piece in out:
                 self.write(piece)
-        self.push((end, now))
+        self.offsets.append(end)
+        self.seconds.append(now - self.start)
         self.left -= 1
         if self.left <= 0:
-            self._compact()
+            self._thin()
+            self.left = COUNT
 
     def _take(self, end: int) -> bool:
         """Take from the budget what a read that ends at ``end`` needs, a step ahead when the caps
@@ -203,36 +207,37 @@ class KeptBody:
         self.limit = self.taken
         return True
 
-    def _compact(self) -> None:
-        """Turn the log into marks: every ``_stride``-th read's (offset, time), halved (and the
-        stride doubled) while there are more than ``most``; the latest read kept in ``_last``. The
-        old per-read rule, in one pass: the same marks. While every read is marked and the marks
-        fit (a flow of fewer than ``most`` reads, the usual one), the log's pairs are appended in
-        C (``zip``), with no Python step per read."""
-        log = self.log
-        if not log:
+    def _thin(self) -> None:
+        """Thin the entries appended since the last check by the per-read rule: every
+        ``_stride``-th read marked, the marks halved (and the stride doubled) while there are more
+        than ``most``; the latest read kept in ``_last``. While every read is marked and the marks
+        fit (a flow of fewer than ``most`` reads, the usual one) there is nothing to do."""
+        offsets, seconds = self.offsets, self.seconds
+        n = len(offsets)
+        first = self._marked
+        if self._stride == 1 and n <= self.most:
+            self._reads += n - first
+            self._marked = n
             return
-        first = self._reads
+        if n == first:
+            return
+        self._last = (offsets[-1], seconds[-1])
+        new_o, new_s = offsets[first:], seconds[first:]
+        del offsets[first:], seconds[first:]
+        done = self._reads
         stride = self._stride
-        marks = self._marks
-        n = len(log)
-        if stride == 1 and len(marks) + n <= self.most:
-            marks += log
-        else:
-            most = self.most
-            i = -first % stride  # the first read of the log that is marked
-            while i < n:
-                if len(marks) >= most:
-                    marks = marks[::2]
-                    stride *= 2
-                marks.append(log[i])
-                i += stride - (first + i) % stride  # the next read whose number the stride divides
-        self._marks, self._stride = marks, stride
-        self._reads = first + n
-        self._last = log[-1]
-        self.log = []
-        self.push = self.log.append
-        self.left = self.most
+        most = self.most
+        i = -done % stride  # the first new read that is marked
+        while i < n - first:
+            if len(offsets) >= most:
+                offsets, seconds = offsets[::2], seconds[::2]
+                stride *= 2
+            offsets.append(new_o[i])
+            seconds.append(new_s[i])
+            i += stride - (done + i) % stride  # the next read whose number the stride divides
+        self.offsets, self.seconds, self._stride = offsets, seconds, stride
+        self._reads = done + n - first
+        self._marked = len(offsets)
 
     def drop(self, why: str) -> None:
         """Forget the bytes (what the flow took goes back to the budget) and remember why."""
@@ -241,9 +246,9 @@ class KeptBody:
         self.limit = -1
         self._buf = None
         self.write = _nothing
-        self.log = []
-        self.push = self.log.append
-        self._marks = []
+        self.offsets, self.seconds = [], []
+        self._marked = self._reads = 0
+        self._last = None
         self.dropped = why
 
     def take_bytes(self) -> bytes:
@@ -262,32 +267,17 @@ class KeptBody:
         self.write = _nothing
         return data
 
-    def marks(self) -> list[list[float]]:
-        """``[[offset, seconds since start], ...]``, the last read included; the seconds to 0.1 ms
-        (``round(seconds * 10_000) / 10_000``: the nearest multiple of 0.1 ms as a float;
-        ``round(seconds, 4)`` goes through a decimal conversion, several thousand instructions per
-        mark)."""
-        log = self.log
-        if not self._reads and log:
-            # Every read still in the log (a flow of fewer than ``most`` reads, the usual one):
-            # each read is marked, the last one too, so the marks are the log's pairs, made
-            # straight from it (no compaction into pairs and no unzipping them again).
-            return _drawn(log, self.start)
-        self._compact()
-        marks = self._marks
-        if self._last is not None and (not marks or marks[-1] != self._last):
-            return _drawn([*marks, self._last], self.start)
-        return _drawn(marks, self.start)
-
-
-_ROUND = float.__round__  # ``round`` of a float without the lookup of its ``__round__``
-
-
-def _drawn(pairs: Iterable[tuple[int, float]], start: float) -> list[list[float]]:
-    """The marks as the metadata holds them: each read's ``[offset, seconds since start]``, the
-    seconds to 0.1 ms as ``round(seconds * 10_000) / 10_000`` (``(t - start) * 10_000.0`` is a
-    float whatever number the clock gave, so the float's own ``__round__`` is ``round``'s)."""
-    return [[o, _ROUND((t - start) * 10_000.0) / 10_000.0] for o, t in pairs]
+    def marks(self) -> dict[str, list[int] | list[float]]:
+        """``{"offsets": [...], "seconds": [...]}``: each marked read's body offset and its
+        seconds since ``start`` (unrounded), the last read included. A flow of at most ``most``
+        reads (the usual one) gets the lists themselves, no copy: drawn at the end of the flow
+        (a later read would be appended to them)."""
+        self._thin()
+        offsets, seconds = self.offsets, self.seconds
+        last = self._last
+        if last is not None and (not offsets or offsets[-1] != last[0]):
+            return {"offsets": [*offsets, last[0]], "seconds": [*seconds, last[1]]}
+        return {"offsets": offsets, "seconds": seconds}
 
 
 def _nothing(data: bytes) -> None:
