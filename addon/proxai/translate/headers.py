@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from urllib.parse import unquote
 
 from proxai.core.errors import TranslationError
 from proxai.core.model import Protocol
 from proxai.safety.redact import is_secret_param, normalize_name
+from proxai.translate.ir import value
 
 # Client credentials of every provider (lower case), removed from every routed request.
 CLIENT_CREDENTIALS = frozenset(
@@ -74,7 +74,7 @@ def credential_free_query(query: str) -> str:
     return "&".join(kept)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class HeaderPlan:
     remove: tuple[str, ...]  # lower-case names to delete
     set: tuple[tuple[str, str], ...]  # (name, value) to set, replacing any existing value

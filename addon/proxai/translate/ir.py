@@ -15,7 +15,7 @@ messages / ``function_call_output`` items.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, dataclass_transform
 
 from proxai.core.errors import TranslationError
 from proxai.core.model import StopClass
@@ -23,13 +23,23 @@ from proxai.core.model import StopClass
 FileProvider = Literal["openai", "anthropic"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass_transform(frozen_default=True)
+def value[T](cls: type[T]) -> type[T]:
+    """A value of the neutral form: a slotted dataclass that mypy holds frozen (assigning a field
+    is a type error, ``dataclasses.replace`` makes a changed copy) and that hashes and compares
+    as ``dataclass(frozen=True, slots=True)`` does, without that class's ``__init__``, which sets
+    each field through ``object.__setattr__`` (docs/performance.md, "The routed request hook,
+    2026-12-03 night"); tests/translate_json/test_ir_values.py checks both."""
+    return dataclass(slots=True, unsafe_hash=True)(cls)
+
+
+@value
 class TextPart:
     text: str
     at: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ImagePart:
     at: str
     url: str | None = None  # http(s) URL
@@ -39,7 +49,7 @@ class ImagePart:
     file_provider: FileProvider | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class DocumentPart:
     at: str
     media_type: str | None = None
@@ -51,7 +61,7 @@ class DocumentPart:
     file_provider: FileProvider | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCallPart:
     id: str
     name: str
@@ -64,7 +74,7 @@ class ToolCallPart:
 ResultContent = TextPart | ImagePart | DocumentPart
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolResultPart:
     call_id: str
     content: tuple[ResultContent, ...]
@@ -72,26 +82,26 @@ class ToolResultPart:
     is_error: bool | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ThinkingPart:
     text: str
     signature: str | None
     at: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RedactedThinkingPart:
     data: str
     at: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RefusalPart:
     text: str
     at: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class UnreadPart:
     """A block, part, item or message a liberal reading could not read (``proxai.translate.checks.
     Reading``): the raw JSON as the client sent it and why. A strict reading raises instead, so
@@ -115,7 +125,7 @@ Part = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Message:
     """One turn. ``system`` turns are instructions that stand between other turns (an
     Anthropic ``role: system`` message inside ``messages``): they hold text parts only."""
@@ -136,7 +146,7 @@ class Message:
         return "tool" if isinstance(self.item, ToolResultPart) else self.role
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CallShape:
     """How a Responses client expects a call of one of its tools back (proxai.translate.call_shapes)."""
 
@@ -145,7 +155,7 @@ class CallShape:
     namespace: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolDef:
     name: str
     at: str
@@ -186,7 +196,7 @@ def freeform_description(t: ToolDef) -> str:
     return f"{t.description}\n\n{told}" if t.description else told
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolChoice:
     mode: Literal["auto", "none", "required", "tool"]
     at: str
@@ -194,7 +204,7 @@ class ToolChoice:
     kind: Literal["function", "custom"] = "function"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Reasoning:
     """Reasoning / thinking settings. ``effort`` is OpenAI's scale, ``budget`` Anthropic's."""
 
@@ -205,7 +215,7 @@ class Reasoning:
     summary: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class WebSearch:
     """The provider's own web search, declared by the client (Anthropic ``web_search_20250305``,
     Responses ``web_search``): Anthropic and Responses both run one; Chat has none."""
@@ -219,7 +229,7 @@ class WebSearch:
     context_size: str | None = None  # Responses only: search_context_size
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LeftOut:
     """A declared tool the target cannot provide: an offer, left out of the translated request
     with a note (or refused under strict translation). ``name`` is the name a ``tool_choice``
@@ -235,7 +245,7 @@ class LeftOut:
         return f"{self.at}: {self.what} left out ({self.why})"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RequestIR:
     model: str | None
     messages: tuple[Message, ...]
@@ -292,7 +302,7 @@ class ResponseIR:
     left_out: dict[str, int] = field(default_factory=dict)  # upstream items the client cannot hold
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RequestOptions:
     """Per-route knobs of request rendering (``proxai.translate.routes.Route``)."""
 

@@ -10,7 +10,7 @@ mitm layer answers it with a 400 in the client's protocol and sends nothing upst
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 import orjson
@@ -42,7 +42,7 @@ _RENDERERS: dict[Protocol, Callable[[ir.RequestIR, ir.RequestOptions, dict[str, 
 }
 
 
-@dataclass(frozen=True, slots=True)
+@ir.value
 class TranslatedRequest:
     body: dict[str, Any]
     stream: bool
