@@ -23,8 +23,10 @@ from proxai.safety.redact import (
     _MEMOS,
     MAX_DEPTH,
     MAX_MEMOS,
+    MEMO_CHARS,
     MEMO_SIZE,
     MEMO_TEXT,
+    MEMO_TREE_TEXT,
     REDACTED,
     Redactor,
     _meta_secret,
@@ -317,9 +319,30 @@ def test_tree_memos_are_bounded() -> None:
     redact_metadata({f"key {i}": f"value {i}" for i in range(MEMO_SIZE)})
     assert all(len(m) <= MEMO_SIZE for m in _MEMOS.values())
     assert all(len(m.same) <= len(m) and len(m.names) <= len(m) for m in _MEMOS.values())
-    long = "y" * (MEMO_TEXT + 1)
+    long = "y" * (MEMO_TREE_TEXT + 1)
     assert redact_metadata({"k": long}) == {"k": long}
     assert all(long not in m for m in _MEMOS.values())
+    # strings up to MEMO_TREE_TEXT are remembered, within MEMO_CHARS characters in all
+    for i in range(3 * MEMO_CHARS // MEMO_TREE_TEXT):
+        text = f"{i:06d}" + "z" * (MEMO_TREE_TEXT - 6)
+        assert redact_metadata({"k": text}) == {"k": text}
+        for m in _MEMOS.values():
+            assert m.chars == sum(map(len, m)) <= MEMO_CHARS
+
+
+def test_tree_memo_remembers_the_rules_texts() -> None:
+    # the conformance rules' texts a summary quotes (up to 329 characters, past MEMO_TEXT), with a
+    # planted secret after them, and as their own answers: as computed afresh, twice
+    from proxai.protocols import conformance
+
+    texts = [t for r in conformance.RULES.values() for t in (r.requires, r.python.text(), r.node.text())]
+    assert max(map(len, texts)) <= MEMO_TREE_TEXT
+    assert any(len(t) > MEMO_TEXT for t in texts)
+    planted_texts = [f"{t} {planted.OPENAI_KEY}"[:MEMO_TREE_TEXT] for t in texts]
+    _same({"extra": {"conformance": [{"requires": t} for t in texts], "notes": planted_texts}})
+    memo = _MEMOS[("meta", frozenset())]
+    assert all(memo[t] == t for t in texts if t in memo)
+    assert any(len(t) > MEMO_TEXT and t in memo.same for t in texts)
 
 
 # -- learning from headers and URLs ----------------------------------------------------------------

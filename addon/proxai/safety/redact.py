@@ -296,11 +296,22 @@ def _replace_shapes(text: str) -> str:
 
 # ``name=value`` (URLs, forms, env files) and ``"name": "value"`` (JSON held inside a string) in free
 # text: "?key=AIza...", "OPENAI_API_KEY=...". The name starts at a word boundary and is at most 64
-# characters, so the scan is linear even over megabytes of base64.
+# characters, so the scan is linear even over megabytes of base64. The name is taken whole
+# (possessive ``{1,64}+``): a separator never starts with a name's character, so a shorter name
+# never matched where the whole one did not, and the scan does not try every shorter one.
 _ASSIGN_RE = re.compile(
-    r"(?<![A-Za-z0-9_\-])(?P<name>[A-Za-z0-9_\-]{1,64})"
+    r"(?<![A-Za-z0-9_\-])(?P<name>[A-Za-z0-9_\-]{1,64}+)"
     r"(?P<sep>\s*=\s*|\"\s*:\s*\")(?P<value>[^\s&\"',;}{]+)"
 )
+
+
+def _assignments(text: str) -> str:
+    """``text`` with the values of its secret ``name=value`` / ``"name": "value"`` pairs replaced.
+    Every separator holds ``=`` or ``"``: a text with neither has no pair and is not scanned."""
+    if "=" in text or '"' in text:
+        return _ASSIGN_RE.sub(_assign_sub, text)
+    return text
+
 
 # The operator's own secrets (the environment keys routes send upstream): redacted by every function
 # of this module, in every output, and never returned to a client.
@@ -343,8 +354,15 @@ def is_secret_param(name: str | bytes) -> bool:
     return is_secret_name(name) or normalize_name(name) in _QUERY_SECRET_NAMES
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_param(name: str) -> bool:
+    """``is_secret_param`` of a pair's name (at most 64 characters), remembered: a JSON text
+    quotes the same few keys in every object (bounded as ``_secret_name``)."""
+    return is_secret_param(name)
+
+
 def _assign_sub(m: re.Match[str]) -> str:
-    if not is_secret_param(m.group("name")) or m.group("value") == REDACTED:
+    if not _secret_param(m.group("name")) or m.group("value") == REDACTED:
         return m.group(0)
     return f"{m.group('name')}{m.group('sep')}{REDACTED}"
 
@@ -376,8 +394,7 @@ def _redact_short(text: str) -> str:
 
 
 def _redact_text(text: str) -> str:
-    out = _replace_shapes(text)
-    out = _ASSIGN_RE.sub(_assign_sub, out)
+    out = _assignments(_replace_shapes(text))
     return _operator(out) if _OPERATOR_SECRETS else out
 
 
@@ -391,7 +408,7 @@ def redact_bytes(data: bytes) -> bytes:
         text = out.decode("utf-8")
     except UnicodeDecodeError:
         return out
-    return _ASSIGN_RE.sub(_assign_sub, text).encode("utf-8")
+    return _assignments(text).encode("utf-8")
 
 
 def redact_header_value(name: str | bytes, value: str | bytes) -> str:
@@ -555,12 +572,13 @@ _STR = frozenset({str})
 
 
 # A tree's text rule remembers its answers. A flow's summary holds the same hundred-odd key names
-# and values every time (protocol, outcome, stop reason, model, units ...), and each cost a
-# Python call or two and two regular-expression passes; a lookup costs about a tenth of that.
-# The rule is a pure function of the string, the kind of output (metadata or JSON), the echo set
-# of the redactor and the operator's secrets: one memo per (kind, echo set), at most MAX_MEMOS
-# (the oldest forgotten first), each at most MEMO_SIZE strings of at most MEMO_TEXT characters
-# (emptied when full); ``register_secret`` forgets them all.
+# and values every time (protocol, outcome, stop reason, model, units, the conformance rules'
+# texts ...), and each cost a Python call or two and two regular-expression passes; a lookup
+# costs about a tenth of that. The rule is a pure function of the string, the kind of output
+# (metadata or JSON), the echo set of the redactor and the operator's secrets: one memo per
+# (kind, echo set), at most MAX_MEMOS (the oldest forgotten first), each at most MEMO_SIZE
+# strings of at most MEMO_TREE_TEXT characters and MEMO_CHARS characters in all (emptied when
+# full); ``register_secret`` forgets them all.
 class _Memo(dict[str, str]):
     """A tree's text rule's answers so far (string -> its redacted form); ``same``: the strings
     among them that the rule returns as they are; ``names``: those of them seen as a mapping's keys
@@ -568,17 +586,22 @@ class _Memo(dict[str, str]):
     their value. A dict whose keys are all in ``names`` needs no look at its keys (one set test in
     C, ``_redact_tree``). Both are emptied with the answers."""
 
-    __slots__ = ("names", "same")
+    __slots__ = ("chars", "names", "same")
 
     def __init__(self) -> None:
         super().__init__()
         self.same: set[str] = set()
         self.names: set[str] = set()
+        self.chars = 0  # the remembered strings' length in all
 
 
 _MEMOS: dict[tuple[str, frozenset[str]], _Memo] = {}
 MAX_MEMOS = 8
 MEMO_SIZE = 2048
+# Longer than MEMO_TEXT: the conformance rules' texts in a summary run to 329 characters; the
+# characters in all stay within what MEMO_SIZE strings of MEMO_TEXT characters held.
+MEMO_TREE_TEXT = 512
+MEMO_CHARS = MEMO_SIZE * MEMO_TEXT
 
 
 def _memo(kind: str, secrets: frozenset[str]) -> _Memo:
@@ -592,12 +615,15 @@ def _memo(kind: str, secrets: frozenset[str]) -> _Memo:
 
 
 def _remember(memo: _Memo, text: str, out: str) -> str:
-    if len(text) <= MEMO_TEXT:
-        if len(memo) >= MEMO_SIZE:
+    n = len(text)
+    if n <= MEMO_TREE_TEXT:
+        if len(memo) >= MEMO_SIZE or memo.chars + n > MEMO_CHARS:
             memo.clear()
             memo.same.clear()
             memo.names.clear()
+            memo.chars = 0
         memo[text] = out
+        memo.chars += n
         if out == text and type(text) is str:
             memo.same.add(text)
     return out
