@@ -80,3 +80,20 @@ def test_a_limit_inside_a_read_an_error_body_and_dataless_blocks_alike() -> None
     body = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
     _both(C, [body[:20], body[20:]], status=429)
     _both(C, [CHUNK + b"event: ping\n\n" + CHUNK, b"id: 7\n\n", CHUNK + b"data: [DONE]\n\n"])
+
+
+@pytest.mark.parametrize("delta", [[1], ["a", "b"], "x", "xy", 1, 1.5, True, None, []])
+def test_a_delta_that_is_no_object_leaves_the_chat_fast_path(delta: object) -> None:
+    """``ChatGrammar._fast`` has no type test of the delta: ``len`` or ``.get`` fails on any other
+    JSON value inside its ``try``, so the general path reads it, as it did with the test."""
+    from proxai.protocols.chat import ChatGrammar
+    from proxai.protocols.common import Accum
+
+    obs = StreamObserver(C, start=0.0)
+    obs.headers(200, 0.0)
+    obs.observe_payloads(CHUNK, 1.0)
+    grammar = obs.grammar
+    assert isinstance(grammar, ChatGrammar) and isinstance(grammar.acc, Accum)
+    obj = {"id": "c1", "object": "chat.completion.chunk", "model": "m"}
+    obj["choices"] = [{"index": 0, "delta": delta, "finish_reason": None}]
+    assert grammar._fast(None, obj, 2.0) is False

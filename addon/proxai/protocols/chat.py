@@ -254,10 +254,9 @@ class ChatGrammar(GrammarBase):
                 or ("usage" in obj and obj["usage"] is not None)
                 or ("error" in obj and obj["error"] is not None)
                 or (out is not None and c.get("logprobs"))
-                or type(delta) is not dict
             ):
                 return False
-            if len(delta) != 1:
+            if len(delta) != 1:  # (a delta that is no object fails below: ``.get`` or ``len``)
                 return fast_fields(self, delta)
             s = delta.get("content")
         except _NOT_THIS_SHAPE:
