@@ -263,10 +263,10 @@ class SseScanner:
             out: Payloads = []
             for b in blocks:  # ``data: V`` or ``event: T`` + ``data: V``, no LF in T nor V
                 v = b.removeprefix(b"data: ")
-                if v == b:  # not a data line: an event line, then one data line
+                if v is b:  # not a data line: an event line, then one data line
                     head, sep, v = b.partition(b"\ndata: ")
                     t = head.removeprefix(b"event: ")
-                    if not sep or t == head or _LF in t or _LF in v:
+                    if not sep or t is head or _LF in t or _LF in v:
                         break
                     out.append((t, v))
                 elif _LF in v:

@@ -58,7 +58,7 @@ from proxai.stream.sink import (
 )
 from proxai.stream.textparts import ENCODED
 
-from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, nbytes, openai_usage
+from .common import Accum, GrammarBase, ToolBuffer, error_fields, json_valid, openai_usage
 from .machine import Machine, StateEnum, as_dict, as_int, as_list, as_str
 from .responses_items import (
     ARG_FIELD,
@@ -95,8 +95,6 @@ _MACHINE = Machine[State](
     },
     "openai_responses: event {event!r} in state {state}",
 )
-
-_ACTIVE = State.ACTIVE  # the fast path's state (docs/performance.md, "Why the hot code looks so")
 
 _START = frozenset({"response.created", "response.in_progress", "response.queued"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -144,7 +142,7 @@ _WRITER_KINDS = {
 _NO_ITEM = _Item("", "")  # (never read: only with ``_NO_PART`` as its id)
 _TEXT_DELTA = "response.output_text.delta"
 _K_TYPE, _K_ITEM_ID, _K_SEQUENCE_NUMBER, _K_DELTA, _K_OUTPUT_INDEX, _K_CONTENT_INDEX, _K_ERROR = FAST_KEYS
-_TEXT, _REFUSAL = "text", "refusal"  # the fast path's kinds of content delta, compared by identity
+_TEXT = "text"  # the fast path's kind of text delta, compared by identity
 _FC_DELTA = "response.function_call_arguments.delta"
 _FC_DONE = "response.function_call_arguments.done"
 
@@ -251,9 +249,11 @@ class ResponsesGrammar(GrammarBase):
     # -- streamed -------------------------------------------------------------------------------
 
     def _fast(self, name: RawName, obj: dict[str, Any], now: float) -> bool:
-        """A text / reasoning / refusal / argument delta for a known item, with the next
-        sequence number (and, while translating, of an open part or item of its kind): the same
-        effect as ``_event`` without the general checks.
+        """A text / reasoning / argument delta for a known item, with the next sequence number
+        (and, while translating, of an open part or item of its kind): the same effect as
+        ``_event`` without the general checks. No state test: an item is known only once the
+        stream started, and the loop reads nothing after the terminal event or an error. A
+        refusal delta (rare) goes the general way.
 
         The fields every delta has are read by subscript inside one ``try``; a missing key or an
         unhashable type or id declines the event, and the general path judges it, as it reads a
@@ -263,8 +263,6 @@ class ResponsesGrammar(GrammarBase):
         (deltas come in runs of one item; an item, once added, is never replaced). A delta whose
         indexes are not the ones both official SDKs read it with (``SdkView``) takes the general
         path, which judges them."""
-        if self.state is not _ACTIVE:
-            return False
         try:
             etype = obj[_K_TYPE]
             kind = _TEXT if etype == _TEXT_DELTA else _FAST_DELTAS.get(etype)
@@ -288,12 +286,12 @@ class ResponsesGrammar(GrammarBase):
         acc = self.acc
         out = self.out
         # one branch per kind, most frequent first, each with its own end (fewer tests per event)
-        if kind is _TEXT or kind is _REFUSAL:
+        if kind is _TEXT:
             try:
                 ci = obj[_K_CONTENT_INDEX]
             except KeyError:
                 return False
-            if ci is not (sdk.tci if kind is _TEXT else sdk.fci):
+            if ci is not sdk.tci:
                 return False
             if out is not None:
                 if ci is item.part_ci:  # its open part: so a message item, and not done
@@ -316,13 +314,10 @@ class ResponsesGrammar(GrammarBase):
                         raise SseLimitError("Responses content kept for .done checks", self.max_buffer)
                     out.delta(key, "text", s)
             elif s:
-                n = len(s) if s.isascii() else nbytes(s)
+                n = len(s) if s.isascii() else len(s.encode())  # (no surrogate comes from orjson)
             if s:
                 acc.content_seen = True
-                if kind is _TEXT:
-                    acc.text_bytes += n
-                else:
-                    acc.refusal_bytes += n
+                acc.text_bytes += n
                 if acc.cap_text is not None:
                     acc.capture_text(s)
             self.next_seq = seq + 1
@@ -341,7 +336,7 @@ class ResponsesGrammar(GrammarBase):
                     out.delta(item.id, "thinking", s)
             if s:
                 acc.content_seen = True
-                acc.reasoning_bytes += len(s) if s.isascii() else nbytes(s)
+                acc.reasoning_bytes += len(s) if s.isascii() else len(s.encode())
                 if acc.cap_reasoning is not None:
                     acc.capture_reasoning(s)
             self.next_seq = seq + 1
@@ -988,7 +983,6 @@ _FAST_DELTAS: dict[str, str] = {
     "response.output_text.delta": _TEXT,
     "response.reasoning_summary_text.delta": "reasoning",
     "response.reasoning_text.delta": "reasoning",
-    "response.refusal.delta": _REFUSAL,
     "response.function_call_arguments.delta": "args",
     "response.custom_tool_call_input.delta": "args",
     "response.mcp_call_arguments.delta": "args",

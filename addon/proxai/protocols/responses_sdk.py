@@ -11,7 +11,7 @@ does with the event (``None``: reads it; else the kind of its failure). The pair
 the rule (``_PAIRS``); a pair no rule names is not reported (only measured reactions are).
 
 The grammar's fast path takes a delta without calling ``see`` only when it carries the indexes the
-view put on the item's record (``Out.oi``, ``tci`` / ``fci``, ``si``, ``args``): the ones both
+view put on the item's record (``Out.oi``, ``tci``, ``si``, ``args``): the ones both
 accumulators read the delta with. Sans-IO, one view per stream.
 """
 
@@ -88,7 +88,6 @@ FAST_KEYS: tuple[str, ...] = tuple(
         b'{"type":0,"item_id":0,"sequence_number":0,"delta":0,"output_index":0,"content_index":0,"error":0}'
     )
 )
-_FAST_KIND = frozenset({"output_text", "refusal"})  # the content parts whose deltas may go fast
 _REASONING_TEXT = frozenset({"response.reasoning_text.delta", "response.reasoning_text.done"})
 _SUMMARY = frozenset(
     {
@@ -225,7 +224,6 @@ class Out:
         "argd",
         "args",
         "call_id",
-        "fci",
         "id",
         "iterable",
         "key",
@@ -267,8 +265,7 @@ class Out:
         self.argd = _ARG_DELTAS.get(str(self.type)) if self.args or self.type != "function_call" else None
         self.key: Any = _NO  # its output_index in openai-python's dict, if it is there
         self.oi: Any = _NO
-        self.tci: Any = _NO  # the content index of its text deltas (``fci``: of its refusal deltas)
-        self.fci: Any = _NO
+        self.tci: Any = _NO  # the content index of its text deltas
         self.si: Any = _NO
         self.rci: Any = _NO
 
@@ -422,18 +419,10 @@ class SdkView:
         content part (or summary part) its deltas go to."""
         key = rec.key
         rec.oi = key if key is not _NO and self._py.get(key) is rec and self._node_at(key) is rec else _NO
-        rec.tci = rec.fci = rec.rci = rec.si = _NO
+        rec.tci = rec.rci = rec.si = _NO
         last = rec.parts[-1] if rec.parts else None
-        if (
-            rec.type == "message"
-            and last is not None
-            and last[0] in _FAST_KIND
-            and (last[1] or last[0] == "refusal")
-        ):
-            if last[0] == "refusal":
-                rec.fci = len(rec.parts) - 1
-            else:
-                rec.tci = len(rec.parts) - 1
+        if rec.type == "message" and last is not None and last[0] == "output_text" and last[1]:
+            rec.tci = len(rec.parts) - 1
         elif rec.type == "reasoning":
             if rec.reasoning and rec.reasoning[-1][0] == "reasoning_text":
                 rec.rci = len(rec.reasoning) - 1
