@@ -82,7 +82,11 @@ class HeaderPlan:
 
 def client_key(headers: Mapping[str, str]) -> str | None:
     """The API key the client sent, in either provider's header."""
-    lower = {k.lower(): v for k, v in headers.items()}
+    return _client_key({k.lower(): v for k, v in headers.items()})
+
+
+def _client_key(lower: Mapping[str, str]) -> str | None:
+    """``client_key`` of headers whose names are already lowercased (``plan_headers`` has that map)."""
     for name in ("x-api-key", "api-key", "x-goog-api-key"):  # Anthropic; Azure OpenAI; Google
         if lower.get(name):
             return lower[name]
@@ -109,7 +113,7 @@ def plan_headers(
     lower = {k.lower(): v for k, v in headers.items()}
     passed = key is None  # auth "pass": the client's own key goes on, translated
     if passed:
-        key = client_key(headers)
+        key = _client_key(lower)
     # content-length is not touched: mitmproxy recomputes it when the body is replaced
     remove: list[str] = [k for k in lower if is_client_credential(k)]
     if not (passed and client in _OPENAI_FAMILY and target in _OPENAI_FAMILY):
