@@ -131,10 +131,10 @@ def test_the_hot_read_matches_when_the_observer_breaks() -> None:
     (with no events), the same bug is counted, exactly as on the general path."""
 
     class Breaking(StreamObserver):
-        def observe_payloads(self, data: bytes, now: float) -> Any:
+        def observe_payloads(self, data: bytes, now: float, scanned: Any = None) -> Any:
             if b"BOOM" in data:
                 raise RuntimeError("observer bug")
-            return super().observe_payloads(data, now)
+            return super().observe_payloads(data, now, scanned)
 
     def run(cls: type[Carrier]) -> list[Any]:
         observer = Breaking(Protocol.OPENAI_CHAT, start=0.0)

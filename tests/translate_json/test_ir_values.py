@@ -72,7 +72,8 @@ def test_a_value_of_another_class_with_the_same_fields_differs() -> None:
 
 
 def test_mypy_refuses_an_assignment_to_a_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    mypy = pytest.importorskip("mypy.api")
+    import mypy.api as mypy  # a dev dependency (pyproject.toml), installed with the suite
+
     monkeypatch.setenv("MYPYPATH", str(Path(__file__).resolve().parents[2] / "addon"))
     program = (
         "import dataclasses\n"
