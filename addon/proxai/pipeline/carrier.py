@@ -366,7 +366,7 @@ class StreamCarrier:
                 if not more:
                     out = [chunk]
                     sent = size
-                    piece = chunk
+                    piece: bytes | None = chunk
                 else:
                     out = [chunk, *more]
                     sent = -1
@@ -392,8 +392,10 @@ class StreamCarrier:
         if sent < 0:  # not the hot read's one chunk
             if b"" in out:
                 out = [b for b in out if b]  # never b"" mid-stream
-            piece = out[0] if len(out) == 1 else b"".join(out)  # the read's bytes in one piece
-            sent = len(piece)
+            # A read of several pieces is not joined: a released hold can be as large as the
+            # scanner's line bound, and a join would copy it (the keeper writes each piece).
+            piece = out[0] if len(out) == 1 else None
+            sent = len(piece) if piece is not None else sum(map(len, out))
         self.client_bytes = end = self.client_bytes + sent
         kept = self.kept
         if kept is not None and sent:
@@ -401,22 +403,22 @@ class StreamCarrier:
             # not the one that checks the marks' bound (docs/performance.md, "Why the hot code
             # looks so"): the client's byte count is the body's offset (``_keep`` checks it).
             left = kept.left - 1
-            if left and end <= kept.limit:
+            if left and end <= kept.limit and piece is not None:
                 kept.left = left
                 kept.write(piece)
                 kept.offsets.append(end)
                 kept.seconds.append(now - kept.start)
             else:
-                self._keep(piece, end, now)
+                self._keep(out if piece is None else piece, sent, end, now)
         return out
 
-    def _keep(self, piece: bytes, end: int, now: float) -> None:
+    def _keep(self, piece: bytes | list[bytes], n: int, end: int, now: float) -> None:
         """Keep a read that brought the client's count to ``end`` (``KeptBody.add_read``); a
         dropped body is not kept further. Later reads are kept inline only while the client's
         count is the kept body's size (the body kept from the stream's first byte)."""
         kept = self.kept
         assert kept is not None
-        kept.add_read(piece, len(piece), now)
+        kept.add_read(piece, n, now)
         if kept.dropped is not None:
             self.kept = None
         elif kept.size != end:
